@@ -1,0 +1,392 @@
+// BufferPool: Calico's buffer manager. Pages of spaces (one file each) are cached in frames;
+// a page id is translated to its frame through a per-space array of 64-bit entries.
+//
+// Principal entry points:
+//   open(options)              opens (or creates) a data directory
+//   create_space / open_space / drop_space / space_blocks / spaces
+//   allocate(space)            a new zeroed page, returned exclusively latched
+//   pin_shared(pid)            -> SharedGuard       (readers; many at once)
+//   pin_exclusive(pid)         -> ExclusiveGuard    (one writer; mark_dirty() to persist)
+//   optimistic_read(pid, fn)   runs fn on the page without pinning; validated, retried
+//   read_optimistic/validate   the same, split for optimistic lock coupling in indexes
+//   prefetch_group(pids, offs) hints: warm entries and frames, start reads of the rest
+//   flush()                    writes every dirty page, fsyncs files and the catalog
+//   stats()
+//
+// Contracts (see src/pool/README.md for the full rules and the lock order):
+//  - A guard's data() is valid until the guard is released or destroyed. The usable page is
+//    usable_page_size() bytes; the last 16 bytes of a page are the on-disk trailer.
+//  - A thread must not wait for a latch it holds itself: pinning exclusively a page it
+//    already pins, dropping a space it holds pins in, or flushing while holding an
+//    exclusive guard deadlocks.
+//  - fn given to optimistic_read may see a page that is being modified (the result is then
+//    thrown away and fn runs again). It must not crash on any bytes: no unchecked pointer or
+//    index taken from the page, no side effects beyond its own locals and its result.
+//  - Errors are calico::Error (error.h); the pool stays usable after any of them.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "calico/error.h"
+#include "calico/page_id.h"
+#include "memory/frame_arena.h"
+#include "pool/clock.h"
+#include "pool/frame_meta.h"
+#include "pool/free_list.h"
+#include "pool/space.h"
+#include "translation/entry.h"
+#include "translation/space_directory.h"
+
+namespace calico {
+
+namespace io {
+class FaultInjector;
+class IoRing;
+}  // namespace io
+
+struct PoolOptions {
+  std::string data_dir;                       // created if missing
+  size_t page_size = 4096;                    // 4096, 8192 or 16384
+  size_t pool_bytes = size_t{256} << 20;      // frames = pool_bytes / page_size
+  uint64_t max_blocks_per_space = uint64_t{1} << 32;  // translation array capacity
+  uint32_t eviction_batch = 64;               // victims per eviction round (1..1024)
+  bool huge_pages = true;                     // MADV_HUGEPAGE on the frame arena
+  bool prefault_frames = true;                // touch the arena at open
+  bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
+  unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
+  io::FaultInjector* fault_injector = nullptr;  // tests only
+};
+
+struct PoolStats {
+  uint64_t faults = 0;            // pages read synchronously
+  uint64_t evictions = 0;
+  uint64_t write_backs = 0;       // pages written (eviction and flush)
+  uint64_t punches = 0;           // 4 KB pages of translation entries returned to the OS
+  uint64_t prefetch_issued = 0;   // asynchronous reads submitted
+  uint64_t prefetch_failed = 0;   // asynchronous reads that failed (the page stays evicted)
+  uint64_t optimistic_fallbacks = 0;  // optimistic reads that gave up and pinned
+  uint64_t frames = 0;
+  uint64_t free_frames = 0;
+  uint64_t resident_pages = 0;
+  size_t translation_private_bytes = 0;  // pagemap: private pages of arrays and counters
+  size_t translation_mincore_bytes = 0;  // mincore: also counts zero-page mappings
+  size_t translation_reserved_bytes = 0;  // address space reserved for translation
+  size_t frame_bytes = 0;
+  size_t frame_huge_page_bytes = 0;   // AnonHugePages of the frame arena (smaps)
+  bool direct_io = false;             // every open space file uses O_DIRECT
+};
+
+struct SpaceInfo {
+  SpaceId id;
+  std::string name;
+  uint64_t blocks;
+};
+
+class BufferPool;
+
+// SharedGuard: a shared pin. Movable; releases on destruction.
+class SharedGuard {
+ public:
+  SharedGuard() = default;
+  SharedGuard(SharedGuard&& o) noexcept { *this = std::move(o); }
+  SharedGuard& operator=(SharedGuard&& o) noexcept {
+    release();
+    entry_ = std::exchange(o.entry_, nullptr);
+    data_ = o.data_;
+    pid_ = o.pid_;
+    return *this;
+  }
+  ~SharedGuard() { release(); }
+
+  const std::byte* data() const { return data_; }
+  PageId page_id() const { return pid_; }
+  bool held() const { return entry_ != nullptr; }
+  void release() {
+    if (entry_ != nullptr) translation::unlock_shared(*std::exchange(entry_, nullptr));
+  }
+
+ private:
+  friend class BufferPool;
+  SharedGuard(translation::Entry* e, const std::byte* d, PageId p) : entry_(e), data_(d), pid_(p) {}
+  translation::Entry* entry_ = nullptr;
+  const std::byte* data_ = nullptr;
+  PageId pid_;
+};
+
+// ExclusiveGuard: the exclusive latch of one page. Release bumps the entry's version, which
+// invalidates concurrent optimistic readers.
+class ExclusiveGuard {
+ public:
+  ExclusiveGuard() = default;
+  ExclusiveGuard(ExclusiveGuard&& o) noexcept { *this = std::move(o); }
+  ExclusiveGuard& operator=(ExclusiveGuard&& o) noexcept {
+    release();
+    entry_ = std::exchange(o.entry_, nullptr);
+    held_ = o.held_;
+    data_ = o.data_;
+    meta_ = o.meta_;
+    pid_ = o.pid_;
+    return *this;
+  }
+  ~ExclusiveGuard() { release(); }
+
+  std::byte* data() const { return data_; }
+  PageId page_id() const { return pid_; }
+  bool held() const { return entry_ != nullptr; }
+  // The page will be written back before its frame is reused, and by flush().
+  void mark_dirty() { meta_->dirty.store(1, std::memory_order_relaxed); }
+  void release() {
+    if (entry_ != nullptr) {
+      translation::unlock_exclusive(*std::exchange(entry_, nullptr), held_, /*bump_version=*/true);
+    }
+  }
+
+ private:
+  friend class BufferPool;
+  ExclusiveGuard(translation::Entry* e, translation::EntryWord held, std::byte* d,
+                 pool::FrameMeta* m, PageId p)
+      : entry_(e), held_(held), data_(d), meta_(m), pid_(p) {}
+  translation::Entry* entry_ = nullptr;
+  translation::EntryWord held_;
+  std::byte* data_ = nullptr;
+  pool::FrameMeta* meta_ = nullptr;
+  PageId pid_;
+};
+
+// An optimistic read in progress: data may change under the reader until validate().
+struct OptimisticRead {
+  const std::byte* data = nullptr;
+  const translation::Entry* entry = nullptr;
+  translation::EntryWord seen;
+  PageId pid;
+};
+
+class BufferPool {
+ public:
+  // Opens the data directory (creating it and an empty catalog if needed) and reopens every
+  // space recorded in its catalog. Errors: kInvalidArgument (options), kPageSizeMismatch,
+  // kCorruptCatalog, kIoError (also when another pool has the directory open).
+  static std::unique_ptr<BufferPool> open(const PoolOptions& options);
+  // Flushes (errors are printed, not thrown) and closes.
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // --- spaces -----------------------------------------------------------------------
+  // Names: 1..64 characters of [A-Za-z0-9_.-]. Errors: kInvalidArgument, kSpaceExists.
+  SpaceId create_space(std::string_view name);
+  // Errors: kUnknownSpace.
+  SpaceId open_space(std::string_view name) const;
+  // Frees the space's frames (dirty pages are discarded), its translation memory and its
+  // file. Waits for pins held by other threads. Errors: kUnknownSpace.
+  void drop_space(SpaceId space);
+  uint64_t space_blocks(SpaceId space) const;
+  std::vector<SpaceInfo> spaces() const;
+
+  // --- pages ------------------------------------------------------------------------
+  // Appends a zeroed, dirty page to the space; returns it exclusively latched.
+  // Errors: kUnknownSpace, kInvalidArgument (space at max_blocks_per_space), kPoolFull.
+  ExclusiveGuard allocate(SpaceId space);
+
+  // Errors (all pins): kUnknownSpace, kPageOutOfRange, kPoolFull, kIoError, kShortRead,
+  // kChecksumMismatch (the page stays evicted; other pages are unaffected).
+  SharedGuard pin_shared(PageId pid);
+  ExclusiveGuard pin_exclusive(PageId pid);
+
+  // Runs fn(const std::byte* page) optimistically and returns its result once a validation
+  // succeeds; after kOptimisticAttempts failed validations it pins the page shared and runs
+  // fn once more under the pin. No atomic write on the happy path.
+  template <class Fn>
+  auto optimistic_read(PageId pid, Fn&& fn) -> std::invoke_result_t<Fn&, const std::byte*>;
+
+  // Starts an optimistic read: waits while the page is exclusively latched, faults it in if
+  // evicted. The caller reads r.data, then calls validate(r); false means start again.
+  OptimisticRead read_optimistic(PageId pid);
+  static bool validate(const OptimisticRead& r) {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    translation::EntryWord now = translation::load(*r.entry, std::memory_order_relaxed);
+    return now.frame_and_version() == r.seen.frame_and_version() &&
+           now.state() != translation::kExclusive;
+  }
+
+  // Algorithm 4: prefetches the entries of pids, then the cache line at offsets[i] of each
+  // resident page, then submits one batch of asynchronous reads for the evicted ones and
+  // returns. Best effort: pages past a space's end, of unknown spaces, or for which no frame
+  // is free are skipped. offsets may be empty (offset 0 for all), else pids.size() long.
+  void prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets = {});
+
+  // Writes every dirty page (in batches), fsyncs every space file and the catalog.
+  // Errors: kIoError (pages that failed stay dirty; nothing is lost).
+  void flush();
+
+  PoolStats stats() const;
+  // Whole-structure check for tests, at quiescence (no concurrent operations): every
+  // resident entry and its frame agree (bijection), free frames are referenced by no entry,
+  // no pins or latches are held, and every hole-punch count equals its resident entries.
+  void check_invariants() const;
+
+  size_t page_size() const { return options_.page_size; }
+  size_t usable_page_size() const { return options_.page_size - kTrailerBytes; }
+  FrameId num_frames() const { return frames_.num_frames(); }
+  const PoolOptions& options() const { return options_; }
+
+  static constexpr int kOptimisticAttempts = 8;
+  static constexpr size_t kTrailerBytes = 16;
+
+ private:
+  explicit BufferPool(const PoolOptions& options);
+
+  struct Resolved {
+    translation::Entry* entries;
+    uint64_t capacity;
+    pool::Space* space;
+  };
+  // Hot path: the thread's path cache, else the directory (throws kUnknownSpace).
+  Resolved resolve(SpaceId id) {
+    auto& c = translation::tls_path_cache;
+    if (c.pool_uid == uid_ && c.space == id && c.epoch == directory_.epoch()) [[likely]] {
+      return {c.entries, c.capacity, static_cast<pool::Space*>(c.owner)};
+    }
+    return resolve_slow(id);
+  }
+  Resolved resolve_slow(SpaceId id);
+  translation::Entry& entry_for(PageId pid, pool::Space** space_out) {
+    Resolved r = resolve(pid.space());
+    if (pid.block() >= r.capacity) [[unlikely]] throw_out_of_range(pid);
+    *space_out = r.space;
+    return r.entries[pid.block()];
+  }
+  [[noreturn]] void throw_out_of_range(PageId pid) const;
+
+  // Slow path shared by every access that found the entry not usable: faults the page in
+  // when it is evicted, helps asynchronous reads complete, or backs off while latched.
+  void wait_or_fault(pool::Space* space, PageId pid, translation::Entry& e,
+                     translation::EntryWord seen, int* spins);
+  void fault(pool::Space* space, PageId pid, translation::Entry& e);
+
+  // Frames: a free frame, evicting a batch when none is free; kPoolFull when nothing can be
+  // evicted for kPoolFullWaitMs. With `may_fail`, returns kInvalidFrame instead of waiting.
+  FrameId get_frame(bool may_fail);
+  // One CLOCK round under evict_mutex_: evicts up to eviction_batch pages. Returns the
+  // number of frames freed. Throws kIoError when a write-back failed (those pages stay).
+  uint32_t evict_batch();
+  // Completes asynchronous reads until `e` is no longer kIoPending (or nothing is in flight).
+  void help_async(const translation::Entry& e);
+  void complete_async(uint64_t slot, int result);  // pre: async_mutex_ held
+  void drain_async();
+
+  io::IoRing& thread_ring();
+  void write_catalog_locked();  // pre: spaces_mutex_ held
+  pool::Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
+
+  static constexpr int kPoolFullWaitMs = 200;
+
+  PoolOptions options_;
+  uint64_t uid_;
+  int lock_fd_ = -1;
+  memory::FrameArena frames_;
+  std::unique_ptr<pool::FrameMeta[]> meta_;
+  pool::FreeList free_list_;
+  translation::SpaceDirectory<pool::Space> directory_;
+
+  mutable std::mutex spaces_mutex_;  // creation/drop, the catalog, spaces_
+  std::vector<std::unique_ptr<pool::Space>> spaces_;  // every space ever opened (type-stable)
+  SpaceId next_space_id_ = 1;
+
+  std::mutex evict_mutex_;  // one evictor at a time; guards clock_
+  pool::ClockHand clock_;
+
+  struct PendingRead {
+    pool::Space* space;
+    PageId pid;
+    FrameId frame;
+  };
+  std::mutex async_mutex_;  // guards async_ring_, pending_, free_slots_
+  std::unique_ptr<io::IoRing> async_ring_;
+  std::vector<PendingRead> pending_;
+  std::vector<uint32_t> free_slots_;
+
+  std::mutex flush_mutex_;
+
+  struct Counters {
+    std::atomic<uint64_t> faults{0}, evictions{0}, write_backs{0}, punches{0},
+        prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0};
+  };
+  mutable Counters counters_;
+};
+
+// ------------------------------------------------------------------------------------
+// Hot paths (inline): resolve the space, load one entry, CAS or read, done.
+
+inline SharedGuard BufferPool::pin_shared(PageId pid) {
+  pool::Space* space;
+  translation::Entry& e = entry_for(pid, &space);
+  for (int spins = 0;;) {
+    translation::EntryWord w = translation::load(e);
+    if (translation::try_lock_shared(e, w)) [[likely]] {
+      return SharedGuard(&e, frames_.frame(w.frame()), pid);
+    }
+    wait_or_fault(space, pid, e, w, &spins);
+  }
+}
+
+inline ExclusiveGuard BufferPool::pin_exclusive(PageId pid) {
+  pool::Space* space;
+  translation::Entry& e = entry_for(pid, &space);
+  for (int spins = 0;;) {
+    translation::EntryWord w = translation::load(e);
+    if (translation::try_lock_exclusive(e, w)) [[likely]] {
+      translation::EntryWord held = w.with_state(translation::kExclusive);
+      return ExclusiveGuard(&e, held, frames_.frame(w.frame()), &meta_[w.frame()], pid);
+    }
+    wait_or_fault(space, pid, e, w, &spins);
+  }
+}
+
+inline OptimisticRead BufferPool::read_optimistic(PageId pid) {
+  pool::Space* space;
+  translation::Entry& e = entry_for(pid, &space);
+  for (int spins = 0;;) {
+    translation::EntryWord w = translation::load(e);
+    if (w.resident() && w.state() != translation::kExclusive) [[likely]] {
+      if (w.state() == translation::kMarked) [[unlikely]] {
+        // Second chance: an access clears CLOCK's mark (the only write, and a rare one).
+        translation::try_cas(e, w, w.with_state(translation::kUnlocked));
+      }
+      return OptimisticRead{frames_.frame(w.frame()), &e, w, pid};
+    }
+    wait_or_fault(space, pid, e, w, &spins);
+  }
+}
+
+template <class Fn>
+auto BufferPool::optimistic_read(PageId pid, Fn&& fn)
+    -> std::invoke_result_t<Fn&, const std::byte*> {
+  using R = std::invoke_result_t<Fn&, const std::byte*>;
+  for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+    OptimisticRead r = read_optimistic(pid);
+    if constexpr (std::is_void_v<R>) {
+      fn(r.data);
+      if (validate(r)) return;
+    } else {
+      R result = fn(r.data);
+      if (validate(r)) return result;
+    }
+  }
+  // Repeated conflicts: stop wasting work and read under a shared pin (as pgvector on Calico).
+  counters_.optimistic_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  SharedGuard g = pin_shared(pid);
+  return fn(g.data());
+}
+
+}  // namespace calico

@@ -1,0 +1,74 @@
+// FrameArena: see frame_arena.h.
+#include "memory/frame_arena.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "calico/checks.h"
+#include "calico/error.h"
+
+namespace calico::memory {
+
+FrameArena::FrameArena(size_t page_size, uint32_t num_frames, bool huge_pages, bool prefault)
+    : page_size_(page_size), num_frames_(num_frames) {
+  if (num_frames == 0) throw Error(ErrorCode::kInvalidArgument, "a pool needs at least one frame");
+  if (page_size != 4096 && page_size != 8192 && page_size != 16384) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "page size " + std::to_string(page_size) + " is not 4096, 8192 or 16384");
+  }
+  size_t want = (static_cast<size_t>(num_frames) + 1) * page_size;
+  bytes_ = (want + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  // Over-reserve by 2 MB, then trim both ends so that base_ is 2 MB-aligned.
+  size_t reserve = bytes_ + kHugePageBytes;
+  void* p = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "cannot map a frame arena of " + std::to_string(bytes_) + " bytes: " + std::strerror(errno));
+  }
+  auto raw = reinterpret_cast<uintptr_t>(p);
+  uintptr_t aligned = (raw + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  if (aligned > raw) munmap(p, aligned - raw);
+  uintptr_t tail = aligned + bytes_;
+  if (raw + reserve > tail) munmap(reinterpret_cast<void*>(tail), raw + reserve - tail);
+  base_ = reinterpret_cast<std::byte*>(aligned);
+  madvise(base_, bytes_, huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  if (prefault) {
+    for (size_t off = 0; off < bytes_; off += 4096) base_[off] = std::byte{0};
+  }
+  CALICO_CHECK(reinterpret_cast<uintptr_t>(base_) % kHugePageBytes == 0);
+}
+
+FrameArena::~FrameArena() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+size_t FrameArena::huge_page_bytes() const {
+  FILE* f = std::fopen("/proc/self/smaps", "re");
+  if (f == nullptr) return 0;
+  auto lo = reinterpret_cast<uintptr_t>(base_);
+  uintptr_t hi = lo + bytes_;
+  char line[512];
+  bool inside = false;
+  size_t total_kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    uintptr_t start, end;
+    // Mapping headers are "start-end perms ..."; no field line parses as two hex numbers
+    // joined by '-'.
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &start, &end) == 2) {
+      inside = start < hi && end > lo;
+      continue;
+    }
+    size_t kb;
+    if (inside && std::sscanf(line, "AnonHugePages: %zu kB", &kb) == 1) total_kb += kb;
+  }
+  std::fclose(f);
+  return total_kb * 1024;
+}
+
+}  // namespace calico::memory

@@ -1,0 +1,675 @@
+// BufferPool: opening, spaces, the page-fault handler, group prefetch, flush, statistics and
+// the invariant checker. Eviction is in eviction.cc; the hot paths are inline in
+// include/calico/buffer_pool.h. Rules and lock order: pool/README.md.
+#include "calico/buffer_pool.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <shared_mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "calico/checks.h"
+#include "io/checksum.h"
+#include "io/io_ring.h"
+#include "pool/catalog.h"
+
+namespace calico {
+
+using translation::EntryWord;
+using translation::kExclusive;
+using translation::kIoPending;
+using translation::kUnlocked;
+
+static_assert(BufferPool::kTrailerBytes == io::kTrailerBytes);
+
+namespace {
+
+std::atomic<uint64_t> next_pool_uid{1};
+
+std::string space_path(const std::string& dir, SpaceId id) {
+  return dir + "/space_" + std::to_string(id) + ".dat";
+}
+
+void validate_options(const PoolOptions& o) {
+  auto bad = [](const std::string& why) { throw Error(ErrorCode::kInvalidArgument, why); };
+  if (o.data_dir.empty()) bad("data_dir is empty");
+  if (o.page_size != 4096 && o.page_size != 8192 && o.page_size != 16384) {
+    bad("page_size " + std::to_string(o.page_size) + " is not 4096, 8192 or 16384");
+  }
+  if (o.pool_bytes / o.page_size < 2) bad("pool_bytes holds fewer than 2 pages");
+  if (o.pool_bytes / o.page_size >= (uint64_t{1} << 31)) bad("pool_bytes holds 2^31 pages or more");
+  if (o.max_blocks_per_space == 0 || o.max_blocks_per_space > (uint64_t{1} << 32)) {
+    bad("max_blocks_per_space is not in 1 .. 2^32");
+  }
+  if (o.eviction_batch == 0 || o.eviction_batch > 1024) bad("eviction_batch is not in 1 .. 1024");
+  if (o.async_depth == 0 || o.async_depth > 4096) bad("async_depth is not in 1 .. 4096");
+}
+
+// Raises the error a failed page read deserves. `result` is bytes read or -errno.
+[[noreturn]] void throw_read_error(PageId pid, int result, size_t page_size) {
+  std::string page = "page " + std::to_string(pid.space()) + ":" + std::to_string(pid.block());
+  if (result < 0) {
+    throw Error(ErrorCode::kIoError, "reading " + page + ": " + std::strerror(-result), pid);
+  }
+  throw Error(ErrorCode::kShortRead,
+              "reading " + page + ": got " + std::to_string(result) + " of " +
+                  std::to_string(page_size) + " bytes",
+              pid);
+}
+
+}  // namespace
+
+BufferPool::BufferPool(const PoolOptions& options)
+    : options_(options),
+      uid_(next_pool_uid.fetch_add(1)),
+      frames_(options.page_size, static_cast<FrameId>(options.pool_bytes / options.page_size),
+              options.huge_pages, options.prefault_frames),
+      meta_(new pool::FrameMeta[frames_.num_frames() + 1]),
+      free_list_(frames_.num_frames()),
+      clock_(frames_.num_frames()),
+      async_ring_(std::make_unique<io::IoRing>(options.async_depth, options.fault_injector)),
+      pending_(options.async_depth) {
+  for (uint32_t s = options.async_depth; s > 0; --s) free_slots_.push_back(s - 1);
+}
+
+std::unique_ptr<BufferPool> BufferPool::open(const PoolOptions& options) {
+  validate_options(options);
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    throw Error(ErrorCode::kIoError, "cannot create data directory " + options.data_dir + ": " + ec.message());
+  }
+  std::unique_ptr<BufferPool> pool(new BufferPool(options));
+  const std::string& dir = options.data_dir;
+
+  // One pool per data directory: two would overwrite each other's pages.
+  std::string lock_path = dir + "/LOCK";
+  pool->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (pool->lock_fd_ < 0 || ::flock(pool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    throw Error(ErrorCode::kIoError, "data directory " + dir + " is in use by another pool (" +
+                                         std::strerror(errno) + ")");
+  }
+
+  std::optional<pool::CatalogData> catalog = pool::read_catalog(dir);
+  std::lock_guard lock(pool->spaces_mutex_);
+  if (!catalog) {
+    pool->write_catalog_locked();
+    return pool;
+  }
+  if (catalog->page_size != options.page_size) {
+    throw Error(ErrorCode::kPageSizeMismatch,
+                dir + " was written with " + std::to_string(catalog->page_size) +
+                    "-byte pages, not " + std::to_string(options.page_size));
+  }
+  pool->next_space_id_ = catalog->next_space_id;
+  for (const pool::CatalogSpace& rec : catalog->spaces) {
+    io::PageFile file = io::PageFile::open(space_path(dir, rec.id), options.page_size,
+                                           /*create=*/false, options.fault_injector);
+    // Pages evicted after the last flush may lie past the catalog's count: keep them.
+    uint64_t blocks = std::max(rec.blocks, file.size_blocks());
+    if (blocks > options.max_blocks_per_space) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "space " + rec.name + " has " + std::to_string(blocks) +
+                      " blocks, more than max_blocks_per_space");
+    }
+    pool->spaces_.push_back(std::make_unique<pool::Space>(
+        rec.id, rec.name, options.max_blocks_per_space, std::move(file), blocks));
+    pool->directory_.publish(rec.id, pool->spaces_.back().get());
+  }
+  return pool;
+}
+
+BufferPool::~BufferPool() {
+  try {
+    flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "calico: flush at close failed: %s\n", e.what());
+  }
+  drain_async();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+// --- spaces ----------------------------------------------------------------------------
+
+pool::Space* BufferPool::live_space(SpaceId id) const {
+  pool::Space* s = directory_.lookup(id);
+  return (s != nullptr && s->alive.load(std::memory_order_acquire)) ? s : nullptr;
+}
+
+BufferPool::Resolved BufferPool::resolve_slow(SpaceId id) {
+  pool::Space* s = live_space(id);
+  if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+  // Space ids are never reused, so even if the space is dropped right after this, the cache
+  // can only ever resolve `id` to its own (dead) Space, whose zero entries fail in fault().
+  auto& c = translation::tls_path_cache;
+  c = translation::PathCache{uid_, directory_.epoch(), id, s->array.entries(), s->array.capacity(), s};
+  return {c.entries, c.capacity, s};
+}
+
+void BufferPool::throw_out_of_range(PageId pid) const {
+  throw Error(ErrorCode::kPageOutOfRange,
+              "block " + std::to_string(pid.block()) + " is past the capacity of space " +
+                  std::to_string(pid.space()),
+              pid);
+}
+
+void BufferPool::write_catalog_locked() {
+  pool::CatalogData data;
+  data.page_size = options_.page_size;
+  data.next_space_id = next_space_id_;
+  for (const auto& s : spaces_) {
+    if (s->alive.load(std::memory_order_acquire)) {
+      data.spaces.push_back({s->id, s->num_blocks.load(std::memory_order_acquire), s->name});
+    }
+  }
+  pool::write_catalog(options_.data_dir, data);
+}
+
+SpaceId BufferPool::create_space(std::string_view name_view) {
+  std::string name(name_view);
+  if (!pool::valid_space_name(name)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "space name '" + name + "' is not 1..64 characters of [A-Za-z0-9_.-]");
+  }
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (s->alive.load() && s->name == name) throw Error(ErrorCode::kSpaceExists, name);
+  }
+  SpaceId id = next_space_id_;
+  if (id == 0xFFFFFFFFu) throw Error(ErrorCode::kInvalidArgument, "space ids exhausted");
+  std::string path = space_path(options_.data_dir, id);
+  ::unlink(path.c_str());  // a leftover of a drop interrupted before its file was removed
+  io::PageFile file = io::PageFile::open(path, options_.page_size, /*create=*/true, options_.fault_injector);
+  spaces_.push_back(std::make_unique<pool::Space>(id, name, options_.max_blocks_per_space,
+                                                  std::move(file), 0));
+  ++next_space_id_;
+  directory_.publish(id, spaces_.back().get());
+  write_catalog_locked();
+  return id;
+}
+
+SpaceId BufferPool::open_space(std::string_view name) const {
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (s->alive.load() && s->name == name) return s->id;
+  }
+  throw Error(ErrorCode::kUnknownSpace, "no space named '" + std::string(name) + "'");
+}
+
+uint64_t BufferPool::space_blocks(SpaceId id) const {
+  pool::Space* s = live_space(id);
+  if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+  return s->num_blocks.load(std::memory_order_acquire);
+}
+
+std::vector<SpaceInfo> BufferPool::spaces() const {
+  std::lock_guard lock(spaces_mutex_);
+  std::vector<SpaceInfo> out;
+  for (const auto& s : spaces_) {
+    if (s->alive.load()) out.push_back({s->id, s->name, s->num_blocks.load()});
+  }
+  return out;
+}
+
+void BufferPool::drop_space(SpaceId id) {
+  pool::Space* s = live_space(id);
+  if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+  // 1. No new frames for the space: faults, allocations and prefetch submissions hold
+  //    fault_latch shared and re-check `alive` under it.
+  std::unique_lock fault_lock(s->fault_latch);
+  {
+    std::lock_guard lock(spaces_mutex_);
+    if (!s->alive.load()) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+    s->alive.store(false, std::memory_order_release);
+    directory_.retire(id);
+  }
+  // 2. Reads already in flight for the space complete (and publish) now.
+  drain_async();
+  // 3. Discard every frame of the space. Pins held by other threads are waited for, but
+  //    never while holding evict_mutex_ (a pin holder may need a frame).
+  for (int round = 0;; ++round) {
+    bool waiting = false;
+    {
+      std::lock_guard lock(evict_mutex_);
+      for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
+        PageId owner(meta_[f].owner.load(std::memory_order_acquire));
+        if (owner.space() != id) continue;
+        translation::Entry& e = s->array.entry(owner.block());
+        EntryWord w = translation::load(e);
+        if (w.frame() != f) continue;
+        if (!translation::try_lock_exclusive(e, w)) {
+          waiting = true;
+          continue;
+        }
+        meta_[f].version_seed.store(w.version() + 1, std::memory_order_relaxed);
+        meta_[f].dirty.store(0, std::memory_order_relaxed);
+        meta_[f].owner.store(0, std::memory_order_release);
+        e.store(0, std::memory_order_release);
+        if (s->array.release_ref(owner.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+        free_list_.push(f);
+      }
+    }
+    if (!waiting) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(round < 100 ? 10 : 1000));
+  }
+  // 4. Translation memory and the file go back to the OS. Threads holding a stale pointer to
+  //    the array now read zero entries and fail in fault() with kUnknownSpace.
+  s->array.reset();
+  std::string path = s->file.path();
+  s->file = io::PageFile{};
+  std::lock_guard lock(spaces_mutex_);
+  write_catalog_locked();
+  ::unlink(path.c_str());
+}
+
+// --- page faults -------------------------------------------------------------------------
+
+void BufferPool::wait_or_fault(pool::Space* space, PageId pid, translation::Entry& e,
+                               EntryWord seen, int* spins) {
+  if (seen.evicted()) {
+    fault(space, pid, e);
+  } else if (seen.state() == kIoPending) {
+    help_async(e);
+  } else if (++*spins < 64) {
+    translation::cpu_relax();  // latched (a writer, the evictor, or a loading fault)
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+// Algorithm 2 with the hole-punch reservation taken first (hole_punch_counter.h):
+//   1. fault_latch shared; the space is alive and the block exists
+//   2. acquire a punch reference for the entry's group
+//   3. CAS the entry 0 -> loading; if another thread won, give the reference back
+//   4. take a frame (free list or eviction), read and verify the page
+//   5. publish {frame, seed, unlocked}; the reference now covers the resident entry
+// On any failure after 3 the entry returns to zero and the frame to the free list.
+void BufferPool::fault(pool::Space* space, PageId pid, translation::Entry& e) {
+  std::shared_lock fault_lock(space->fault_latch);
+  if (!space->alive.load(std::memory_order_acquire)) {
+    throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(pid.space()) + " was dropped", pid);
+  }
+  BlockId block = pid.block();
+  uint64_t blocks = space->num_blocks.load(std::memory_order_acquire);
+  if (block >= blocks) {
+    throw Error(ErrorCode::kPageOutOfRange,
+                "block " + std::to_string(block) + " of space " + std::to_string(pid.space()) +
+                    " (" + std::to_string(blocks) + " blocks)",
+                pid);
+  }
+  space->array.acquire_ref(block);
+  if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
+    if (space->array.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    return;  // another thread is loading it or has loaded it
+  }
+  FrameId f = kInvalidFrame;
+  try {
+    f = get_frame(/*may_fail=*/false);
+    std::byte* frame = frames_.frame(f);
+    io::IoRequest req{space->file.fd(), uint64_t{block} * options_.page_size, frame,
+                      static_cast<uint32_t>(options_.page_size), false, 0, 0};
+    thread_ring().submit_and_wait(std::span(&req, 1));
+    if (req.result != static_cast<int>(options_.page_size)) {
+      throw_read_error(pid, req.result, options_.page_size);
+    }
+    if (io::verify_page(frame, options_.page_size, pid) == io::PageCheck::kMismatch) {
+      throw Error(ErrorCode::kChecksumMismatch,
+                  "page " + std::to_string(pid.space()) + ":" + std::to_string(block) + " in " +
+                      space->file.path() + " failed its checksum",
+                  pid);
+    }
+  } catch (...) {
+    if (f != kInvalidFrame) free_list_.push(f);
+    e.store(0, std::memory_order_release);
+    if (space->array.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  meta_[f].dirty.store(0, std::memory_order_relaxed);
+  meta_[f].owner.store(pid.raw, std::memory_order_release);
+  uint32_t seed = meta_[f].version_seed.load(std::memory_order_relaxed);
+  e.store(EntryWord::make(f, seed, kUnlocked).raw, std::memory_order_release);
+  counters_.faults.fetch_add(1, std::memory_order_relaxed);
+}
+
+ExclusiveGuard BufferPool::allocate(SpaceId id) {
+  pool::Space* space = resolve(id).space;
+  std::shared_lock fault_lock(space->fault_latch);
+  if (!space->alive.load(std::memory_order_acquire)) {
+    throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id) + " was dropped");
+  }
+  uint64_t block = space->num_blocks.fetch_add(1, std::memory_order_acq_rel);
+  if (block >= space->array.capacity()) {
+    space->num_blocks.fetch_sub(1, std::memory_order_acq_rel);
+    throw Error(ErrorCode::kInvalidArgument,
+                "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
+  }
+  PageId pid(id, static_cast<BlockId>(block));
+  translation::Entry& e = space->array.entry(pid.block());
+  space->array.acquire_ref(pid.block());
+  // A block past the old end has never been resident: its entry must be zero.
+  CALICO_CHECK(translation::try_cas(e, EntryWord{0}, translation::kLoadingWord));
+  FrameId f;
+  try {
+    f = get_frame(/*may_fail=*/false);
+  } catch (...) {
+    // The block stays allocated (an all-zero block is a valid empty page).
+    e.store(0, std::memory_order_release);
+    if (space->array.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  std::memset(frames_.frame(f), 0, options_.page_size);
+  meta_[f].dirty.store(1, std::memory_order_relaxed);
+  meta_[f].owner.store(pid.raw, std::memory_order_release);
+  EntryWord held = EntryWord::make(f, meta_[f].version_seed.load(std::memory_order_relaxed), kExclusive);
+  e.store(held.raw, std::memory_order_release);
+  return ExclusiveGuard(&e, held, frames_.frame(f), &meta_[f], pid);
+}
+
+io::IoRing& BufferPool::thread_ring() {
+  struct ThreadRing {
+    uint64_t pool_uid = 0;
+    std::unique_ptr<io::IoRing> ring;
+  };
+  thread_local ThreadRing tr;
+  if (tr.pool_uid != uid_) {
+    // Depth covers one eviction batch; the fault injector is per pool, so is the ring.
+    tr.ring = std::make_unique<io::IoRing>(std::max(options_.eviction_batch, 8u), options_.fault_injector);
+    tr.pool_uid = uid_;
+  }
+  return *tr.ring;
+}
+
+// --- group prefetch (Algorithm 4) ------------------------------------------------------
+
+void BufferPool::prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets) {
+  if (!offsets.empty() && offsets.size() != pids.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "prefetch_group: offsets and pids differ in length");
+  }
+  constexpr size_t kMaxGroup = 256;  // bounds the stack arrays; larger groups are split
+  if (pids.size() > kMaxGroup) {
+    for (size_t i = 0; i < pids.size(); i += kMaxGroup) {
+      size_t n = std::min(kMaxGroup, pids.size() - i);
+      prefetch_group(pids.subspan(i, n), offsets.empty() ? offsets : offsets.subspan(i, n));
+    }
+    return;
+  }
+  translation::Entry* entries[kMaxGroup];
+  pool::Space* spaces[kMaxGroup];
+  // Phase 1: resolve and prefetch the translation entries (memory-level parallelism).
+  for (size_t i = 0; i < pids.size(); ++i) {
+    entries[i] = nullptr;
+    auto& c = translation::tls_path_cache;
+    pool::Space* s;
+    translation::Entry* base;
+    uint64_t capacity;
+    if (c.pool_uid == uid_ && c.space == pids[i].space() && c.epoch == directory_.epoch()) {
+      base = c.entries, capacity = c.capacity, s = static_cast<pool::Space*>(c.owner);
+    } else {
+      s = live_space(pids[i].space());
+      if (s == nullptr) continue;
+      base = s->array.entries(), capacity = s->array.capacity();
+    }
+    if (pids[i].block() >= capacity) continue;
+    entries[i] = base + pids[i].block();
+    spaces[i] = s;
+    __builtin_prefetch(entries[i]);
+  }
+  // Phase 2: prefetch resident frames at their offsets; collect the evicted pages.
+  uint32_t missing[kMaxGroup];
+  size_t n_missing = 0;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (entries[i] == nullptr) continue;
+    EntryWord w = translation::load(*entries[i], std::memory_order_relaxed);
+    if (w.resident()) {
+      uint32_t off = offsets.empty() ? 0 : std::min<uint32_t>(offsets[i], options_.page_size - 1);
+      __builtin_prefetch(frames_.frame(w.frame()) + off);
+    } else if (w.evicted()) {
+      missing[n_missing++] = static_cast<uint32_t>(i);
+    }
+  }
+  if (n_missing == 0) return;
+  // Phase 3: one batch of asynchronous reads for the evicted pages.
+  std::lock_guard lock(async_mutex_);
+  async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/false);
+  unsigned submitted = 0;
+  for (size_t k = 0; k < n_missing && !free_slots_.empty(); ++k) {
+    size_t i = missing[k];
+    pool::Space* s = spaces[i];
+    PageId pid = pids[i];
+    std::shared_lock fault_lock(s->fault_latch, std::try_to_lock);
+    if (!fault_lock.owns_lock() || !s->alive.load(std::memory_order_acquire) ||
+        pid.block() >= s->num_blocks.load(std::memory_order_acquire)) {
+      continue;
+    }
+    s->array.acquire_ref(pid.block());
+    if (!translation::try_cas(*entries[i], EntryWord{0}, translation::kIoPendingWord)) {
+      if (s->array.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    FrameId f = kInvalidFrame;
+    try {
+      f = get_frame(/*may_fail=*/true);
+    } catch (const Error&) {
+      // A write-back failed while making room; the prefetch is only a hint.
+    }
+    if (f == kInvalidFrame) {
+      entries[i]->store(0, std::memory_order_release);
+      if (s->array.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      break;  // no frame to spare: the rest would fail too
+    }
+    uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    pending_[slot] = PendingRead{s, pid, f};
+    bool pushed = async_ring_->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
+                                                  frames_.frame(f), static_cast<uint32_t>(options_.page_size),
+                                                  false, slot, 0});
+    CALICO_CHECK(pushed);  // free_slots_ has as many slots as the ring has entries
+    ++submitted;
+  }
+  if (submitted > 0) {
+    async_ring_->submit();
+    counters_.prefetch_issued.fetch_add(submitted, std::memory_order_relaxed);
+  }
+}
+
+// Pre: async_mutex_ held. Publishes a completed read, or returns the page to evicted.
+void BufferPool::complete_async(uint64_t slot, int result) {
+  PendingRead p = pending_[slot];
+  free_slots_.push_back(static_cast<uint32_t>(slot));
+  translation::Entry& e = p.space->array.entry(p.pid.block());
+  CALICO_DCHECK(translation::load(e).state() == kIoPending);
+  std::byte* frame = frames_.frame(p.frame);
+  bool ok = result == static_cast<int>(options_.page_size) &&
+            io::verify_page(frame, options_.page_size, p.pid) != io::PageCheck::kMismatch;
+  if (ok) {
+    meta_[p.frame].dirty.store(0, std::memory_order_relaxed);
+    meta_[p.frame].owner.store(p.pid.raw, std::memory_order_release);
+    uint32_t seed = meta_[p.frame].version_seed.load(std::memory_order_relaxed);
+    e.store(EntryWord::make(p.frame, seed, kUnlocked).raw, std::memory_order_release);
+  } else {
+    // The page stays evicted; a later pin reads it synchronously and reports the error.
+    counters_.prefetch_failed.fetch_add(1, std::memory_order_relaxed);
+    e.store(0, std::memory_order_release);
+    if (p.space->array.release_ref(p.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    free_list_.push(p.frame);
+  }
+}
+
+void BufferPool::help_async(const translation::Entry& e) {
+  std::lock_guard lock(async_mutex_);
+  while (translation::load(e).state() == kIoPending) {
+    // The prefetcher installs kIoPending and submits under async_mutex_, so a pending entry
+    // seen here has its read in flight.
+    CALICO_CHECK(async_ring_->in_flight() > 0);
+    async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/true);
+  }
+}
+
+void BufferPool::drain_async() {
+  std::lock_guard lock(async_mutex_);
+  while (async_ring_->in_flight() > 0) {
+    async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/true);
+  }
+}
+
+// --- flush -------------------------------------------------------------------------------
+
+void BufferPool::flush() {
+  std::lock_guard flush_lock(flush_mutex_);
+  struct Held {
+    translation::Entry* entry;
+    FrameId frame;
+  };
+  std::vector<io::IoRequest> requests;
+  std::vector<Held> held;
+  std::string first_error;
+  const size_t batch = options_.eviction_batch;
+
+  auto write_batch = [&] {
+    if (requests.empty()) return;
+    thread_ring().submit_and_wait(requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].result == static_cast<int>(options_.page_size)) {
+        meta_[held[i].frame].dirty.store(0, std::memory_order_relaxed);
+        counters_.write_backs.fetch_add(1, std::memory_order_relaxed);
+      } else if (first_error.empty()) {
+        PageId pid(meta_[held[i].frame].owner.load());
+        first_error = "writing page " + std::to_string(pid.space()) + ":" + std::to_string(pid.block()) +
+                      ": " + (requests[i].result < 0 ? std::strerror(-requests[i].result) : "short write");
+      }
+      translation::unlock_shared(*held[i].entry);
+    }
+    requests.clear();
+    held.clear();
+  };
+
+  for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
+    if (meta_[f].dirty.load(std::memory_order_relaxed) == 0) continue;
+    PageId pid(meta_[f].owner.load(std::memory_order_acquire));
+    pool::Space* s = pid.valid() ? live_space(pid.space()) : nullptr;
+    if (s == nullptr) continue;
+    translation::Entry& e = s->array.entry(pid.block());
+    // A shared latch keeps writers and the evictor out while the page is written.
+    bool latched = false;
+    for (int spins = 0;;) {
+      EntryWord w = translation::load(e);
+      if (w.frame() != f) break;  // evicted meanwhile (and written back by the evictor)
+      if (translation::try_lock_shared(e, w)) {
+        latched = true;
+        break;
+      }
+      if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
+    }
+    if (!latched) continue;
+    if (meta_[f].dirty.load(std::memory_order_relaxed) == 0) {
+      translation::unlock_shared(e);
+      continue;
+    }
+    // The trailer lies outside the payload that readers see, so stamping it under a shared
+    // latch races with no reader.
+    io::stamp_page(frames_.frame(f), options_.page_size, pid);
+    requests.push_back(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
+                                     frames_.frame(f), static_cast<uint32_t>(options_.page_size), true, 0, 0});
+    held.push_back({&e, f});
+    if (requests.size() >= batch) write_batch();
+  }
+  write_batch();
+
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (s->alive.load()) s->file.sync();
+  }
+  write_catalog_locked();
+  if (!first_error.empty()) throw Error(ErrorCode::kIoError, first_error + " (the page stays dirty)");
+}
+
+// --- statistics and checks -----------------------------------------------------------------
+
+PoolStats BufferPool::stats() const {
+  PoolStats st;
+  st.faults = counters_.faults.load();
+  st.evictions = counters_.evictions.load();
+  st.write_backs = counters_.write_backs.load();
+  st.punches = counters_.punches.load();
+  st.prefetch_issued = counters_.prefetch_issued.load();
+  st.prefetch_failed = counters_.prefetch_failed.load();
+  st.optimistic_fallbacks = counters_.optimistic_fallbacks.load();
+  st.frames = frames_.num_frames();
+  st.free_frames = free_list_.size();
+  for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
+    st.resident_pages += meta_[f].owner.load(std::memory_order_relaxed) != 0;
+  }
+  st.frame_bytes = frames_.bytes();
+  st.frame_huge_page_bytes = frames_.huge_page_bytes();
+  st.direct_io = true;
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (!s->alive.load()) continue;
+    uint64_t blocks = s->num_blocks.load();
+    st.translation_private_bytes += s->array.private_bytes(blocks);
+    st.translation_mincore_bytes += s->array.mincore_bytes(blocks);
+    st.translation_reserved_bytes += s->array.reserved_bytes();
+    st.direct_io = st.direct_io && s->file.direct();
+  }
+  return st;
+}
+
+void BufferPool::check_invariants() const {
+  auto fail = [](const std::string& why) { throw std::logic_error("pool invariant violated: " + why); };
+  const FrameId n = frames_.num_frames();
+  std::vector<uint8_t> listed(n + 1, 0);
+  for (FrameId f : free_list_.snapshot()) {
+    if (f == kInvalidFrame || f > n) fail("free list holds frame " + std::to_string(f));
+    if (listed[f]++) fail("frame " + std::to_string(f) + " is in the free list twice");
+    if (meta_[f].owner.load() != 0) fail("free frame " + std::to_string(f) + " has an owner");
+  }
+  size_t owned = 0;
+  for (FrameId f = 1; f <= n; ++f) {
+    PageId pid(meta_[f].owner.load());
+    if (!pid.valid()) continue;
+    ++owned;
+    pool::Space* s = live_space(pid.space());
+    if (s == nullptr) fail("frame " + std::to_string(f) + " belongs to a dropped space");
+    EntryWord w = translation::load(s->array.entry(pid.block()));
+    if (w.frame() != f) fail("frame " + std::to_string(f) + " and its page's entry disagree");
+    if (!w.unlatched()) fail("page in frame " + std::to_string(f) + " is still pinned or latched");
+  }
+  if (owned + free_list_.size() != n) {
+    fail(std::to_string(owned) + " owned + " + std::to_string(free_list_.size()) + " free != " +
+         std::to_string(n) + " frames (a frame leaked)");
+  }
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (!s->alive.load()) continue;
+    uint64_t blocks = s->num_blocks.load();
+    for (uint64_t g = 0; g * translation::kEntriesPerGroup < blocks; ++g) {
+      uint32_t resident = 0;
+      for (uint64_t b = g * translation::kEntriesPerGroup;
+           b < std::min(blocks, (g + 1) * translation::kEntriesPerGroup); ++b) {
+        EntryWord w = translation::load(s->array.entry(static_cast<BlockId>(b)));
+        if (w.evicted()) continue;
+        ++resident;
+        if (!w.resident() || meta_[w.frame()].owner.load() != PageId(s->id, static_cast<BlockId>(b)).raw) {
+          fail("entry of block " + std::to_string(b) + " in space " + s->name + " points to a frame it does not own");
+        }
+      }
+      uint32_t count = s->array.group_count(static_cast<BlockId>(g * translation::kEntriesPerGroup));
+      if (count != resident) {
+        fail("hole-punch count " + std::to_string(count) + " != " + std::to_string(resident) +
+             " resident entries in group " + std::to_string(g) + " of space " + s->name);
+      }
+    }
+  }
+}
+
+}  // namespace calico

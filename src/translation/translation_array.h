@@ -1,0 +1,68 @@
+// TranslationArray: the last-level array of one space: block number -> Entry, plus the
+// hole-punch counters that return cold pages of entries to the OS.
+//
+// Entry points: entry(), acquire_ref()/release_ref() (hole-punch protocol), reset(),
+// private_bytes()/mincore_bytes() (measured memory), reserved_bytes().
+//
+// Memory: capacity entries of 8 bytes reserved with MAP_NORESERVE (32 GB of address space
+// for the full 2^32 blocks), never initialised by writing: the zero page reads as "evicted".
+// One 32-bit counter per 4 KB page of entries (512 entries), also lazily backed.
+// Thread safety: entries and counters are atomics; see entry.h and hole_punch_counter.h for
+// the protocols. reset() requires that no thread holds a reference (the pool guarantees it
+// when a space is dropped).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "calico/page_id.h"
+#include "memory/virtual_region.h"
+#include "translation/entry.h"
+#include "translation/hole_punch_counter.h"
+
+namespace calico::translation {
+
+inline constexpr size_t kEntriesPerGroup = memory::kOsPageBytes / sizeof(Entry);  // 512
+static_assert(kEntriesPerGroup == 512);
+
+class TranslationArray {
+ public:
+  // Reserves room for `capacity` blocks (1 .. 2^32). Errors: kInvalidArgument.
+  explicit TranslationArray(uint64_t capacity);
+
+  Entry& entry(BlockId block) const { return entries_[block]; }
+  Entry* entries() const { return entries_; }
+  uint64_t capacity() const { return capacity_; }
+
+  // Hole-punch references for the page of entries holding `block` (hole_punch_counter.h).
+  void acquire_ref(BlockId block) const { acquire_punch_ref(counter(block)); }
+  // Returns true when this release punched the page of entries.
+  bool release_ref(BlockId block) const;
+
+  // Current count of `block`'s group (tests and checkers).
+  uint32_t group_count(BlockId block) const {
+    return counter(block).load(std::memory_order_acquire) & kPunchCountMask;
+  }
+
+  // Drops every entry and counter page: memory and page tables go back to the OS; the
+  // array then reads all-zero. Pre: no references held, no thread writes concurrently.
+  void reset();
+
+  // Memory of the entries and counters for blocks [0, limit_blocks): private pages
+  // (pagemap; what it really costs) and what mincore reports (counts zero-page mappings).
+  size_t private_bytes(uint64_t limit_blocks) const;
+  size_t mincore_bytes(uint64_t limit_blocks) const;
+  size_t reserved_bytes() const { return entry_region_.size() + counter_region_.size(); }
+
+ private:
+  PunchCounter& counter(BlockId block) const { return counters_[block / kEntriesPerGroup]; }
+  size_t counter_bytes(uint64_t limit_blocks) const;
+
+  uint64_t capacity_;
+  memory::VirtualRegion entry_region_;
+  memory::VirtualRegion counter_region_;
+  Entry* entries_;
+  PunchCounter* counters_;
+};
+
+}  // namespace calico::translation
