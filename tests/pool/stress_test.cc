@@ -1,0 +1,197 @@
+// Multi-threaded stress: more threads than cores on a pool of ~3% of the data, mixing
+// exclusive writes, shared reads, optimistic reads, prefetch groups, flushes and space
+// drops; every page is checked against a reference model during the run, at the end, and
+// after a reopen from disk.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "support/test_util.h"
+
+#ifndef CALICO_STRESS_SECONDS
+#define CALICO_STRESS_SECONDS 8
+#endif
+
+namespace calico {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::TempDir;
+
+struct Snapshot {
+  bool pattern_ok;
+  uint64_t stamp;
+};
+
+// Optimistic readers race with writers by design (the result is discarded unless the
+// version validates). ThreadSanitizer cannot know that, so this function is not
+// instrumented; everything else in the test is.
+__attribute__((no_sanitize("thread"), noinline)) Snapshot read_snapshot(const std::byte* page, size_t bytes,
+                                                                        PageId pid) {
+  return Snapshot{bench::check_pattern(page, bytes, pid), bench::pattern_stamp(page)};
+}
+
+TEST(Stress, MixedWorkloadMatchesReferenceModel) {
+  TempDir dir;
+  const int threads = 6;  // 3x the cores of the reference machine
+  const int spaces_n = 3;
+  const uint64_t pages = 2000;
+  const uint32_t frames = 180;  // 3% of the 6000 permanent pages
+  PoolOptions o = testing::small_options(dir.path(), frames);
+  o.eviction_batch = 16;
+  auto pool = BufferPool::open(o);
+  const size_t usable = pool->usable_page_size();
+
+  std::vector<SpaceId> spaces;
+  for (int i = 0; i < spaces_n; ++i) {
+    spaces.push_back(pool->create_space("perm" + std::to_string(i)));
+    testing::fill_space(*pool, spaces.back(), pages, [](uint64_t) { return 0; });
+  }
+  // model[i * pages + b]: the stamp of page b of space i. Changed only under the page's
+  // exclusive latch, so a holder of a shared pin sees it stable.
+  std::vector<std::atomic<uint64_t>> model(spaces_n * pages);
+  auto model_of = [&](int si, BlockId b) -> std::atomic<uint64_t>& { return model[si * pages + b]; };
+
+  // The transient space: (id << 32 | generation), 0 when none. Its pages carry the
+  // generation as their stamp.
+  std::atomic<uint64_t> transient{0};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> failures{0}, ops{0}, writes{0}, optimistic{0}, prefetches{0}, drops{0},
+      transient_reads{0};
+  std::mutex failure_mutex;
+  std::string first_failure;
+  auto fail = [&](const std::string& what) {
+    ++failures;
+    std::lock_guard lock(failure_mutex);
+    if (first_failure.empty()) first_failure = what;
+  };
+
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      const uint64_t seed = 77 + t;
+      std::mt19937_64 rng(seed);
+      std::vector<PageId> group(8);
+      while (!stop.load(std::memory_order_relaxed)) {
+        int si = static_cast<int>(rng() % spaces_n);
+        auto b = static_cast<BlockId>(rng() % pages);
+        PageId pid(spaces[si], b);
+        unsigned dice = rng() % 100;
+        try {
+          if (dice < 25) {
+            ExclusiveGuard g = pool->pin_exclusive(pid);
+            uint64_t expect = model_of(si, b).load();
+            if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != expect) {
+              fail("write: page " + std::to_string(b) + " lost an update (seed " + std::to_string(seed) + ")");
+            }
+            bench::stamp_pattern(g.data(), usable, pid, expect + 1);
+            model_of(si, b).store(expect + 1);
+            g.mark_dirty();
+            ++writes;
+          } else if (dice < 55) {
+            SharedGuard g = pool->pin_shared(pid);
+            if (!bench::check_pattern(g.data(), usable, pid) ||
+                bench::pattern_stamp(g.data()) != model_of(si, b).load()) {
+              fail("shared read: page " + std::to_string(b) + " differs from the model");
+            }
+          } else if (dice < 85) {
+            Snapshot snap = pool->optimistic_read(pid, [&](const std::byte* p) { return read_snapshot(p, usable, pid); });
+            // Validated: no writer held the page, so the model already holds this stamp or a newer one.
+            if (!snap.pattern_ok || snap.stamp > model_of(si, b).load()) {
+              fail("optimistic read: validated a torn or future page " + std::to_string(b));
+            }
+            ++optimistic;
+          } else if (dice < 95) {
+            for (auto& p : group) p = PageId(spaces[rng() % spaces_n], static_cast<BlockId>(rng() % pages));
+            pool->prefetch_group(group);
+            ++prefetches;
+          } else {
+            uint64_t tr = transient.load();
+            if (tr != 0) {
+              PageId tp(static_cast<SpaceId>(tr >> 32), static_cast<BlockId>(rng() % 50));
+              try {
+                SharedGuard g = pool->pin_shared(tp);
+                if (!bench::check_pattern(g.data(), usable, tp) || bench::pattern_stamp(g.data()) != (tr & 0xFFFFFFFF)) {
+                  fail("transient space page differs");
+                }
+                ++transient_reads;
+              } catch (const Error& e) {
+                if (e.code() != ErrorCode::kUnknownSpace) fail(std::string("transient: ") + e.what());
+              }
+            }
+          }
+          ++ops;
+        } catch (const Error& e) {
+          fail(std::string("unexpected error: ") + e.what());
+        }
+      }
+    });
+  }
+  // One thread creates, fills and drops spaces; another flushes now and then.
+  std::thread dropper([&] {
+    for (uint32_t gen = 1; !stop.load(); ++gen) {
+      try {
+        SpaceId s = pool->create_space("tmp" + std::to_string(gen));
+        testing::fill_space(*pool, s, 50, [gen](uint64_t) { return gen; });
+        transient.store(uint64_t{s} << 32 | gen);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (gen % 2 == 0) transient.store(0);  // half the drops race with readers
+        pool->drop_space(s);
+        transient.store(0);
+        ++drops;
+      } catch (const Error& e) {
+        fail(std::string("dropper: ") + e.what());
+      }
+    }
+  });
+  std::thread flusher([&] {
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      try {
+        pool->flush();
+      } catch (const Error& e) {
+        fail(std::string("flush: ") + e.what());
+      }
+    }
+  });
+
+  std::this_thread::sleep_for(std::chrono::seconds(CALICO_STRESS_SECONDS));
+  stop = true;
+  for (auto& w : workers) w.join();
+  dropper.join();
+  flusher.join();
+
+  EXPECT_EQ(failures.load(), 0u) << first_failure;
+  EXPECT_GT(writes.load(), 100u);
+  EXPECT_GT(optimistic.load(), 100u);
+  EXPECT_GT(prefetches.load(), 10u);
+  EXPECT_GT(drops.load(), 2u);
+  PoolStats st = pool->stats();
+  EXPECT_GT(st.evictions, 1000u) << "the pool must be under pressure";
+  std::printf("stress: %lu ops (%lu writes, %lu optimistic, %lu prefetch groups, %lu transient reads), "
+              "%lu drops, %lu evictions, %lu punches, %lu optimistic fallbacks\n",
+              (unsigned long)ops.load(), (unsigned long)writes.load(), (unsigned long)optimistic.load(),
+              (unsigned long)prefetches.load(), (unsigned long)transient_reads.load(), (unsigned long)drops.load(),
+              (unsigned long)st.evictions, (unsigned long)st.punches, (unsigned long)st.optimistic_fallbacks);
+
+  pool->check_invariants();
+  for (int si = 0; si < spaces_n; ++si) {
+    testing::expect_space(*pool, spaces[si], pages, [&](uint64_t b) { return model_of(si, static_cast<BlockId>(b)).load(); });
+  }
+  EXPECT_EQ(pool->spaces().size(), static_cast<size_t>(spaces_n)) << "every transient space was dropped";
+  pool.reset();  // flushes
+  pool = BufferPool::open(o);
+  for (int si = 0; si < spaces_n; ++si) {
+    testing::expect_space(*pool, spaces[si], pages, [&](uint64_t b) { return model_of(si, static_cast<BlockId>(b)).load(); });
+  }
+  pool->check_invariants();
+}
+
+}  // namespace
+}  // namespace calico
