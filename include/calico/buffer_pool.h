@@ -225,7 +225,9 @@ class BufferPool {
   // is free are skipped. offsets may be empty (offset 0 for all), else pids.size() long.
   void prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets = {});
 
-  // Writes every dirty page (in batches), fsyncs every space file and the catalog.
+  // Writes every dirty page (in batches), fsyncs every space file and the catalog. This is
+  // the durability point: after a crash, a reopened pool holds exactly what the last flush
+  // wrote (allocations after it are forgotten). Closing the pool flushes.
   // Errors: kIoError (pages that failed stay dirty; nothing is lost).
   void flush();
 
@@ -290,6 +292,7 @@ class BufferPool {
   pool::Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
 
   static constexpr int kPoolFullWaitMs = 200;
+  static constexpr uint64_t kGrowMinBlocks = 64;  // files grow by max(64 pages, 1/8)
 
   PoolOptions options_;
   uint64_t uid_;

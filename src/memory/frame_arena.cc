@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <string>
 
 #include "calico/checks.h"
@@ -23,20 +24,23 @@ FrameArena::FrameArena(size_t page_size, uint32_t num_frames, bool huge_pages, b
   }
   size_t want = (static_cast<size_t>(num_frames) + 1) * page_size;
   bytes_ = (want + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  // Over-reserve by 2 MB, then trim both ends so that base_ is 2 MB-aligned.
-  size_t reserve = bytes_ + kHugePageBytes;
-  void* p = mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  // Over-reserve, align base_ to 2 MB, and keep the slack on both sides as PROT_NONE guards
+  // (at least 4 KB each): the kernel then cannot merge the arena's mapping with a neighbour
+  // of the same flags, so smaps reports the arena alone (huge_page_bytes()).
+  reserved_bytes_ = bytes_ + 2 * kHugePageBytes;
+  void* p = mmap(nullptr, reserved_bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     throw Error(ErrorCode::kInvalidArgument,
                 "cannot map a frame arena of " + std::to_string(bytes_) + " bytes: " + std::strerror(errno));
   }
+  reserved_ = static_cast<std::byte*>(p);
   auto raw = reinterpret_cast<uintptr_t>(p);
-  uintptr_t aligned = (raw + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
-  if (aligned > raw) munmap(p, aligned - raw);
-  uintptr_t tail = aligned + bytes_;
-  if (raw + reserve > tail) munmap(reinterpret_cast<void*>(tail), raw + reserve - tail);
+  uintptr_t aligned = (raw + 4096 + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
   base_ = reinterpret_cast<std::byte*>(aligned);
+  if (mprotect(base_, bytes_, PROT_READ | PROT_WRITE) != 0) {
+    munmap(reserved_, reserved_bytes_);
+    throw Error(ErrorCode::kInvalidArgument, std::string("cannot map a frame arena: ") + std::strerror(errno));
+  }
   madvise(base_, bytes_, huge_pages ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   if (prefault) {
     for (size_t off = 0; off < bytes_; off += 4096) base_[off] = std::byte{0};
@@ -45,7 +49,7 @@ FrameArena::FrameArena(size_t page_size, uint32_t num_frames, bool huge_pages, b
 }
 
 FrameArena::~FrameArena() {
-  if (base_ != nullptr) munmap(base_, bytes_);
+  if (reserved_ != nullptr) munmap(reserved_, reserved_bytes_);
 }
 
 size_t FrameArena::huge_page_bytes() const {
@@ -68,7 +72,7 @@ size_t FrameArena::huge_page_bytes() const {
     if (inside && std::sscanf(line, "AnonHugePages: %zu kB", &kb) == 1) total_kb += kb;
   }
   std::fclose(f);
-  return total_kb * 1024;
+  return std::min(total_kb * 1024, bytes_);
 }
 
 }  // namespace calico::memory

@@ -42,6 +42,8 @@ class FrameArena {
   size_t huge_page_bytes() const;
 
  private:
+  std::byte* reserved_ = nullptr;  // base_ with its guard regions
+  size_t reserved_bytes_ = 0;
   std::byte* base_ = nullptr;
   size_t bytes_ = 0;
   size_t page_size_ = 0;

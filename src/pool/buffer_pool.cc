@@ -115,8 +115,10 @@ std::unique_ptr<BufferPool> BufferPool::open(const PoolOptions& options) {
   for (const pool::CatalogSpace& rec : catalog->spaces) {
     io::PageFile file = io::PageFile::open(space_path(dir, rec.id), options.page_size,
                                            /*create=*/false, options.fault_injector);
-    // Pages evicted after the last flush may lie past the catalog's count: keep them.
-    uint64_t blocks = std::max(rec.blocks, file.size_blocks());
+    // The catalog is authoritative: blocks allocated after the last flush are forgotten.
+    // The file may be longer (it grows ahead in chunks); a shorter one is caught when a
+    // missing page is read (kShortRead).
+    uint64_t blocks = rec.blocks;
     if (blocks > options.max_blocks_per_space) {
       throw Error(ErrorCode::kInvalidArgument,
                   "space " + rec.name + " has " + std::to_string(blocks) +
@@ -347,11 +349,25 @@ ExclusiveGuard BufferPool::allocate(SpaceId id) {
   if (!space->alive.load(std::memory_order_acquire)) {
     throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id) + " was dropped");
   }
-  uint64_t block = space->num_blocks.fetch_add(1, std::memory_order_acq_rel);
-  if (block >= space->array.capacity()) {
-    space->num_blocks.fetch_sub(1, std::memory_order_acq_rel);
-    throw Error(ErrorCode::kInvalidArgument,
-                "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
+  // Claim the next block, making sure the file has room for it first: a block that exists
+  // in num_blocks always reads back, and ENOSPC shows up here rather than at write-back.
+  uint64_t block = space->num_blocks.load(std::memory_order_acquire);
+  for (;;) {
+    if (block >= space->array.capacity()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
+    }
+    if (block >= space->file_blocks.load(std::memory_order_acquire)) {
+      std::lock_guard grow(space->grow_mutex);
+      uint64_t have = space->file_blocks.load(std::memory_order_acquire);
+      if (block >= have) {
+        uint64_t want = std::min<uint64_t>(space->array.capacity(),
+                                           std::max(block + 1, have + std::max<uint64_t>(kGrowMinBlocks, have / 8)));
+        space->file.extend_blocks(want);
+        space->file_blocks.store(want, std::memory_order_release);
+      }
+    }
+    if (space->num_blocks.compare_exchange_weak(block, block + 1, std::memory_order_acq_rel)) break;
   }
   PageId pid(id, static_cast<BlockId>(block));
   translation::Entry& e = space->array.entry(pid.block());

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian machine, then builds and runs the whole test suite three times:
+#   1. release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
+#      poisoned), plus a short demo run that verifies every page it reads;
+#   2. ThreadSanitizer build (stress tests shortened to 4 s);
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise).
+# Usage: scripts/test.sh [release|tsan|asan ...]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+suites=("$@")
+[ "${#suites[@]}" -gt 0 ] || suites=(release tsan asan)
+jobs=$(nproc)
+
+run_suite() {
+  local name=$1
+  shift
+  local dir=build-test-$name
+  echo "=== $name: configure and build ($dir)"
+  cmake -S . -B "$dir" -G Ninja "$@" > /dev/null
+  cmake --build "$dir" -j "$jobs"
+  echo "=== $name: tests"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
+}
+
+for suite in "${suites[@]}"; do
+  case "$suite" in
+    release)
+      run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=2
+      echo "=== release: demo smoke run"
+      demo_dir=$(mktemp -d /tmp/calico-demo-XXXXXX)
+      ./build-test-release/calico_bench demo --data-mb 64 --pool-mb 16 --seconds 2 \
+        --data-dir "$demo_dir/data" --prefetch-group 4
+      rm -rf "$demo_dir"
+      ;;
+    tsan)
+      run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=thread \
+        -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
+      ;;
+    asan)
+      run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=address \
+        -DCALICO_CHECKS_LEVEL=2 -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
+      ;;
+    *)
+      echo "unknown suite '$suite' (release, tsan, asan)" >&2
+      exit 2
+      ;;
+  esac
+done
+echo "=== all suites passed: ${suites[*]}"

@@ -1,0 +1,355 @@
+// Tests for io/page_file: create/open/remove, block round trips for 4/8/16 KB pages, error
+// codes (kIoError, kShortRead, kInvalidArgument) and fault injection.
+#include "io/page_file.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "calico/error.h"
+
+namespace calico::io {
+namespace {
+
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using AlignedBuf = std::unique_ptr<std::byte, FreeDeleter>;
+
+AlignedBuf aligned_buf(size_t size) {
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, size));
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  return AlignedBuf(p);
+}
+
+// Fills `buf` with a pattern unique to (seed, offset).
+void fill(std::byte* buf, size_t size, uint32_t seed) {
+  for (size_t i = 0; i < size; ++i) buf[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
+}
+
+// A fresh directory under /tmp, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/calico_page_file_XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Runs `fn`, expecting a calico::Error with `code`; returns its message.
+template <class Fn>
+std::string expect_error(ErrorCode code, Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no calico::Error thrown, expected " << to_string(code);
+  return "";
+}
+
+// Records every call; turns the result of one chosen (is_write, offset) into `replacement`.
+class TestInjector : public FaultInjector {
+ public:
+  TestInjector(bool is_write, uint64_t offset, int replacement)
+      : is_write_(is_write), offset_(offset), replacement_(replacement) {}
+  int on_complete(bool is_write, int fd, uint64_t offset, uint32_t len, int result) override {
+    calls.fetch_add(1);
+    last_fd = fd;
+    last_len = len;
+    last_result = result;
+    if (is_write == is_write_ && offset == offset_) return replacement_;
+    return result;
+  }
+  std::atomic<int> calls{0};
+  std::atomic<int> last_fd{-1};
+  std::atomic<uint32_t> last_len{0};
+  std::atomic<int> last_result{0};
+
+ private:
+  bool is_write_;
+  uint64_t offset_;
+  int replacement_;
+};
+
+TEST(PageFile, CreateOpenRemove) {
+  TempDir dir;
+  const std::string path = dir.file("space_1");
+  {
+    PageFile f = PageFile::open(path, 4096, /*create=*/true);
+    EXPECT_GE(f.fd(), 0);
+    EXPECT_EQ(f.path(), path);
+    EXPECT_EQ(f.page_size(), 4096u);
+    EXPECT_EQ(f.size_blocks(), 0u);
+    EXPECT_EQ(f.faults(), nullptr);
+  }
+  EXPECT_TRUE(std::filesystem::exists(path));
+  {
+    PageFile f = PageFile::open(path, 4096, /*create=*/false);
+    EXPECT_EQ(f.size_blocks(), 0u);
+  }
+  PageFile::remove(path);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  const std::string msg = expect_error(ErrorCode::kIoError, [&] { PageFile::remove(path); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+}
+
+TEST(PageFile, CreateOfExistingFileFails) {
+  TempDir dir;
+  const std::string path = dir.file("f");
+  { PageFile f = PageFile::open(path, 4096, true); }
+  const std::string msg =
+      expect_error(ErrorCode::kIoError, [&] { PageFile::open(path, 4096, true); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::strerror(EEXIST)), std::string::npos) << msg;
+}
+
+TEST(PageFile, OpenOfMissingFileFails) {
+  TempDir dir;
+  const std::string path = dir.file("missing");
+  const std::string msg =
+      expect_error(ErrorCode::kIoError, [&] { PageFile::open(path, 4096, false); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::strerror(ENOENT)), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(PageFile, InvalidPageSizeIsInvalidArgument) {
+  TempDir dir;
+  const std::string path = dir.file("f");
+  for (size_t ps : {size_t{0}, size_t{512}, size_t{2048}, size_t{4097}, size_t{12288},
+                    size_t{32768}}) {
+    expect_error(ErrorCode::kInvalidArgument, [&] { PageFile::open(path, ps, true); });
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// procfs refuses O_DIRECT with EINVAL, which exercises the buffered fallback on a real
+// kernel. The file is only opened and read (writing /proc/self/comm would rename the thread).
+TEST(PageFile, FallsBackToBufferedIoWhenODirectIsRefused) {
+  const std::string path = "/proc/self/comm";
+  ::testing::internal::CaptureStderr();
+  PageFile f;
+  try {
+    f = PageFile::open(path, 4096, /*create=*/false);
+  } catch (const Error& e) {
+    ::testing::internal::GetCapturedStderr();
+    GTEST_SKIP() << "cannot open " << path << ": " << e.what();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  if (f.direct()) GTEST_SKIP() << "this kernel accepts O_DIRECT on procfs";
+  EXPECT_EQ(err, "calico: O_DIRECT not supported for " + path + "; using buffered I/O\n");
+  auto buf = aligned_buf(4096);
+  // The file is a few bytes long: a page read of it is short.
+  expect_error(ErrorCode::kShortRead, [&] { f.read_block(0, buf.get()); });
+}
+
+TEST(PageFile, DirectIoOnTmpQuietly) {
+  TempDir dir;
+  ::testing::internal::CaptureStderr();
+  PageFile f = PageFile::open(dir.file("f"), 4096, true);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  if (f.direct()) {
+    EXPECT_EQ(err, "");
+  } else {
+    EXPECT_NE(err.find("O_DIRECT not supported"), std::string::npos);
+  }
+}
+
+class PageFileSizes : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(PageFileSizes, WriteThenReadBack) {
+  const size_t ps = GetParam();
+  TempDir dir;
+  const std::string path = dir.file("f");
+  PageFile f = PageFile::open(path, ps, true);
+  EXPECT_EQ(f.page_size(), ps);
+  constexpr BlockId kBlocks = 8;
+  auto buf = aligned_buf(ps);
+  for (BlockId b = 0; b < kBlocks; ++b) {
+    fill(buf.get(), ps, b);
+    f.write_block(b, buf.get());
+    EXPECT_EQ(f.size_blocks(), b + 1u);
+  }
+  auto got = aligned_buf(ps);
+  auto want = aligned_buf(ps);
+  for (BlockId b : {5u, 0u, 7u, 3u, 1u, 2u, 6u, 4u}) {
+    f.read_block(b, got.get());
+    fill(want.get(), ps, b);
+    EXPECT_EQ(std::memcmp(got.get(), want.get(), ps), 0) << "block " << b;
+  }
+  // Overwrite in place: size stays, content changes.
+  fill(buf.get(), ps, 1000);
+  f.write_block(3, buf.get());
+  EXPECT_EQ(f.size_blocks(), kBlocks);
+  f.read_block(3, got.get());
+  EXPECT_EQ(std::memcmp(got.get(), buf.get(), ps), 0);
+  f.sync();
+}
+
+TEST_P(PageFileSizes, SparseWriteGrowsToBlockAndHoleReadsZero) {
+  const size_t ps = GetParam();
+  TempDir dir;
+  PageFile f = PageFile::open(dir.file("f"), ps, true);
+  auto buf = aligned_buf(ps);
+  fill(buf.get(), ps, 9);
+  f.write_block(9, buf.get());
+  EXPECT_EQ(f.size_blocks(), 10u);
+  auto got = aligned_buf(ps);
+  std::memset(got.get(), 0xAB, ps);
+  f.read_block(4, got.get());
+  for (size_t i = 0; i < ps; ++i) ASSERT_EQ(got.get()[i], std::byte{0}) << "byte " << i;
+}
+
+TEST_P(PageFileSizes, DataSurvivesReopen) {
+  const size_t ps = GetParam();
+  TempDir dir;
+  const std::string path = dir.file("f");
+  auto buf = aligned_buf(ps);
+  {
+    PageFile f = PageFile::open(path, ps, true);
+    for (BlockId b = 0; b < 3; ++b) {
+      fill(buf.get(), ps, b + 50);
+      f.write_block(b, buf.get());
+    }
+    f.sync();
+  }
+  PageFile f = PageFile::open(path, ps, false);
+  EXPECT_EQ(f.size_blocks(), 3u);
+  auto want = aligned_buf(ps);
+  for (BlockId b = 0; b < 3; ++b) {
+    f.read_block(b, buf.get());
+    fill(want.get(), ps, b + 50);
+    EXPECT_EQ(std::memcmp(buf.get(), want.get(), ps), 0) << "block " << b;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PageSizes, PageFileSizes, ::testing::Values(4096, 8192, 16384),
+                         [](const auto& info) { return std::to_string(info.param); });
+
+TEST(PageFile, ReadPastEofIsShortReadNamingTheBlock) {
+  TempDir dir;
+  PageFile f = PageFile::open(dir.file("f"), 4096, true);
+  auto buf = aligned_buf(4096);
+  f.write_block(0, buf.get());
+  const std::string msg = expect_error(ErrorCode::kShortRead, [&] { f.read_block(5, buf.get()); });
+  EXPECT_NE(msg.find("block 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("0 of 4096"), std::string::npos) << msg;
+}
+
+TEST(PageFile, InjectedEioTurnsReadIntoIoError) {
+  TempDir dir;
+  TestInjector faults(/*is_write=*/false, /*offset=*/2 * 8192, -EIO);
+  PageFile f = PageFile::open(dir.file("f"), 8192, true, &faults);
+  EXPECT_EQ(f.faults(), &faults);
+  auto buf = aligned_buf(8192);
+  for (BlockId b = 0; b < 4; ++b) f.write_block(b, buf.get());
+  EXPECT_EQ(faults.calls.load(), 4);
+  f.read_block(1, buf.get());  // another offset: untouched
+  EXPECT_EQ(faults.calls.load(), 5);
+  EXPECT_EQ(faults.last_fd.load(), f.fd());
+  EXPECT_EQ(faults.last_len.load(), 8192u);
+  EXPECT_EQ(faults.last_result.load(), 8192);
+  const std::string msg = expect_error(ErrorCode::kIoError, [&] { f.read_block(2, buf.get()); });
+  EXPECT_NE(msg.find(std::strerror(EIO)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("block 2"), std::string::npos) << msg;
+  EXPECT_EQ(faults.last_result.load(), 8192);  // the injector saw the good OS result
+}
+
+TEST(PageFile, InjectedShortCountTurnsReadIntoShortRead) {
+  TempDir dir;
+  TestInjector faults(false, 0, 2048);
+  PageFile f = PageFile::open(dir.file("f"), 4096, true, &faults);
+  auto buf = aligned_buf(4096);
+  f.write_block(0, buf.get());
+  const std::string msg = expect_error(ErrorCode::kShortRead, [&] { f.read_block(0, buf.get()); });
+  EXPECT_NE(msg.find("block 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2048 of 4096"), std::string::npos) << msg;
+}
+
+TEST(PageFile, InjectedWriteFaults) {
+  TempDir dir;
+  TestInjector eio(true, 4096, -ENOSPC);
+  PageFile f = PageFile::open(dir.file("f"), 4096, true, &eio);
+  auto buf = aligned_buf(4096);
+  f.write_block(0, buf.get());
+  const std::string msg = expect_error(ErrorCode::kIoError, [&] { f.write_block(1, buf.get()); });
+  EXPECT_NE(msg.find(std::strerror(ENOSPC)), std::string::npos) << msg;
+
+  TestInjector torn(true, 0, 512);
+  PageFile g = PageFile::open(dir.file("g"), 4096, true, &torn);
+  expect_error(ErrorCode::kShortRead, [&] { g.write_block(0, buf.get()); });
+}
+
+TEST(PageFile, MoveTransfersTheFd) {
+  TempDir dir;
+  PageFile a = PageFile::open(dir.file("a"), 4096, true);
+  const int fd = a.fd();
+  PageFile b(std::move(a));
+  EXPECT_EQ(a.fd(), -1);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  EXPECT_EQ(b.fd(), fd);
+  EXPECT_EQ(b.path(), dir.file("a"));
+  auto buf = aligned_buf(4096);
+  b.write_block(0, buf.get());
+
+  PageFile c = PageFile::open(dir.file("c"), 4096, true);
+  const int old_c_fd = c.fd();
+  c = std::move(b);
+  EXPECT_EQ(c.fd(), fd);
+  EXPECT_EQ(b.fd(), -1);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(::fcntl(old_c_fd, F_GETFD), -1);  // the overwritten file's fd was closed
+  EXPECT_EQ(c.size_blocks(), 1u);
+}
+
+TEST(PageFile, ConcurrentReadsAndWritesOnOneFile) {
+  TempDir dir;
+  PageFile f = PageFile::open(dir.file("f"), 4096, true);
+  constexpr int kThreads = 4;
+  constexpr BlockId kBlocksPerThread = 16;
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto buf = aligned_buf(4096);
+      auto want = aligned_buf(4096);
+      for (BlockId i = 0; i < kBlocksPerThread; ++i) {
+        const BlockId b = i * kThreads + t;
+        fill(buf.get(), 4096, b);
+        f.write_block(b, buf.get());
+      }
+      for (BlockId i = 0; i < kBlocksPerThread; ++i) {
+        const BlockId b = i * kThreads + t;
+        f.read_block(b, buf.get());
+        fill(want.get(), 4096, b);
+        if (std::memcmp(buf.get(), want.get(), 4096) != 0) mismatches.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(f.size_blocks(), uint64_t{kThreads} * kBlocksPerThread);
+}
+
+}  // namespace
+}  // namespace calico::io
