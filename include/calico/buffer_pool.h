@@ -234,7 +234,9 @@ class BufferPool {
   PoolStats stats() const;
   // Whole-structure check for tests, at quiescence (no concurrent operations): every
   // resident entry and its frame agree (bijection), free frames are referenced by no entry,
-  // no pins or latches are held, and every hole-punch count equals its resident entries.
+  // every frame is owned, free, or the target of one read in flight (whose entry is
+  // kIoPending), no pins or latches are held, and every hole-punch count equals the
+  // non-zero entries of its group. Throws std::logic_error naming the first violation.
   void check_invariants() const;
 
   size_t page_size() const { return options_.page_size; }
@@ -314,7 +316,7 @@ class BufferPool {
     PageId pid;
     FrameId frame;
   };
-  std::mutex async_mutex_;  // guards async_ring_, pending_, free_slots_
+  mutable std::mutex async_mutex_;  // guards async_ring_, pending_, free_slots_
   std::unique_ptr<io::IoRing> async_ring_;
   std::vector<PendingRead> pending_;
   std::vector<uint32_t> free_slots_;

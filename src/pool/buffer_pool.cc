@@ -643,10 +643,30 @@ PoolStats BufferPool::stats() const {
 void BufferPool::check_invariants() const {
   auto fail = [](const std::string& why) { throw std::logic_error("pool invariant violated: " + why); };
   const FrameId n = frames_.num_frames();
+  // Frames of reads in flight: owner 0, not free, their entries kIoPending.
+  std::vector<uint8_t> in_flight(n + 1, 0);
+  std::vector<uint64_t> pending_pages;
+  {
+    std::lock_guard lock(async_mutex_);
+    std::vector<uint8_t> slot_free(pending_.size(), 0);
+    for (uint32_t slot : free_slots_) slot_free[slot] = 1;
+    for (size_t slot = 0; slot < pending_.size(); ++slot) {
+      if (slot_free[slot]) continue;
+      const PendingRead& p = pending_[slot];
+      if (in_flight[p.frame]++) fail("frame " + std::to_string(p.frame) + " has two reads in flight");
+      if (meta_[p.frame].owner.load() != 0) fail("frame " + std::to_string(p.frame) + " is read into while owned");
+      if (translation::load(p.space->array.entry(p.pid.block())).state() != kIoPending) {
+        fail("a read in flight for a page whose entry is not kIoPending");
+      }
+      pending_pages.push_back(p.pid.raw);
+    }
+  }
+  std::sort(pending_pages.begin(), pending_pages.end());
   std::vector<uint8_t> listed(n + 1, 0);
   for (FrameId f : free_list_.snapshot()) {
     if (f == kInvalidFrame || f > n) fail("free list holds frame " + std::to_string(f));
     if (listed[f]++) fail("frame " + std::to_string(f) + " is in the free list twice");
+    if (in_flight[f]) fail("frame " + std::to_string(f) + " is free and being read into");
     if (meta_[f].owner.load() != 0) fail("free frame " + std::to_string(f) + " has an owner");
   }
   size_t owned = 0;
@@ -660,10 +680,12 @@ void BufferPool::check_invariants() const {
     if (w.frame() != f) fail("frame " + std::to_string(f) + " and its page's entry disagree");
     if (!w.unlatched()) fail("page in frame " + std::to_string(f) + " is still pinned or latched");
   }
-  if (owned + free_list_.size() != n) {
-    fail(std::to_string(owned) + " owned + " + std::to_string(free_list_.size()) + " free != " +
-         std::to_string(n) + " frames (a frame leaked)");
+  size_t reading = pending_pages.size();
+  if (owned + free_list_.size() + reading != n) {
+    fail(std::to_string(owned) + " owned + " + std::to_string(free_list_.size()) + " free + " +
+         std::to_string(reading) + " being read != " + std::to_string(n) + " frames (a frame leaked)");
   }
+
   std::lock_guard lock(spaces_mutex_);
   for (const auto& s : spaces_) {
     if (!s->alive.load()) continue;
@@ -675,6 +697,10 @@ void BufferPool::check_invariants() const {
         EntryWord w = translation::load(s->array.entry(static_cast<BlockId>(b)));
         if (w.evicted()) continue;
         ++resident;
+        if (w.state() == kIoPending &&
+            std::binary_search(pending_pages.begin(), pending_pages.end(), PageId(s->id, static_cast<BlockId>(b)).raw)) {
+          continue;  // its reference is held by the read in flight
+        }
         if (!w.resident() || meta_[w.frame()].owner.load() != PageId(s->id, static_cast<BlockId>(b)).raw) {
           fail("entry of block " + std::to_string(b) + " in space " + s->name + " points to a frame it does not own");
         }

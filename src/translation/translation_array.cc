@@ -21,7 +21,7 @@ TranslationArray::TranslationArray(uint64_t capacity) : capacity_(capacity) {
   counters_ = reinterpret_cast<PunchCounter*>(counter_region_.data());
 }
 
-bool TranslationArray::release_ref(BlockId block) const {
+bool TranslationArray::release_ref(BlockId block) {
   size_t group_offset = static_cast<size_t>(block / kEntriesPerGroup) * memory::kOsPageBytes;
   return release_punch_ref(counter(block), [&] {
     // Count 0 under the punch lock: every entry of the group is zero (invariant I1).
@@ -30,7 +30,7 @@ bool TranslationArray::release_ref(BlockId block) const {
         CALICO_CHECK(entries_[block / kEntriesPerGroup * kEntriesPerGroup + i].load() == 0);
       }
     }
-    const_cast<memory::VirtualRegion&>(entry_region_).punch(group_offset, memory::kOsPageBytes);
+    entry_region_.punch(group_offset, memory::kOsPageBytes);
   });
 }
 

@@ -37,7 +37,7 @@ class TranslationArray {
   // Hole-punch references for the page of entries holding `block` (hole_punch_counter.h).
   void acquire_ref(BlockId block) const { acquire_punch_ref(counter(block)); }
   // Returns true when this release punched the page of entries.
-  bool release_ref(BlockId block) const;
+  bool release_ref(BlockId block);
 
   // Current count of `block`'s group (tests and checkers).
   uint32_t group_count(BlockId block) const {
