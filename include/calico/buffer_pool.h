@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -68,6 +69,8 @@ struct PoolOptions {
 };
 
 struct PoolStats {
+  uint64_t accesses = 0;          // page lookups: pins, optimistic attempts (a retry counts)
+  uint64_t hits = 0;              // accesses that did not read the page themselves
   uint64_t faults = 0;            // pages read synchronously
   uint64_t evictions = 0;
   uint64_t write_backs = 0;       // pages written (eviction and flush)
@@ -268,6 +271,8 @@ class BufferPool {
     Resolved r = resolve(pid.space());
     if (pid.block() >= r.capacity) [[unlikely]] throw_out_of_range(pid);
     *space_out = r.space;
+    std::atomic<uint64_t>* accesses = translation::tls_path_cache.accesses;
+    accesses->store(accesses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return r.entries[pid.block()];
   }
   [[noreturn]] void throw_out_of_range(PageId pid) const;
@@ -282,8 +287,12 @@ class BufferPool {
   // evicted for kPoolFullWaitMs. With `may_fail`, returns kInvalidFrame instead of waiting.
   FrameId get_frame(bool may_fail);
   // One CLOCK round under evict_mutex_: evicts up to eviction_batch pages. Returns the
-  // number of frames freed. Throws kIoError when a write-back failed (those pages stay).
-  uint32_t evict_batch();
+  // number of frames freed (1 when enough were already free). When `wait` is false and
+  // another thread is evicting, returns 0 at once. Throws kIoError when a write-back
+  // failed (those pages stay, dirty).
+  uint32_t evict_batch(bool wait);
+  // This thread's access counter in this pool (registered on first use).
+  std::atomic<uint64_t>* thread_accesses();
   // Completes asynchronous reads until `e` is no longer kIoPending (or nothing is in flight).
   void help_async(const translation::Entry& e);
   void complete_async(uint64_t slot, int result);  // pre: async_mutex_ held
@@ -322,6 +331,17 @@ class BufferPool {
   std::vector<uint32_t> free_slots_;
 
   std::mutex flush_mutex_;
+
+  // Eviction starts when free frames fall to this many (eviction_batch / 2), so that a
+  // faulting thread usually finds a frame without waiting for a write-back.
+  const uint32_t low_watermark_;
+
+  struct ThreadCounter {
+    std::thread::id thread;
+    std::atomic<uint64_t> accesses{0};
+  };
+  mutable std::mutex thread_counters_mutex_;
+  std::vector<std::unique_ptr<ThreadCounter>> thread_counters_;  // one per thread ever used
 
   struct Counters {
     std::atomic<uint64_t> faults{0}, evictions{0}, write_backs{0}, punches{0},

@@ -64,9 +64,12 @@ void VirtualRegion::punch(size_t offset, size_t len) {
 }
 
 void VirtualRegion::reset() {
-  void* p = mmap(base_, bytes_, kProt, kFlags | MAP_FIXED, -1, 0);
-  CALICO_CHECK(p == base_);
-  madvise(base_, bytes_, MADV_NOHUGEPAGE);
+  CALICO_CHECK(base_ != nullptr);
+  // MADV_DONTNEED over the whole region, not a MAP_FIXED remap: concurrent readers keep a
+  // valid mapping throughout (they see old bytes or zeros), and the kernel skips the
+  // unpopulated parts of the range cheaply. Page-table pages stay (one 4 KB page per 2 MB of
+  // region that was ever touched).
+  CALICO_CHECK(madvise(base_, bytes_, MADV_DONTNEED) == 0);
 }
 
 size_t VirtualRegion::resident_bytes(size_t offset, size_t len) const {

@@ -38,8 +38,8 @@ class VirtualRegion {
   // memory is returned. Pre: offset and len are 4 KB multiples inside the region.
   void punch(size_t offset, size_t len);
 
-  // Replaces the whole mapping with a fresh zero mapping at the same address (MAP_FIXED),
-  // which also frees the page tables. Concurrent readers see old bytes or zeros.
+  // Punches the whole region: every byte reads zero and its memory is returned. Concurrent
+  // readers see old bytes or zeros. Pre: the region is reserved (not moved-from).
   void reset();
 
   // Bytes of [offset, offset + len) that mincore reports resident. mincore also counts

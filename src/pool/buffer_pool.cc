@@ -78,7 +78,8 @@ BufferPool::BufferPool(const PoolOptions& options)
       free_list_(frames_.num_frames()),
       clock_(frames_.num_frames()),
       async_ring_(std::make_unique<io::IoRing>(options.async_depth, options.fault_injector)),
-      pending_(options.async_depth) {
+      pending_(options.async_depth),
+      low_watermark_(std::min<uint32_t>(options.eviction_batch / 2, frames_.num_frames() / 4)) {
   for (uint32_t s = options.async_depth; s > 0; --s) free_slots_.push_back(s - 1);
 }
 
@@ -154,8 +155,30 @@ BufferPool::Resolved BufferPool::resolve_slow(SpaceId id) {
   // Space ids are never reused, so even if the space is dropped right after this, the cache
   // can only ever resolve `id` to its own (dead) Space, whose zero entries fail in fault().
   auto& c = translation::tls_path_cache;
-  c = translation::PathCache{uid_, directory_.epoch(), id, s->array.entries(), s->array.capacity(), s};
+  c = translation::PathCache{uid_, directory_.epoch(), id, s->array.entries(), s->array.capacity(), s,
+                             thread_accesses()};
   return {c.entries, c.capacity, s};
+}
+
+std::atomic<uint64_t>* BufferPool::thread_accesses() {
+  struct Registered {
+    uint64_t pool_uid = 0;
+    std::atomic<uint64_t>* accesses = nullptr;
+  };
+  thread_local Registered reg;
+  if (reg.pool_uid != uid_) {
+    std::lock_guard lock(thread_counters_mutex_);
+    std::thread::id me = std::this_thread::get_id();
+    auto it = std::find_if(thread_counters_.begin(), thread_counters_.end(),
+                           [&](const auto& tc) { return tc->thread == me; });
+    if (it == thread_counters_.end()) {
+      thread_counters_.push_back(std::make_unique<ThreadCounter>());
+      thread_counters_.back()->thread = me;
+      it = thread_counters_.end() - 1;
+    }
+    reg = Registered{uid_, &(*it)->accesses};
+  }
+  return reg.accesses;
 }
 
 void BufferPool::throw_out_of_range(PageId pid) const {
@@ -613,7 +636,13 @@ void BufferPool::flush() {
 
 PoolStats BufferPool::stats() const {
   PoolStats st;
+  {
+    std::lock_guard lock(thread_counters_mutex_);
+    for (const auto& tc : thread_counters_) st.accesses += tc->accesses.load(std::memory_order_relaxed);
+  }
   st.faults = counters_.faults.load();
+  // Faults done for allocations or by threads that lost a race are still one read each.
+  st.hits = st.accesses > st.faults ? st.accesses - st.faults : 0;
   st.evictions = counters_.evictions.load();
   st.write_backs = counters_.write_backs.load();
   st.punches = counters_.punches.load();

@@ -30,9 +30,11 @@ using translation::kUnlocked;
 FrameId BufferPool::get_frame(bool may_fail) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kPoolFullWaitMs);
   for (;;) {
+    // Below the low watermark, make room ahead of need, unless another thread already is.
+    if (free_list_.size() <= low_watermark_) evict_batch(/*wait=*/false);
     FrameId f = free_list_.pop();
     if (f != kInvalidFrame) return f;
-    if (evict_batch() > 0) continue;
+    if (evict_batch(/*wait=*/true) > 0) continue;
     if (may_fail) return kInvalidFrame;
     // Every frame is pinned, latched or loading. Pins are usually short: wait a bounded time
     // (kPoolFullWaitMs) before reporting a full pool. Completed prefetches free up frames too.
@@ -50,9 +52,14 @@ FrameId BufferPool::get_frame(bool may_fail) {
   }
 }
 
-uint32_t BufferPool::evict_batch() {
-  std::lock_guard lock(evict_mutex_);
-  if (free_list_.size() > 0) return 1;  // another evictor just made room
+uint32_t BufferPool::evict_batch(bool wait) {
+  std::unique_lock lock(evict_mutex_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return 0;
+  }
+  if (free_list_.size() > low_watermark_) return 1;  // another evictor just made room
 
   struct Victim {
     pool::Space* space;

@@ -53,6 +53,9 @@ struct PathCache {
   Entry* entries = nullptr;
   uint64_t capacity = 0;
   void* owner = nullptr;  // the pool's Space object
+  // This thread's access counter in that pool. Bumped with a relaxed load and store (no
+  // atomic read-modify-write): only this thread writes it; stats() reads it.
+  std::atomic<uint64_t>* accesses = nullptr;
 };
 
 inline thread_local PathCache tls_path_cache;

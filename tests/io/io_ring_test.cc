@@ -18,34 +18,17 @@
 
 #include "calico/error.h"
 #include "io/page_file.h"
+#include "support/io_buffers.h"
 
 namespace calico::io {
 namespace {
 
 constexpr size_t kPage = 4096;
 
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-using AlignedBuf = std::unique_ptr<std::byte, FreeDeleter>;
-
-AlignedBuf aligned_buf(size_t size) {
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, size));
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, size);
-  return AlignedBuf(p);
-}
-
-void fill(std::byte* buf, size_t size, uint32_t seed) {
-  for (size_t i = 0; i < size; ++i) buf[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
-}
-
-bool has_pattern(const std::byte* buf, size_t size, uint32_t seed) {
-  for (size_t i = 0; i < size; ++i) {
-    if (buf[i] != static_cast<std::byte>((seed * 131 + i * 7) & 0xFF)) return false;
-  }
-  return true;
-}
+using testing::aligned_buf;
+using testing::AlignedBuf;
+using testing::fill;
+using testing::has_pattern;
 
 // A fresh directory under /tmp with one page file in it, removed at the end.
 class RingTest : public ::testing::Test {

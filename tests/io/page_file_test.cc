@@ -17,56 +17,21 @@
 #include <vector>
 
 #include "calico/error.h"
+#include "support/io_buffers.h"
+#include "support/test_util.h"
 
 namespace calico::io {
 namespace {
 
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-using AlignedBuf = std::unique_ptr<std::byte, FreeDeleter>;
-
-AlignedBuf aligned_buf(size_t size) {
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, size));
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, size);
-  return AlignedBuf(p);
-}
-
-// Fills `buf` with a pattern unique to (seed, offset).
-void fill(std::byte* buf, size_t size, uint32_t seed) {
-  for (size_t i = 0; i < size; ++i) buf[i] = static_cast<std::byte>((seed * 131 + i * 7) & 0xFF);
-}
-
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/calico_page_file_XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using testing::aligned_buf;
+using testing::AlignedBuf;
+using testing::fill;
+using testing::TempDir;
 
 // Runs `fn`, expecting a calico::Error with `code`; returns its message.
 template <class Fn>
 std::string expect_error(ErrorCode code, Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no calico::Error thrown, expected " << to_string(code);
-  return "";
+  return testing::expect_error(code, std::forward<Fn>(fn)).what();
 }
 
 // Records every call; turns the result of one chosen (is_write, offset) into `replacement`.
@@ -95,7 +60,7 @@ class TestInjector : public FaultInjector {
 
 TEST(PageFile, CreateOpenRemove) {
   TempDir dir;
-  const std::string path = dir.file("space_1");
+  const std::string path = dir.sub("space_1");
   {
     PageFile f = PageFile::open(path, 4096, /*create=*/true);
     EXPECT_GE(f.fd(), 0);
@@ -117,7 +82,7 @@ TEST(PageFile, CreateOpenRemove) {
 
 TEST(PageFile, CreateOfExistingFileFails) {
   TempDir dir;
-  const std::string path = dir.file("f");
+  const std::string path = dir.sub("f");
   { PageFile f = PageFile::open(path, 4096, true); }
   const std::string msg =
       expect_error(ErrorCode::kIoError, [&] { PageFile::open(path, 4096, true); });
@@ -127,7 +92,7 @@ TEST(PageFile, CreateOfExistingFileFails) {
 
 TEST(PageFile, OpenOfMissingFileFails) {
   TempDir dir;
-  const std::string path = dir.file("missing");
+  const std::string path = dir.sub("missing");
   const std::string msg =
       expect_error(ErrorCode::kIoError, [&] { PageFile::open(path, 4096, false); });
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
@@ -137,7 +102,7 @@ TEST(PageFile, OpenOfMissingFileFails) {
 
 TEST(PageFile, InvalidPageSizeIsInvalidArgument) {
   TempDir dir;
-  const std::string path = dir.file("f");
+  const std::string path = dir.sub("f");
   for (size_t ps : {size_t{0}, size_t{512}, size_t{2048}, size_t{4097}, size_t{12288},
                     size_t{32768}}) {
     expect_error(ErrorCode::kInvalidArgument, [&] { PageFile::open(path, ps, true); });
@@ -168,7 +133,7 @@ TEST(PageFile, FallsBackToBufferedIoWhenODirectIsRefused) {
 TEST(PageFile, DirectIoOnTmpQuietly) {
   TempDir dir;
   ::testing::internal::CaptureStderr();
-  PageFile f = PageFile::open(dir.file("f"), 4096, true);
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true);
   const std::string err = ::testing::internal::GetCapturedStderr();
   if (f.direct()) {
     EXPECT_EQ(err, "");
@@ -182,7 +147,7 @@ class PageFileSizes : public ::testing::TestWithParam<size_t> {};
 TEST_P(PageFileSizes, WriteThenReadBack) {
   const size_t ps = GetParam();
   TempDir dir;
-  const std::string path = dir.file("f");
+  const std::string path = dir.sub("f");
   PageFile f = PageFile::open(path, ps, true);
   EXPECT_EQ(f.page_size(), ps);
   constexpr BlockId kBlocks = 8;
@@ -211,7 +176,7 @@ TEST_P(PageFileSizes, WriteThenReadBack) {
 TEST_P(PageFileSizes, SparseWriteGrowsToBlockAndHoleReadsZero) {
   const size_t ps = GetParam();
   TempDir dir;
-  PageFile f = PageFile::open(dir.file("f"), ps, true);
+  PageFile f = PageFile::open(dir.sub("f"), ps, true);
   auto buf = aligned_buf(ps);
   fill(buf.get(), ps, 9);
   f.write_block(9, buf.get());
@@ -225,7 +190,7 @@ TEST_P(PageFileSizes, SparseWriteGrowsToBlockAndHoleReadsZero) {
 TEST_P(PageFileSizes, DataSurvivesReopen) {
   const size_t ps = GetParam();
   TempDir dir;
-  const std::string path = dir.file("f");
+  const std::string path = dir.sub("f");
   auto buf = aligned_buf(ps);
   {
     PageFile f = PageFile::open(path, ps, true);
@@ -250,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(PageSizes, PageFileSizes, ::testing::Values(4096, 8192,
 
 TEST(PageFile, ReadPastEofIsShortReadNamingTheBlock) {
   TempDir dir;
-  PageFile f = PageFile::open(dir.file("f"), 4096, true);
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true);
   auto buf = aligned_buf(4096);
   f.write_block(0, buf.get());
   const std::string msg = expect_error(ErrorCode::kShortRead, [&] { f.read_block(5, buf.get()); });
@@ -261,7 +226,7 @@ TEST(PageFile, ReadPastEofIsShortReadNamingTheBlock) {
 TEST(PageFile, InjectedEioTurnsReadIntoIoError) {
   TempDir dir;
   TestInjector faults(/*is_write=*/false, /*offset=*/2 * 8192, -EIO);
-  PageFile f = PageFile::open(dir.file("f"), 8192, true, &faults);
+  PageFile f = PageFile::open(dir.sub("f"), 8192, true, &faults);
   EXPECT_EQ(f.faults(), &faults);
   auto buf = aligned_buf(8192);
   for (BlockId b = 0; b < 4; ++b) f.write_block(b, buf.get());
@@ -280,7 +245,7 @@ TEST(PageFile, InjectedEioTurnsReadIntoIoError) {
 TEST(PageFile, InjectedShortCountTurnsReadIntoShortRead) {
   TempDir dir;
   TestInjector faults(false, 0, 2048);
-  PageFile f = PageFile::open(dir.file("f"), 4096, true, &faults);
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true, &faults);
   auto buf = aligned_buf(4096);
   f.write_block(0, buf.get());
   const std::string msg = expect_error(ErrorCode::kShortRead, [&] { f.read_block(0, buf.get()); });
@@ -291,29 +256,29 @@ TEST(PageFile, InjectedShortCountTurnsReadIntoShortRead) {
 TEST(PageFile, InjectedWriteFaults) {
   TempDir dir;
   TestInjector eio(true, 4096, -ENOSPC);
-  PageFile f = PageFile::open(dir.file("f"), 4096, true, &eio);
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true, &eio);
   auto buf = aligned_buf(4096);
   f.write_block(0, buf.get());
   const std::string msg = expect_error(ErrorCode::kIoError, [&] { f.write_block(1, buf.get()); });
   EXPECT_NE(msg.find(std::strerror(ENOSPC)), std::string::npos) << msg;
 
   TestInjector torn(true, 0, 512);
-  PageFile g = PageFile::open(dir.file("g"), 4096, true, &torn);
+  PageFile g = PageFile::open(dir.sub("g"), 4096, true, &torn);
   expect_error(ErrorCode::kShortRead, [&] { g.write_block(0, buf.get()); });
 }
 
 TEST(PageFile, MoveTransfersTheFd) {
   TempDir dir;
-  PageFile a = PageFile::open(dir.file("a"), 4096, true);
+  PageFile a = PageFile::open(dir.sub("a"), 4096, true);
   const int fd = a.fd();
   PageFile b(std::move(a));
   EXPECT_EQ(a.fd(), -1);  // NOLINT(bugprone-use-after-move): moved-from state is specified
   EXPECT_EQ(b.fd(), fd);
-  EXPECT_EQ(b.path(), dir.file("a"));
+  EXPECT_EQ(b.path(), dir.sub("a"));
   auto buf = aligned_buf(4096);
   b.write_block(0, buf.get());
 
-  PageFile c = PageFile::open(dir.file("c"), 4096, true);
+  PageFile c = PageFile::open(dir.sub("c"), 4096, true);
   const int old_c_fd = c.fd();
   c = std::move(b);
   EXPECT_EQ(c.fd(), fd);
@@ -324,7 +289,7 @@ TEST(PageFile, MoveTransfersTheFd) {
 
 TEST(PageFile, ConcurrentReadsAndWritesOnOneFile) {
   TempDir dir;
-  PageFile f = PageFile::open(dir.file("f"), 4096, true);
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true);
   constexpr int kThreads = 4;
   constexpr BlockId kBlocksPerThread = 16;
   std::vector<std::thread> threads;

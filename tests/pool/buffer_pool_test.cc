@@ -84,6 +84,35 @@ TEST(BufferPool, AllocatePinAndReadBack) {
   pool->check_invariants();
 }
 
+TEST(BufferPool, StatsCountAccessesHitsAndFaults) {
+  TempDir dir;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 16));
+    testing::fill_space(*pool, pool->create_space("t"), 4, stamp_plus(0));
+  }
+  auto pool = BufferPool::open(small_options(dir.path(), 16));
+  SpaceId s = pool->open_space("t");
+  for (int i = 0; i < 10; ++i) pool->pin_shared(PageId(s, 1));
+  PoolStats st = pool->stats();
+  EXPECT_EQ(st.accesses, 10u);
+  EXPECT_EQ(st.faults, 1u);
+  EXPECT_EQ(st.hits, 9u);
+  // Each thread counts into its own counter; stats() adds them all up.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 1000; ++i) {
+        pool->optimistic_read(PageId(s, 2 + i % 2), [](const std::byte* p) { return p[0]; });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  st = pool->stats();
+  EXPECT_EQ(st.accesses, 2010u);
+  EXPECT_EQ(st.faults, 3u);
+  EXPECT_EQ(st.hits, 2007u);
+}
+
 TEST(BufferPool, BadPageIdsAreTypedErrors) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 16));

@@ -147,6 +147,7 @@ TEST(Corruption, FailedWriteBackLosesNothing) {
   FailingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 4);
   o.fault_injector = &disk;
+  o.eviction_batch = 1;  // low watermark 0: nothing is evicted before the pool is full
   SpaceId s;
   {
     auto pool = BufferPool::open(o);
