@@ -59,7 +59,11 @@ struct PoolOptions {
   std::string data_dir;                       // created if missing
   size_t page_size = 4096;                    // 4096, 8192 or 16384
   size_t pool_bytes = size_t{256} << 20;      // frames = pool_bytes / page_size
-  uint64_t max_blocks_per_space = uint64_t{1} << 32;  // translation array capacity
+  // Translation array capacity per space. Each space reserves 8 bytes of address space per
+  // block (32 GB at 2^32) and keeps it until the pool closes, also after a drop (spaces are
+  // type-stable, src/pool/README.md), so one pool can create about 128 TB / (8 B x this)
+  // spaces over its lifetime: ~3,900 at 2^32, ~1M at 2^22 (16 GB of data at 4 KB pages).
+  uint64_t max_blocks_per_space = uint64_t{1} << 32;
   uint32_t eviction_batch = 64;               // victims per eviction round (1..1024)
   bool huge_pages = true;                     // MADV_HUGEPAGE on the frame arena
   bool prefault_frames = true;                // touch the arena at open
