@@ -7,8 +7,8 @@
 //   sync_metadata()  writes the entry count to the metadata page (also done by the destructor)
 //
 // Storage: block 0 of the space is the metadata page (MetaPage below); every other block is
-// a node (btree_node.h) or a zeroed page that an interrupted split allocated but never
-// linked (type kFree; check() accepts those, nothing references them).
+// a node (btree_node.h) or a zeroed page (type kFree: emptied by a merge, or allocated by a
+// split that failed before linking it); nothing references kFree pages and check() accepts them.
 //
 // Concurrency (optimistic lock coupling over the pool's page versions):
 //  - Readers (lookup, scan) descend from the metadata page with read_optimistic: for each
@@ -22,7 +22,10 @@
 //    self-identifying), else restart. A full leaf is split: latch parent, then node
 //    (top-down; the metadata page first when the root splits), check the parent still points
 //    to the node, split, release, retry the operation. A parent without room is split first.
-//  - Removes leave underfull leaves in place (no merges yet); empty leaves are valid.
+//  - A remove that leaves its leaf under 1/4 full merges it with a sibling under the same
+//    parent when both fit in 3/4 of a page (parent, left, right latched in that order). The
+//    emptied page is zeroed and not reused (a free list is future work). Inner nodes are
+//    never merged; an inner node may be left with only its upper child, which is valid.
 //  - Every operation restarts at most kMaxRestarts times, then throws
 //    Error(kCorruptCatalog) (a livelock or a corrupt tree: a well-formed tree under
 //    contention restarts a handful of times).
@@ -177,6 +180,9 @@ class BasicBTree {
       n.remove_at(i);
       g.mark_dirty();
       count_->fetch_sub(1, std::memory_order_relaxed);
+      bool underfull = n.used_bytes() < usable() / 4;
+      g.release();
+      if (underfull) merge(key);
       return true;
     }
   }
@@ -370,12 +376,21 @@ class BasicBTree {
     g.mark_dirty();
   }
 
-  // Whole-tree check at quiescence; throws std::logic_error naming the first violation.
+  // Whole-tree check at quiescence; throws std::logic_error naming the first violation,
+  // else returns the tree's shape.
   // Checks: node well-formedness, levels, keys strictly sorted and within the fences, key
   // heads and prefixes, children's fences equal to the parent's separators, every leaf at
   // depth height-1, the sibling chain visits the leaves in order, every block reachable
-  // exactly once (or a zeroed never-linked page), entry count == size().
-  void check() const {
+  // exactly once (or a zeroed kFree page), entry count == size().
+  struct CheckStats {
+    uint32_t height = 0;
+    uint64_t leaves = 0;
+    uint64_t inner_nodes = 0;
+    uint64_t free_pages = 0;  // zeroed pages (merged away, or never linked)
+    uint64_t entries = 0;
+  };
+  CheckStats check() const {
+    CheckStats st;
     MetaPage m;
     {
       auto g = pool_->pin_shared(meta_pid());
@@ -404,11 +419,17 @@ class BasicBTree {
       if (NodeRef(buf.data(), usable()).type() != NodeType::kFree) {
         fail("block " + std::to_string(b) + " is a node but unreachable");
       }
+      ++st.free_pages;
     }
     if (entries != size()) {
       fail("entry count: tree holds " + std::to_string(entries) + ", size() says " +
            std::to_string(size()));
     }
+    st.height = m.height;
+    st.leaves = leaves.size();
+    st.inner_nodes = blocks - 1 - st.free_pages - st.leaves;
+    st.entries = entries;
+    return st;
   }
 
  private:
@@ -585,6 +606,69 @@ class BasicBTree {
       gp.mark_dirty();
       return;
     }
+  }
+
+  // Merges the leaf responsible for key with its right sibling under the same parent, else
+  // with its left one, when their entries fit in 3/4 of a page. Latches parent, left, right
+  // in that order. The right page is zeroed (kFree);
+  // readers holding its id fail their parent validation or the leaf checks and restart.
+  // Best effort: returns without merging when anything changed.
+  void merge(std::string_view key) {
+    for (int restarts = 0;; bump(&restarts)) {
+      std::vector<PageId> path;
+      if (!descend(key, false, 0, &path, [](const NodeRef&, PageId) {})) continue;
+      if (path.size() < 2) return;
+      PageId leaf = path.back();
+      auto gp = pool_->pin_exclusive(path[path.size() - 2]);
+      NodeRef p(gp.data(), usable());
+      if (!p.is_inner() || p.level() != 1 || !p.covers(key, false) ||
+          p.child_for(key, false) != leaf.block()) {
+        continue;
+      }
+      bool found;
+      // Children are positions 0..count (count = the upper child); pair (a, a + 1) merges.
+      size_t i = p.lower_bound(key, false, &found);
+      for (size_t a : {i, i - 1}) {
+        if (a >= p.count()) continue;  // also skips i - 1 when i == 0 (wraps around)
+        if (merge_pair(p, a)) {
+          gp.mark_dirty();
+          return;
+        }
+      }
+      return;
+    }
+  }
+
+  // Merges children a and a + 1 of the latched parent p into child a when they fit in 3/4
+  // of a page; latches left then right. Returns whether it merged (p is then modified).
+  bool merge_pair(NodeRef& p, size_t a) {
+    BlockId left_b = p.child(a);
+    BlockId right_b = a + 1 < p.count() ? p.child(a + 1) : p.link();
+    auto gl = pool_->pin_exclusive(PageId(space_, left_b));
+    auto gr = pool_->pin_exclusive(PageId(space_, right_b));
+    NodeRef l(gl.data(), usable()), r(gr.data(), usable());
+    CALICO_CHECK(l.is_leaf() && r.is_leaf() && l.link() == right_b);
+    std::vector<NodeEntry> all = l.entries();
+    std::vector<NodeEntry> more = r.entries();
+    all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    std::string lower(l.lower_fence()), upper(r.upper_fence());
+    const std::string* lo = l.lower_infinite() ? nullptr : &lower;
+    const std::string* up = r.upper_infinite() ? nullptr : &upper;
+    if (NodeRef::needed_bytes(lo, up, all.data(), all.data() + all.size()) > usable() * 3 / 4) {
+      return false;
+    }
+    NodeRef::build(l.data(), usable(), NodeType::kLeaf, 0, lo, up, all, r.link());
+    std::memset(r.data(), 0, usable());
+    // Parent: drop the separator between them; whoever pointed to right points to left.
+    p.remove_at(a);
+    if (a < p.count()) {
+      p.set_child(a, left_b);
+    } else {
+      p.set_link(left_b);
+    }
+    gr.mark_dirty();
+    gl.mark_dirty();
+    return true;
   }
 
   // Root split: latches the metadata page, then the root; a new root gets two children.

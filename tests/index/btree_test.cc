@@ -288,6 +288,45 @@ TEST(BTree, BulkLoadThenUpdates) {
   expect_error(ErrorCode::kInvalidArgument, [&] { tree.bulk_load(model.begin(), model.end()); });
 }
 
+TEST(BTree, RemovesMergeUnderfullLeaves) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 64));
+  BTree tree = BTree::create(*pool, "tree");
+  std::mt19937_64 rng(9);
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < 5000 / kScale; ++i) {
+    std::string k = "key/" + std::to_string(rng() % 1000000);
+    std::string v = random_value(rng, 40);
+    ASSERT_EQ(tree.insert(k, v), model.emplace(k, v).second);
+  }
+  BTree::CheckStats full = tree.check();
+  EXPECT_GE(full.height, 2u);
+  EXPECT_GT(full.leaves, 20u);
+  size_t i = 0;
+  for (auto it = model.begin(); it != model.end(); ++i) {
+    if (i % 20 == 0) {
+      ++it;
+      continue;
+    }
+    ASSERT_TRUE(tree.remove(it->first));
+    it = model.erase(it);
+  }
+  BTree::CheckStats sparse = tree.check();
+  EXPECT_LT(sparse.leaves, full.leaves / 4) << "underfull leaves were not merged";
+  EXPECT_GT(sparse.free_pages, 0u);
+  expect_same(tree, model);
+  for (auto& [k, v] : model) ASSERT_TRUE(tree.remove(k));
+  model.clear();
+  BTree::CheckStats empty = tree.check();
+  EXPECT_EQ(empty.entries, 0u);
+  expect_same(tree, model);
+  ASSERT_TRUE(tree.insert("again", "1"));
+  std::string v;
+  ASSERT_TRUE(tree.lookup("again", &v));
+  EXPECT_EQ(v, "1");
+  ASSERT_NO_THROW(tree.check());
+}
+
 TEST(BTree, RejectsBadInput) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 32));
