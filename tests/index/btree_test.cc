@@ -25,7 +25,7 @@ using testing::TempDir;
 
 // Sanitizer builds run ~10x slower: scale the sizes down there.
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr int kScale = 4;
+constexpr int kScale = 2;
 #else
 constexpr int kScale = 1;
 #endif
