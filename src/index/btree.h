@@ -1,0 +1,808 @@
+// BasicBTree<Pool>: a B+tree in one pool space, with optimistic lock coupling.
+//
+// Entry points:
+//   create(pool, space_name) / open(pool, space_name)
+//   insert / upsert / lookup / remove / scan / bulk_load / size
+//   check()          whole-tree invariant checker for tests (quiescent tree only)
+//   sync_metadata()  writes the entry count to the metadata page (also done by the destructor)
+//
+// Storage: block 0 of the space is the metadata page (MetaPage below); every other block is
+// a node (btree_node.h) or a zeroed page (type kFree: emptied by a merge, or allocated by a
+// split that failed before linking it); nothing references kFree pages and check() accepts them.
+//
+// Concurrency (optimistic lock coupling over the pool's page versions):
+//  - Readers (lookup, scan) descend from the metadata page with read_optimistic: for each
+//    node they start the child's read, validate the parent (so the child id they followed
+//    was current), copy the child's page with copy_page_racy, validate the child, and only
+//    then look at the copy. No atomic write on the happy path; a failed validation restarts
+//    from the root. Scans follow right-sibling links when the next leaf's lower fence equals
+//    the current leaf's upper fence, and re-descend otherwise.
+//  - Writers descend the same way to find the leaf, then pin it exclusively and check that
+//    it is still a leaf whose fences cover the key (fences make a latched node
+//    self-identifying), else restart. A full leaf is split: latch parent, then node
+//    (top-down; the metadata page first when the root splits), check the parent still points
+//    to the node, split, release, retry the operation. A parent without room is split first.
+//  - A remove that leaves its leaf under 1/4 full merges it with a sibling under the same
+//    parent when both fit in 3/4 of a page (parent, left, right latched in that order). The
+//    emptied page is zeroed and not reused (a free list is future work). Inner nodes are
+//    never merged; an inner node may be left with only its upper child, which is valid.
+//  - Every operation restarts at most kMaxRestarts times, then throws
+//    Error(kCorruptCatalog) (a livelock or a corrupt tree: a well-formed tree under
+//    contention restarts a handful of times).
+// Lock order: metadata page -> parent -> child; no thread waits for a latch while holding a
+// latch on a lower level. Pins are held one level at a time except during splits (3 pages).
+//
+// Errors: keys must be 1..kMaxKeyBytes (256) bytes, values 0..kMaxValueBytes (512) bytes,
+// else Error(kInvalidArgument) naming the limit. open() of a space whose block 0 is not a
+// tree metadata page: Error(kInvalidArgument). Pool errors propagate unchanged; a split
+// allocates its pages before changing anything, so the tree stays valid after any error.
+//
+// The entry count is kept in memory (one relaxed atomic) and written to the metadata page by
+// sync_metadata(), root splits and the destructor; flush the pool after those for
+// durability. Destroy the tree before its pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "calico/buffer_pool.h"
+#include "calico/checks.h"
+#include "calico/error.h"
+#include "index/btree_node.h"
+
+namespace calico::index {
+
+struct MetaPage {
+  uint64_t magic;
+  uint32_t format_version;
+  BlockId root;
+  uint32_t height;  // levels: 1 = the root is a leaf
+  uint32_t reserved;
+  uint64_t entry_count;
+};
+static_assert(sizeof(MetaPage) == 32);
+inline constexpr uint64_t kBTreeMagic = 0x45455254424f4c43ull;  // "CLOBTREE" little endian
+inline constexpr uint32_t kBTreeFormatVersion = 1;
+
+template <class Pool>
+class BasicBTree {
+ public:
+  static constexpr int kMaxRestarts = 10000;  // per operation; see the header comment
+  static constexpr double kBulkFill = 0.9;    // bulk_load fills nodes to 90% of a page
+
+  // Creates the space and an empty tree (metadata page + an empty root leaf).
+  // Errors: those of create_space / allocate.
+  static BasicBTree create(Pool& pool, std::string_view space_name) {
+    SpaceId space = pool.create_space(space_name);
+    auto meta = pool.allocate(space);
+    auto root = pool.allocate(space);
+    CALICO_CHECK(meta.page_id().block() == 0 && root.page_id().block() == 1);
+    NodeRef::build(root.data(), pool.usable_page_size(), NodeType::kLeaf, 0, nullptr, nullptr, {}, 0);
+    root.mark_dirty();
+    MetaPage m{kBTreeMagic, kBTreeFormatVersion, 1, 1, 0, 0};
+    std::memcpy(meta.data(), &m, sizeof m);
+    meta.mark_dirty();
+    return BasicBTree(pool, space, 0);
+  }
+
+  // Opens the tree stored in an existing space. Errors: kUnknownSpace; kInvalidArgument when
+  // block 0 is missing or is not a tree metadata page of this format version.
+  static BasicBTree open(Pool& pool, std::string_view space_name) {
+    SpaceId space = pool.open_space(space_name);
+    if (pool.space_blocks(space) < 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "space '" + std::string(space_name) + "' is not a B-tree (fewer than 2 blocks)");
+    }
+    MetaPage m;
+    {
+      auto g = pool.pin_shared(PageId(space, 0));
+      std::memcpy(&m, g.data(), sizeof m);
+    }
+    if (m.magic != kBTreeMagic || m.format_version != kBTreeFormatVersion || m.root == 0 ||
+        m.root >= pool.space_blocks(space) || m.height == 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "space '" + std::string(space_name) + "' is not a B-tree (bad metadata page)",
+                  PageId(space, 0));
+    }
+    return BasicBTree(pool, space, m.entry_count);
+  }
+
+  BasicBTree(BasicBTree&& o) noexcept
+      : pool_(o.pool_), space_(o.space_), count_(std::move(o.count_)) {}
+  BasicBTree& operator=(BasicBTree&&) = delete;
+  BasicBTree(const BasicBTree&) = delete;
+  ~BasicBTree() {
+    if (!count_) return;
+    try {
+      sync_metadata();
+    } catch (const std::exception&) {
+      // The count is advisory (check() recounts); a pool error here must not escape.
+    }
+  }
+
+  SpaceId space() const { return space_; }
+  uint64_t size() const { return count_->load(std::memory_order_relaxed); }
+
+  // Inserts key -> value; false (and no change) when the key exists.
+  bool insert(std::string_view key, std::string_view value) {
+    check_entry(key, value);
+    return write(key, value, /*overwrite=*/false);
+  }
+  // Inserts or replaces.
+  void upsert(std::string_view key, std::string_view value) {
+    check_entry(key, value);
+    write(key, value, /*overwrite=*/true);
+  }
+
+  // Copies the value of key into *out; false when absent (out untouched).
+  bool lookup(std::string_view key, std::string* out) {
+    check_key(key);
+    for (int restarts = 0;; bump(&restarts)) {
+      bool found = false;
+      bool ok = descend(key, false, 0, nullptr, [&](const NodeRef& leaf, PageId) {
+        size_t i = leaf.lower_bound(key, false, &found);
+        if (found) out->assign(leaf.value(i));
+      });
+      if (ok) return found;
+    }
+  }
+  // Calls fn(std::string_view value) with a private copy of the value; false when absent.
+  template <class Fn>
+  bool lookup(std::string_view key, Fn&& fn) {
+    std::string v;
+    if (!lookup(key, &v)) return false;
+    fn(std::string_view(v));
+    return true;
+  }
+
+  // Removes key; false when absent.
+  bool remove(std::string_view key) {
+    check_key(key);
+    for (int restarts = 0;; bump(&restarts)) {
+      std::optional<PageId> leaf = find(key, 0);
+      if (!leaf) continue;
+      auto g = pool_->pin_exclusive(*leaf);
+      NodeRef n(g.data(), usable());
+      if (!n.is_leaf() || !n.covers(key, false)) continue;
+      bool found;
+      size_t i = n.lower_bound(key, false, &found);
+      if (!found) return false;
+      n.remove_at(i);
+      g.mark_dirty();
+      count_->fetch_sub(1, std::memory_order_relaxed);
+      bool underfull = n.used_bytes() < usable() / 4;
+      g.release();
+      if (underfull) merge(key);
+      return true;
+    }
+  }
+
+  // Calls fn(std::string_view key, std::string_view value) for every key >= start in key
+  // order until fn returns false. Each leaf is read as one validated snapshot; a concurrent
+  // writer may be seen in one leaf and not in another (no snapshot across leaves).
+  template <class Fn>
+  void scan(std::string_view start, Fn&& fn) {
+    std::string pos(start);
+    bool after = false;
+    std::vector<NodeEntry> batch;
+    std::optional<PageId> next;  // right sibling of the last leaf, to try before descending
+    int restarts = 0;
+    for (;;) {
+      bool has_upper = false;
+      std::string upper;
+      BlockId link = 0;
+      auto take = [&](const NodeRef& leaf, PageId) {
+        batch.clear();
+        bool found;
+        for (size_t i = leaf.lower_bound(pos, after, &found); i < leaf.count(); ++i) {
+          batch.push_back({leaf.full_key(i), std::string(leaf.value(i))});
+        }
+        has_upper = !leaf.upper_infinite();
+        upper.assign(leaf.upper_fence());
+        link = leaf.link();
+      };
+      bool ok = false;
+      if (next) ok = read_sibling(*next, pos, take);
+      if (!ok) ok = descend(pos, after, 0, nullptr, take);
+      if (!ok) {
+        bump(&restarts);
+        next.reset();
+        continue;
+      }
+      for (const NodeEntry& e : batch) {
+        if (!fn(std::string_view(e.key), std::string_view(e.value))) return;
+      }
+      if (!has_upper) return;
+      pos = std::move(upper);
+      after = true;
+      next.reset();
+      if (link != 0) next = PageId(space_, link);
+    }
+  }
+
+  // Loads sorted (strictly increasing) key/value pairs into an EMPTY tree, bottom-up, nodes
+  // filled to kBulkFill. It must be the only operation on the tree while it runs. [first,
+  // last) is a forward range of pairs whose .first/.second convert to std::string_view; it
+  // is validated entirely before anything is written. Errors: kInvalidArgument (not empty,
+  // unsorted, limits); pool errors (the tree may then hold a prefix of the input).
+  template <class It>
+  void bulk_load(It first, It last) {
+    std::string_view prev;
+    bool have_prev = false;
+    for (It it = first; it != last; ++it) {
+      std::string_view k(it->first), v(it->second);
+      check_entry(k, v);
+      if (have_prev && !(prev < k)) {
+        throw Error(ErrorCode::kInvalidArgument, "bulk_load: keys are not strictly increasing");
+      }
+      prev = k;
+      have_prev = true;
+    }
+    auto gm = pool_->pin_exclusive(meta_pid());
+    MetaPage m;
+    std::memcpy(&m, gm.data(), sizeof m);
+    if (m.height != 1 || size() != 0) {
+      throw Error(ErrorCode::kInvalidArgument, "bulk_load: the tree is not empty");
+    }
+    {
+      auto gr = pool_->pin_shared(PageId(space_, m.root));
+      if (NodeRef(const_cast<std::byte*>(gr.data()), usable()).count() != 0) {
+        throw Error(ErrorCode::kInvalidArgument, "bulk_load: the tree is not empty");
+      }
+    }
+    if (first == last) return;
+    const size_t budget = static_cast<size_t>(kBulkFill * static_cast<double>(usable()));
+    // Level 0: leaves. Each built node is described by (upper fence or +inf, block).
+    struct Built {
+      std::string upper;
+      bool upper_inf;
+      BlockId block;
+    };
+    std::vector<Built> level_nodes;
+    std::vector<NodeEntry> entries;
+    std::string lower;
+    bool lower_inf = true;
+    // Leaves are written once their right sibling is known, so the previous one is pending.
+    std::vector<NodeEntry> pend_entries;
+    std::string pend_lower;
+    bool pend_lower_inf = true;
+    std::optional<decltype(pool_->allocate(space_))> pend_guard;
+    bool reuse_root = true;
+    uint64_t n_entries = 0;
+    auto new_page = [&]() {
+      if (reuse_root) {
+        reuse_root = false;
+        return pool_->pin_exclusive(PageId(space_, m.root));
+      }
+      return pool_->allocate(space_);
+    };
+    auto emit_leaf = [&](bool last_leaf) {
+      auto g = new_page();
+      std::string up = entries.back().key;
+      if (pend_guard) {
+        NodeRef::build(pend_guard->data(), usable(), NodeType::kLeaf, 0,
+                       pend_lower_inf ? nullptr : &pend_lower, &level_nodes.back().upper,
+                       pend_entries, g.page_id().block());
+        pend_guard->mark_dirty();
+        pend_guard.reset();
+      }
+      level_nodes.push_back({up, last_leaf, g.page_id().block()});
+      pend_entries = std::move(entries);
+      entries.clear();
+      pend_lower = lower;
+      pend_lower_inf = lower_inf;
+      lower = up;
+      lower_inf = false;
+      pend_guard.emplace(std::move(g));
+    };
+    size_t bytes = kHeaderBytes + 2 * kMaxKeyBytes;
+    for (It it = first; it != last; ++it) {
+      std::string_view k(it->first), v(it->second);
+      size_t add = kSlotBytes + k.size() + v.size();
+      if (!entries.empty() && bytes + add > budget) {
+        emit_leaf(false);
+        bytes = kHeaderBytes + 2 * kMaxKeyBytes;
+      }
+      entries.push_back({std::string(k), std::string(v)});
+      bytes += add;
+      ++n_entries;
+    }
+    emit_leaf(true);
+    level_nodes.back().upper_inf = true;
+    NodeRef::build(pend_guard->data(), usable(), NodeType::kLeaf, 0,
+                   pend_lower_inf ? nullptr : &pend_lower, nullptr, pend_entries, 0);
+    pend_guard->mark_dirty();
+    pend_guard.reset();
+    // Inner levels until one node remains.
+    uint32_t height = 1;
+    while (level_nodes.size() > 1) {
+      std::vector<Built> parents;
+      size_t i = 0;
+      std::string plower;
+      bool plower_inf = true;
+      while (i < level_nodes.size()) {
+        // Children [i, j): slots for all but the last, which becomes the upper child.
+        size_t b = kHeaderBytes + 2 * kMaxKeyBytes;
+        size_t j = i + 1;
+        while (j < level_nodes.size() &&
+               b + kSlotBytes + level_nodes[j - 1].upper.size() + 4 <= budget) {
+          b += kSlotBytes + level_nodes[j - 1].upper.size() + 4;
+          ++j;
+        }
+        std::vector<NodeEntry> es;
+        for (size_t c = i; c + 1 < j; ++c) {
+          es.push_back({level_nodes[c].upper, encode_child(level_nodes[c].block)});
+        }
+        const Built& last_child = level_nodes[j - 1];
+        auto g = pool_->allocate(space_);
+        NodeRef::build(g.data(), usable(), NodeType::kInner, static_cast<int>(height),
+                       plower_inf ? nullptr : &plower, last_child.upper_inf ? nullptr : &last_child.upper,
+                       es, last_child.block);
+        g.mark_dirty();
+        parents.push_back({last_child.upper, last_child.upper_inf, g.page_id().block()});
+        plower = last_child.upper;
+        plower_inf = false;
+        i = j;
+      }
+      level_nodes = std::move(parents);
+      ++height;
+    }
+    m.root = level_nodes[0].block;
+    m.height = height;
+    m.entry_count = n_entries;
+    std::memcpy(gm.data(), &m, sizeof m);
+    gm.mark_dirty();
+    count_->store(n_entries, std::memory_order_relaxed);
+  }
+
+  // Writes the in-memory entry count into the metadata page. Pre: the caller holds no
+  // latch of this tree.
+  void sync_metadata() {
+    auto g = pool_->pin_exclusive(meta_pid());
+    MetaPage m;
+    std::memcpy(&m, g.data(), sizeof m);
+    m.entry_count = size();
+    std::memcpy(g.data(), &m, sizeof m);
+    g.mark_dirty();
+  }
+
+  // Whole-tree check at quiescence; throws std::logic_error naming the first violation,
+  // else returns the tree's shape.
+  // Checks: node well-formedness, levels, keys strictly sorted and within the fences, key
+  // heads and prefixes, children's fences equal to the parent's separators, every leaf at
+  // depth height-1, the sibling chain visits the leaves in order, every block reachable
+  // exactly once (or a zeroed kFree page), entry count == size().
+  struct CheckStats {
+    uint32_t height = 0;
+    uint64_t leaves = 0;
+    uint64_t inner_nodes = 0;
+    uint64_t free_pages = 0;  // zeroed pages (merged away, or never linked)
+    uint64_t entries = 0;
+  };
+  CheckStats check() const {
+    CheckStats st;
+    MetaPage m;
+    {
+      auto g = pool_->pin_shared(meta_pid());
+      std::memcpy(&m, g.data(), sizeof m);
+    }
+    if (m.magic != kBTreeMagic) fail("metadata page: bad magic");
+    uint64_t blocks = pool_->space_blocks(space_);
+    std::vector<uint8_t> seen(blocks, 0);
+    seen[0] = 1;
+    std::vector<BlockId> leaves;
+    uint64_t entries = 0;
+    check_node(m.root, static_cast<int>(m.height) - 1, nullptr, nullptr, &seen, &leaves, &entries);
+    // Sibling chain.
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      std::vector<std::byte> buf = copy_shared(leaves[i]);
+      NodeRef n(buf.data(), usable());
+      BlockId expect = i + 1 < leaves.size() ? leaves[i + 1] : 0;
+      if (n.link() != expect) {
+        fail("leaf " + std::to_string(leaves[i]) + ": right sibling " + std::to_string(n.link()) +
+             ", expected " + std::to_string(expect));
+      }
+    }
+    for (uint64_t b = 1; b < blocks; ++b) {
+      if (seen[b]) continue;
+      std::vector<std::byte> buf = copy_shared(static_cast<BlockId>(b));
+      if (NodeRef(buf.data(), usable()).type() != NodeType::kFree) {
+        fail("block " + std::to_string(b) + " is a node but unreachable");
+      }
+      ++st.free_pages;
+    }
+    if (entries != size()) {
+      fail("entry count: tree holds " + std::to_string(entries) + ", size() says " +
+           std::to_string(size()));
+    }
+    st.height = m.height;
+    st.leaves = leaves.size();
+    st.inner_nodes = blocks - 1 - st.free_pages - st.leaves;
+    st.entries = entries;
+    return st;
+  }
+
+ private:
+  BasicBTree(Pool& pool, SpaceId space, uint64_t count)
+      : pool_(&pool), space_(space), count_(std::make_unique<std::atomic<uint64_t>>(count)) {}
+
+  size_t usable() const { return pool_->usable_page_size(); }
+  PageId meta_pid() const { return PageId(space_, 0); }
+
+  static void check_key(std::string_view key) {
+    if (key.empty() || key.size() > kMaxKeyBytes) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "B-tree key of " + std::to_string(key.size()) + " bytes: keys must be 1.." +
+                      std::to_string(kMaxKeyBytes) + " bytes");
+    }
+  }
+  static void check_entry(std::string_view key, std::string_view value) {
+    check_key(key);
+    if (value.size() > kMaxValueBytes) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "B-tree value of " + std::to_string(value.size()) + " bytes: values must be 0.." +
+                      std::to_string(kMaxValueBytes) + " bytes");
+    }
+  }
+
+  static void bump(int* restarts) {
+    if (++*restarts > kMaxRestarts) {
+      throw Error(ErrorCode::kCorruptCatalog,
+                  "B-tree operation restarted " + std::to_string(kMaxRestarts) +
+                      " times (corrupt tree or livelock)");
+    }
+  }
+
+  static std::vector<std::byte>& snapshot_buffer(size_t bytes) {
+    thread_local std::vector<std::byte> buf;
+    if (buf.size() < bytes) buf.resize(bytes);
+    return buf;
+  }
+
+  // Optimistic descent to the node at `stop_level` responsible for key (with `after`: for
+  // the keys just above key). Calls at(snapshot, pid) on a validated private copy of that
+  // node and returns true; false means "restart" (a validation failed or the tree changed).
+  // `path`, when given, receives the validated page ids from the root down.
+  template <class Fn>
+  bool descend(std::string_view key, bool after, int stop_level, std::vector<PageId>* path, Fn&& at) {
+    const size_t bytes = usable();
+    std::vector<std::byte>& buf = snapshot_buffer(bytes);
+    if (path) path->clear();
+    OptimisticRead parent = pool_->read_optimistic(meta_pid());
+    alignas(8) std::byte meta_copy[sizeof(MetaPage)];
+    copy_page_racy(meta_copy, parent.data, sizeof meta_copy);
+    if (!Pool::validate(parent)) return false;
+    MetaPage m;
+    std::memcpy(&m, meta_copy, sizeof m);
+    if (m.magic != kBTreeMagic || m.root == 0) return false;
+    BlockId next = m.root;
+    for (int depth = 0; depth < 64; ++depth) {
+      PageId pid(space_, next);
+      OptimisticRead cur = pool_->read_optimistic(pid);
+      if (!Pool::validate(parent)) return false;  // the pointer we followed is still current
+      copy_page_racy(buf.data(), cur.data, bytes);
+      if (!Pool::validate(cur)) return false;
+      NodeRef n(buf.data(), bytes);
+      if (!n.well_formed() || !n.covers(key, after) || n.level() < stop_level) return false;
+      if (path) path->push_back(pid);
+      if (n.level() == stop_level) {
+        at(n, pid);
+        return true;
+      }
+      next = n.child_for(key, after);
+      if (next == 0) return false;
+      parent = cur;
+    }
+    return false;
+  }
+
+  // The page id of the node at `level` responsible for key, or nullopt (restart).
+  std::optional<PageId> find(std::string_view key, int level) {
+    std::optional<PageId> out;
+    if (!descend(key, false, level, nullptr, [&](const NodeRef&, PageId pid) { out = pid; })) {
+      return std::nullopt;
+    }
+    return out;
+  }
+
+  // Reads leaf `pid` optimistically; calls take(snapshot, pid) and returns true when it is a
+  // leaf whose lower fence is exactly `pos` (the previous leaf's upper fence).
+  template <class Fn>
+  bool read_sibling(PageId pid, std::string_view pos, Fn&& take) {
+    const size_t bytes = usable();
+    std::vector<std::byte>& buf = snapshot_buffer(bytes);
+    OptimisticRead r = pool_->read_optimistic(pid);
+    copy_page_racy(buf.data(), r.data, bytes);
+    if (!Pool::validate(r)) return false;
+    NodeRef n(buf.data(), bytes);
+    if (!n.well_formed() || !n.is_leaf() || n.lower_infinite() || n.lower_fence() != pos) return false;
+    take(n, pid);
+    return true;
+  }
+
+  // insert (overwrite = false) or upsert. Returns true when a new key was added.
+  bool write(std::string_view key, std::string_view value, bool overwrite) {
+    for (int restarts = 0;; bump(&restarts)) {
+      std::optional<PageId> leaf = find(key, 0);
+      if (!leaf) continue;
+      auto g = pool_->pin_exclusive(*leaf);
+      NodeRef n(g.data(), usable());
+      if (!n.is_leaf() || !n.covers(key, false)) continue;
+      bool found;
+      size_t i = n.lower_bound(key, false, &found);
+      if (found && !overwrite) return false;
+      size_t freed = found ? kSlotBytes + n.suffix(i).size() + n.value(i).size() : 0;
+      if (n.entry_bytes(key, value.size()) <= n.free_total() + freed) {
+        if (found) n.remove_at(i);
+        n.insert_at(i, key, value);
+        g.mark_dirty();
+        if (!found) count_->fetch_add(1, std::memory_order_relaxed);
+        return !found;
+      }
+      g.release();
+      split(key, 0);
+    }
+  }
+
+  // Splits the node at `level` responsible for key (splitting its parent first when the
+  // parent has no room for the separator). Returns when a split happened or when the node
+  // turned out to be gone or tiny (the caller retries its operation either way).
+  void split(std::string_view key, int level) {
+    for (int restarts = 0;; bump(&restarts)) {
+      std::vector<PageId> path;
+      if (!descend(key, false, level, &path, [](const NodeRef&, PageId) {})) continue;
+      PageId target = path.back();
+      if (path.size() == 1) {
+        if (split_root(key, level, target)) return;
+        continue;
+      }
+      PageId parent_pid = path[path.size() - 2];
+      auto gp = pool_->pin_exclusive(parent_pid);
+      NodeRef p(gp.data(), usable());
+      if (!p.is_inner() || p.level() != level + 1 || !p.covers(key, false) ||
+          p.child_for(key, false) != target.block()) {
+        continue;
+      }
+      auto gt = pool_->pin_exclusive(target);
+      NodeRef t(gt.data(), usable());
+      if (t.type() == NodeType::kFree || t.level() != level || !t.covers(key, false)) continue;
+      if (t.count() < 2) return;
+      std::vector<NodeEntry> all = t.entries();
+      size_t mid = split_point(t, all);
+      std::string sep = all[mid - 1].key;
+      if (!p.fits(sep, 4)) {
+        gt.release();
+        gp.release();
+        split(key, level + 1);
+        continue;
+      }
+      auto gr = pool_->allocate(space_);  // before any change: an error leaves all intact
+      BlockId right = gr.page_id().block();
+      split_into(t, all, mid, sep, gr.data(), gr.page_id().block());
+      // Parent: the slot that pointed to target now points to right; sep -> target added.
+      bool found;
+      size_t i = p.lower_bound(sep, false, &found);
+      CALICO_CHECK(!found);
+      if (i < p.count()) {
+        CALICO_CHECK(p.child(i) == target.block());
+        p.set_child(i, right);
+      } else {
+        CALICO_CHECK(p.link() == target.block());
+        p.set_link(right);
+      }
+      p.insert_at(i, sep, encode_child(target.block()));
+      gr.mark_dirty();
+      gt.mark_dirty();
+      gp.mark_dirty();
+      return;
+    }
+  }
+
+  // Merges the leaf responsible for key with its right sibling under the same parent, else
+  // with its left one, when their entries fit in 3/4 of a page. Latches parent, left, right
+  // in that order. The right page is zeroed (kFree);
+  // readers holding its id fail their parent validation or the leaf checks and restart.
+  // Best effort: returns without merging when anything changed.
+  void merge(std::string_view key) {
+    for (int restarts = 0;; bump(&restarts)) {
+      std::vector<PageId> path;
+      if (!descend(key, false, 0, &path, [](const NodeRef&, PageId) {})) continue;
+      if (path.size() < 2) return;
+      PageId leaf = path.back();
+      auto gp = pool_->pin_exclusive(path[path.size() - 2]);
+      NodeRef p(gp.data(), usable());
+      if (!p.is_inner() || p.level() != 1 || !p.covers(key, false) ||
+          p.child_for(key, false) != leaf.block()) {
+        continue;
+      }
+      bool found;
+      // Children are positions 0..count (count = the upper child); pair (a, a + 1) merges.
+      size_t i = p.lower_bound(key, false, &found);
+      for (size_t a : {i, i - 1}) {
+        if (a >= p.count()) continue;  // also skips i - 1 when i == 0 (wraps around)
+        if (merge_pair(p, a)) {
+          gp.mark_dirty();
+          return;
+        }
+      }
+      return;
+    }
+  }
+
+  // Merges children a and a + 1 of the latched parent p into child a when they fit in 3/4
+  // of a page; latches left then right. Returns whether it merged (p is then modified).
+  bool merge_pair(NodeRef& p, size_t a) {
+    BlockId left_b = p.child(a);
+    BlockId right_b = a + 1 < p.count() ? p.child(a + 1) : p.link();
+    auto gl = pool_->pin_exclusive(PageId(space_, left_b));
+    auto gr = pool_->pin_exclusive(PageId(space_, right_b));
+    NodeRef l(gl.data(), usable()), r(gr.data(), usable());
+    CALICO_CHECK(l.is_leaf() && r.is_leaf() && l.link() == right_b);
+    std::vector<NodeEntry> all = l.entries();
+    std::vector<NodeEntry> more = r.entries();
+    all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    std::string lower(l.lower_fence()), upper(r.upper_fence());
+    const std::string* lo = l.lower_infinite() ? nullptr : &lower;
+    const std::string* up = r.upper_infinite() ? nullptr : &upper;
+    if (NodeRef::needed_bytes(lo, up, all.data(), all.data() + all.size()) > usable() * 3 / 4) {
+      return false;
+    }
+    NodeRef::build(l.data(), usable(), NodeType::kLeaf, 0, lo, up, all, r.link());
+    std::memset(r.data(), 0, usable());
+    // Parent: drop the separator between them; whoever pointed to right points to left.
+    p.remove_at(a);
+    if (a < p.count()) {
+      p.set_child(a, left_b);
+    } else {
+      p.set_link(left_b);
+    }
+    gr.mark_dirty();
+    gl.mark_dirty();
+    return true;
+  }
+
+  // Root split: latches the metadata page, then the root; a new root gets two children.
+  // False: restart (the root changed meanwhile).
+  bool split_root(std::string_view key, int level, PageId root) {
+    auto gm = pool_->pin_exclusive(meta_pid());
+    MetaPage m;
+    std::memcpy(&m, gm.data(), sizeof m);
+    if (m.root != root.block()) return false;
+    auto gt = pool_->pin_exclusive(root);
+    NodeRef t(gt.data(), usable());
+    if (t.level() != level || !t.covers(key, false)) return false;
+    if (t.count() < 2) return true;
+    auto gr = pool_->allocate(space_);
+    auto gn = pool_->allocate(space_);
+    std::vector<NodeEntry> all = t.entries();
+    size_t mid = split_point(t, all);
+    std::string sep = all[mid - 1].key;
+    split_into(t, all, mid, sep, gr.data(), gr.page_id().block());
+    std::vector<NodeEntry> root_entries{{sep, encode_child(root.block())}};
+    NodeRef::build(gn.data(), usable(), NodeType::kInner, level + 1, nullptr, nullptr, root_entries,
+                   gr.page_id().block());
+    m.root = gn.page_id().block();
+    m.height = static_cast<uint32_t>(level + 2);
+    m.entry_count = size();
+    std::memcpy(gm.data(), &m, sizeof m);
+    gn.mark_dirty();
+    gr.mark_dirty();
+    gt.mark_dirty();
+    gm.mark_dirty();
+    return true;
+  }
+
+  // Index mid (1..count-1) such that entries [0, mid) go left: half of the bytes each side.
+  size_t split_point(const NodeRef& t, const std::vector<NodeEntry>& all) const {
+    size_t total = 0;
+    for (const NodeEntry& e : all) total += e.key.size() + e.value.size() + kSlotBytes;
+    size_t acc = 0, mid = 0;
+    while (mid < all.size() && acc < total / 2) {
+      acc += all[mid].key.size() + all[mid].value.size() + kSlotBytes;
+      ++mid;
+    }
+    (void)t;
+    // Inner nodes: entry mid-1 moves up as the separator and its child becomes the left
+    // node's upper child, so the left keeps entries [0, mid-1): mid >= 1 suffices.
+    return std::clamp<size_t>(mid, 1, all.size() - 1);
+  }
+
+  // Rewrites t as the left half (keys <= sep) and builds the right half at right_page
+  // (block right_block). Leaves: all[mid-1] is sep and stays left; the left links to the
+  // right. Inner: all[mid-1] moves up as sep and its child becomes the left's upper child.
+  void split_into(NodeRef& t, std::vector<NodeEntry>& all, size_t mid, const std::string& sep,
+                  std::byte* right_page, BlockId right_block) {
+    CALICO_DCHECK(mid >= 1 && mid < all.size() && all[mid - 1].key == sep);
+    std::string lower(t.lower_fence()), upper(t.upper_fence());
+    const std::string* lo = t.lower_infinite() ? nullptr : &lower;
+    const std::string* up = t.upper_infinite() ? nullptr : &upper;
+    NodeType type = t.type();
+    int level = t.level();
+    BlockId link = t.link();
+    std::vector<NodeEntry> right_entries(std::make_move_iterator(all.begin() + static_cast<ptrdiff_t>(mid)),
+                                         std::make_move_iterator(all.end()));
+    all.resize(mid);
+    NodeRef::build(right_page, usable(), type, level, &sep, up, right_entries, link);
+    if (type == NodeType::kLeaf) {
+      NodeRef::build(t.data(), usable(), type, level, lo, &sep, all, right_block);
+    } else {
+      BlockId left_upper;
+      std::memcpy(&left_upper, all.back().value.data(), 4);
+      all.pop_back();
+      NodeRef::build(t.data(), usable(), type, level, lo, &sep, all, left_upper);
+    }
+  }
+
+  std::vector<std::byte> copy_shared(BlockId b) const {
+    std::vector<std::byte> buf(usable());
+    auto g = pool_->pin_shared(PageId(space_, b));
+    std::memcpy(buf.data(), g.data(), buf.size());
+    return buf;
+  }
+
+  [[noreturn]] static void fail(const std::string& what) {
+    throw std::logic_error("B-tree check: " + what);
+  }
+
+  void check_node(BlockId b, int level, const std::string* lower, const std::string* upper,
+                  std::vector<uint8_t>* seen, std::vector<BlockId>* leaves, uint64_t* entries) const {
+    std::string at = "node " + std::to_string(b) + ": ";
+    if (b == 0 || b >= seen->size()) fail(at + "child id out of range");
+    if ((*seen)[b]) fail(at + "reachable twice");
+    (*seen)[b] = 1;
+    std::vector<std::byte> buf = copy_shared(b);
+    NodeRef n(buf.data(), usable());
+    if (!n.well_formed()) fail(at + "malformed");
+    if (n.level() != level) fail(at + "level " + std::to_string(n.level()) + ", expected " + std::to_string(level));
+    if (n.lower_infinite() != (lower == nullptr) || (lower && n.lower_fence() != *lower)) {
+      fail(at + "lower fence differs from the parent's separator");
+    }
+    if (n.upper_infinite() != (upper == nullptr) || (upper && n.upper_fence() != *upper)) {
+      fail(at + "upper fence differs from the parent's separator");
+    }
+    std::string lo(n.lower_fence()), up(n.upper_fence());
+    if (n.h().prefix_len != NodeRef::common_prefix(lower ? &lo : nullptr, upper ? &up : nullptr)) {
+      fail(at + "prefix length is not the fences' common prefix");
+    }
+    std::string prev;
+    for (size_t i = 0; i < n.count(); ++i) {
+      std::string k = n.full_key(i);
+      if (n.slots()[i].head != key_head(n.suffix(i))) fail(at + "wrong key head at slot " + std::to_string(i));
+      if (i > 0 && !(prev < k)) fail(at + "keys not strictly sorted at slot " + std::to_string(i));
+      if (!n.covers(k, false)) fail(at + "key outside the fences at slot " + std::to_string(i));
+      prev = k;
+    }
+    if (n.is_leaf()) {
+      leaves->push_back(b);
+      *entries += n.count();
+      return;
+    }
+    std::vector<NodeEntry> es = n.entries();
+    BlockId upper_child = n.link();
+    const std::string* child_lower = lower ? &lo : nullptr;
+    for (size_t i = 0; i < es.size(); ++i) {
+      check_node(n.child(i), level - 1, child_lower, &es[i].key, seen, leaves, entries);
+      child_lower = &es[i].key;
+    }
+    check_node(upper_child, level - 1, child_lower, upper ? &up : nullptr, seen, leaves, entries);
+  }
+
+  Pool* pool_;
+  SpaceId space_;
+  std::unique_ptr<std::atomic<uint64_t>> count_;
+};
+
+using BTree = BasicBTree<BufferPool>;
+extern template class BasicBTree<BufferPool>;
+
+}  // namespace calico::index

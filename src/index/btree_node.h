@@ -1,0 +1,362 @@
+// B+tree node layout: one slotted page (usable_page_size() bytes) viewed through NodeRef.
+//
+// Entry points:
+//   NodeRef::build(...)          writes a whole node from full keys (fences, prefix, slots)
+//   NodeRef::lower_bound(key)    binary search on 4-byte key heads, then on the suffixes
+//   NodeRef::insert_at / remove_at / set_child / compact   in-place edits (exclusive latch)
+//   NodeRef::well_formed()       bounds check of every offset (for snapshots and check())
+//   copy_page_racy(dst, src, n)  the ONLY function that reads a page during an optimistic
+//                                section (uninstrumented for ThreadSanitizer)
+//
+// Page layout (offsets in bytes from the start of the page; all integers little endian):
+//
+//   0   NodeHeader (24 bytes)
+//         type        kFree (0, a zeroed page), kLeaf (1) or kInner (2)
+//         level       0 for leaves, parent = child + 1
+//         flags       kLowerInfinite / kUpperInfinite: the fence is -inf / +inf
+//         count       number of slots
+//         heap_begin  lowest offset used by the heap (the heap grows down from the end)
+//         heap_live   bytes of the heap still referenced (fences + live entries)
+//         lower/upper fence: offset + length in the heap (full keys)
+//         prefix_len  the node's keys all start with the first prefix_len bytes of the
+//                     lower fence (the common prefix of both fences); the prefix is stored
+//                     once, as part of the lower fence, and stripped from every slot's key
+//         link        leaf: right sibling block (0 = none; block 0 is the tree's metadata
+//                     page, never a node); inner: the upper (rightmost) child block
+//   24  Slot[count] (12 bytes each), sorted by key:
+//         head        first 4 bytes of the key suffix, big endian, zero padded: comparing
+//                     heads as integers orders keys except on ties
+//         offset      of the suffix in the heap; the value follows the suffix
+//         key_len     suffix length (full key length - prefix_len)
+//         value_len   leaf: value bytes; inner: 4 (the child's BlockId)
+//   ... free space ...
+//   heap_begin .. usable end: fences and entries (suffix bytes, then value bytes)
+//
+// Key ranges: a node holds keys k with lower < k <= upper (lower exclusive, upper inclusive).
+// In an inner node, slot i's child holds (key[i-1], key[i]] and the upper child holds
+// (key[count-1], upper]; a child's fences equal these bounds exactly.
+//
+// Limits: keys 1..kMaxKeyBytes (256), values 0..kMaxValueBytes (512). Worst case per entry
+// 12 + 256 + 512 = 780 bytes; with 24 + 2 x 256 bytes of header and fences, 4 such entries
+// take 3,656 of the 4,080 usable bytes of a 4 KB page (static_assert below).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "calico/checks.h"
+#include "calico/page_id.h"
+
+namespace calico::index {
+
+inline constexpr size_t kMaxKeyBytes = 256;
+inline constexpr size_t kMaxValueBytes = 512;
+
+enum class NodeType : uint8_t { kFree = 0, kLeaf = 1, kInner = 2 };
+
+inline constexpr uint8_t kLowerInfinite = 1;
+inline constexpr uint8_t kUpperInfinite = 2;
+
+struct NodeHeader {
+  uint8_t type;
+  uint8_t level;
+  uint8_t flags;
+  uint8_t reserved;
+  uint16_t count;
+  uint16_t heap_begin;
+  uint16_t heap_live;
+  uint16_t lower_off;
+  uint16_t lower_len;
+  uint16_t upper_off;
+  uint16_t upper_len;
+  uint16_t prefix_len;
+  uint32_t link;
+};
+static_assert(sizeof(NodeHeader) == 24);
+static_assert(offsetof(NodeHeader, link) == 20);
+
+struct Slot {
+  uint32_t head;
+  uint16_t offset;
+  uint16_t key_len;
+  uint16_t value_len;
+  uint16_t reserved;
+};
+static_assert(sizeof(Slot) == 12);
+
+inline constexpr size_t kSlotBytes = sizeof(Slot);
+inline constexpr size_t kHeaderBytes = sizeof(NodeHeader);
+inline constexpr size_t kMaxEntryBytes = kSlotBytes + kMaxKeyBytes + kMaxValueBytes;
+static_assert(kHeaderBytes + 2 * kMaxKeyBytes + 4 * kMaxEntryBytes <= 4096 - 16,
+              "at least 4 maximal entries must fit in a 4 KB page");
+// Offsets are 16 bits: pages up to 64 KB.
+
+// Copies n bytes (a multiple of 8) of a page that a writer may be modifying. Used only
+// between read_optimistic and validate; the copy is used only after validate succeeded.
+// Not instrumented by ThreadSanitizer: this race is intended (tests/tsan.supp).
+__attribute__((no_sanitize("thread"), noinline)) inline void copy_page_racy(std::byte* dst,
+                                                                           const std::byte* src,
+                                                                           size_t n) {
+  const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(src);
+  uint64_t* d = reinterpret_cast<uint64_t*>(dst);
+  for (size_t i = 0; i < n / 8; ++i) d[i] = s[i];
+}
+
+inline uint32_t key_head(std::string_view suffix) {
+  uint32_t h = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    h <<= 8;
+    if (i < suffix.size()) h |= static_cast<uint8_t>(suffix[i]);
+  }
+  return h;
+}
+
+// A full-key entry used to (re)build nodes. For inner nodes, value is the 4-byte child id.
+struct NodeEntry {
+  std::string key;
+  std::string value;
+};
+
+inline std::string encode_child(BlockId b) {
+  std::string s(4, '\0');
+  std::memcpy(s.data(), &b, 4);
+  return s;
+}
+
+// A view of one node page. Does not own the bytes; callers hold the page (exclusive guard
+// for edits, a shared guard or a validated private copy for reads).
+class NodeRef {
+ public:
+  NodeRef(std::byte* page, size_t size) : p_(page), size_(size) {
+    CALICO_DCHECK(size <= 65536 && size % 8 == 0);
+  }
+
+  NodeHeader& h() const { return *reinterpret_cast<NodeHeader*>(p_); }
+  Slot* slots() const { return reinterpret_cast<Slot*>(p_ + kHeaderBytes); }
+  std::byte* data() const { return p_; }
+  size_t size() const { return size_; }
+
+  NodeType type() const { return static_cast<NodeType>(h().type); }
+  bool is_leaf() const { return type() == NodeType::kLeaf; }
+  bool is_inner() const { return type() == NodeType::kInner; }
+  int level() const { return h().level; }
+  uint16_t count() const { return h().count; }
+  BlockId link() const { return h().link; }
+  void set_link(BlockId b) { h().link = b; }
+
+  bool lower_infinite() const { return (h().flags & kLowerInfinite) != 0; }
+  bool upper_infinite() const { return (h().flags & kUpperInfinite) != 0; }
+  std::string_view lower_fence() const { return str(h().lower_off, h().lower_len); }
+  std::string_view upper_fence() const { return str(h().upper_off, h().upper_len); }
+  std::string_view prefix() const { return str(h().lower_off, h().prefix_len); }
+
+  std::string_view suffix(size_t i) const { return str(slots()[i].offset, slots()[i].key_len); }
+  std::string_view value(size_t i) const {
+    const Slot& s = slots()[i];
+    return str(s.offset + s.key_len, s.value_len);
+  }
+  std::string full_key(size_t i) const {
+    std::string k(prefix());
+    k.append(suffix(i));
+    return k;
+  }
+  BlockId child(size_t i) const {
+    CALICO_DCHECK(is_inner() && slots()[i].value_len == 4);
+    BlockId b;
+    std::memcpy(&b, p_ + slots()[i].offset + slots()[i].key_len, 4);
+    return b;
+  }
+  void set_child(size_t i, BlockId b) {
+    CALICO_DCHECK(is_inner() && slots()[i].value_len == 4);
+    std::memcpy(p_ + slots()[i].offset + slots()[i].key_len, &b, 4);
+  }
+
+  // True when key lies in (lower, upper]; with `after`, when the keys just above `key`
+  // belong here, i.e. key in [lower, upper).
+  bool covers(std::string_view key, bool after) const {
+    if (!after) {
+      return (lower_infinite() || key > lower_fence()) && (upper_infinite() || key <= upper_fence());
+    }
+    return (lower_infinite() || key >= lower_fence()) && (upper_infinite() || key < upper_fence());
+  }
+
+  // First slot whose key is >= key (with `after`: > key); `found` when equal (not `after`).
+  // Pre: covers(key, after), so the key starts with prefix().
+  size_t lower_bound(std::string_view key, bool after, bool* found) const {
+    CALICO_DCHECK(key.size() >= h().prefix_len);
+    std::string_view s = key.substr(h().prefix_len);
+    uint32_t head = key_head(s);
+    size_t lo = 0, hi = count();
+    *found = false;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      const Slot& sl = slots()[mid];
+      int c;
+      if (sl.head != head) {
+        c = sl.head < head ? -1 : 1;
+      } else {
+        c = suffix(mid).compare(s);
+      }
+      if (c < 0 || (after && c == 0)) {
+        lo = mid + 1;
+      } else {
+        if (c == 0) *found = true;
+        hi = mid;
+      }
+    }
+    if (*found && lo < count() && suffix(lo) != s) *found = false;
+    return lo;
+  }
+
+  // Inner: the child responsible for key (with `after`: for the keys just above it).
+  BlockId child_for(std::string_view key, bool after) const {
+    bool found;
+    size_t i = lower_bound(key, after, &found);
+    return i < count() ? child(i) : link();
+  }
+
+  size_t free_contiguous() const {
+    size_t slots_end = kHeaderBytes + size_t{count()} * kSlotBytes;
+    return h().heap_begin >= slots_end ? h().heap_begin - slots_end : 0;
+  }
+  size_t free_total() const {
+    return size_ - kHeaderBytes - size_t{count()} * kSlotBytes - h().heap_live;
+  }
+  size_t used_bytes() const { return size_ - free_total(); }
+  // Bytes an entry with this full key takes in this node.
+  size_t entry_bytes(std::string_view key, size_t value_len) const {
+    return kSlotBytes + key.size() - h().prefix_len + value_len;
+  }
+  // Whether the entry fits, possibly after compact().
+  bool fits(std::string_view key, size_t value_len) const {
+    return entry_bytes(key, value_len) <= free_total();
+  }
+
+  // Inserts at slot i (the lower_bound position). Pre: fits(); compacts when needed.
+  void insert_at(size_t i, std::string_view key, std::string_view value) {
+    CALICO_CHECK(fits(key, value.size()));
+    if (entry_bytes(key, value.size()) > free_contiguous()) compact();
+    std::string_view s = key.substr(h().prefix_len);
+    size_t n = s.size() + value.size();
+    CALICO_DCHECK(kSlotBytes + n <= free_contiguous());
+    h().heap_begin = static_cast<uint16_t>(h().heap_begin - n);
+    h().heap_live = static_cast<uint16_t>(h().heap_live + n);
+    std::memcpy(p_ + h().heap_begin, s.data(), s.size());
+    if (!value.empty()) std::memcpy(p_ + h().heap_begin + s.size(), value.data(), value.size());
+    std::memmove(slots() + i + 1, slots() + i, (count() - i) * kSlotBytes);
+    slots()[i] = Slot{key_head(s), h().heap_begin, static_cast<uint16_t>(s.size()),
+                      static_cast<uint16_t>(value.size()), 0};
+    h().count = static_cast<uint16_t>(count() + 1);
+  }
+
+  void remove_at(size_t i) {
+    CALICO_CHECK(i < count());
+    h().heap_live = static_cast<uint16_t>(h().heap_live - slots()[i].key_len - slots()[i].value_len);
+    std::memmove(slots() + i, slots() + i + 1, (count() - i - 1) * kSlotBytes);
+    h().count = static_cast<uint16_t>(count() - 1);
+  }
+
+  std::vector<NodeEntry> entries() const {
+    std::vector<NodeEntry> out;
+    out.reserve(count());
+    for (size_t i = 0; i < count(); ++i) out.push_back({full_key(i), std::string(value(i))});
+    return out;
+  }
+
+  // Rewrites the node with the same contents, removing heap holes.
+  void compact() {
+    std::string lower(lower_fence()), upper(upper_fence());
+    build(p_, size_, type(), level(), lower_infinite() ? nullptr : &lower,
+          upper_infinite() ? nullptr : &upper, entries(), link());
+  }
+
+  // Bytes a node with these fences and entries needs (prefix stripping included).
+  static size_t needed_bytes(const std::string* lower, const std::string* upper,
+                             const NodeEntry* first, const NodeEntry* last) {
+    size_t prefix = common_prefix(lower, upper);
+    size_t n = kHeaderBytes + (lower ? lower->size() : 0) + (upper ? upper->size() : 0);
+    for (const NodeEntry* e = first; e != last; ++e) {
+      n += kSlotBytes + e->key.size() - prefix + e->value.size();
+    }
+    return n;
+  }
+
+  // Writes a complete node at page (size bytes). lower/upper null = infinite. entries are
+  // sorted full keys within the fences. Pre: the result fits (CALICO_CHECK).
+  static void build(std::byte* page, size_t size, NodeType type, int level,
+                    const std::string* lower, const std::string* upper,
+                    const std::vector<NodeEntry>& entries, BlockId link) {
+    CALICO_CHECK(needed_bytes(lower, upper, entries.data(), entries.data() + entries.size()) <= size);
+    std::vector<std::byte> tmp(size, std::byte{0});
+    NodeRef n(tmp.data(), size);
+    NodeHeader& h = n.h();
+    h.type = static_cast<uint8_t>(type);
+    h.level = static_cast<uint8_t>(level);
+    h.flags = static_cast<uint8_t>((lower ? 0 : kLowerInfinite) | (upper ? 0 : kUpperInfinite));
+    h.heap_begin = static_cast<uint16_t>(size);
+    h.heap_live = 0;
+    auto put = [&](std::string_view s) {
+      h.heap_begin = static_cast<uint16_t>(h.heap_begin - s.size());
+      h.heap_live = static_cast<uint16_t>(h.heap_live + s.size());
+      if (!s.empty()) std::memcpy(tmp.data() + h.heap_begin, s.data(), s.size());
+      return h.heap_begin;
+    };
+    h.lower_off = put(lower ? std::string_view(*lower) : std::string_view());
+    h.lower_len = static_cast<uint16_t>(lower ? lower->size() : 0);
+    h.upper_off = put(upper ? std::string_view(*upper) : std::string_view());
+    h.upper_len = static_cast<uint16_t>(upper ? upper->size() : 0);
+    h.prefix_len = static_cast<uint16_t>(common_prefix(lower, upper));
+    h.link = link;
+    h.count = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      n.insert_at(i, entries[i].key, entries[i].value);
+    }
+    std::memcpy(page, tmp.data(), size);
+  }
+
+  static size_t common_prefix(const std::string* lower, const std::string* upper) {
+    if (lower == nullptr || upper == nullptr) return 0;
+    size_t n = std::min(lower->size(), upper->size());
+    size_t i = 0;
+    while (i < n && (*lower)[i] == (*upper)[i]) ++i;
+    return i;
+  }
+
+  // Every offset and length inside the page, sizes consistent. Cheap (O(count)); run on
+  // validated snapshots before use, so that corruption restarts instead of misreading.
+  bool well_formed() const {
+    const NodeHeader& x = h();
+    if (x.type != static_cast<uint8_t>(NodeType::kLeaf) && x.type != static_cast<uint8_t>(NodeType::kInner)) {
+      return false;
+    }
+    if ((x.type == static_cast<uint8_t>(NodeType::kLeaf)) != (x.level == 0)) return false;
+    size_t slots_end = kHeaderBytes + size_t{x.count} * kSlotBytes;
+    if (slots_end > x.heap_begin || x.heap_begin > size_) return false;
+    auto in_heap = [&](size_t off, size_t len) { return off >= x.heap_begin && off + len <= size_; };
+    if (!in_heap(x.lower_off, x.lower_len) || !in_heap(x.upper_off, x.upper_len)) return false;
+    if (x.prefix_len > x.lower_len || x.prefix_len > x.upper_len) return false;
+    for (size_t i = 0; i < x.count; ++i) {
+      const Slot& s = slots()[i];
+      if (!in_heap(s.offset, size_t{s.key_len} + s.value_len)) return false;
+      if (x.type == static_cast<uint8_t>(NodeType::kInner) && s.value_len != 4) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string_view str(size_t off, size_t len) const {
+    CALICO_DCHECK(off + len <= size_);
+    return std::string_view(reinterpret_cast<const char*>(p_ + off), len);
+  }
+
+  std::byte* p_;
+  size_t size_;
+};
+
+}  // namespace calico::index

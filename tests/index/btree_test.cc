@@ -1,0 +1,366 @@
+// B+tree: model tests against std::map (normal, tiny pools, 8 KB pages), concurrency,
+// persistence (same process and a forked one), bulk load, bad input.
+#include "index/btree.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/test_util.h"
+
+namespace calico {
+namespace {
+
+using index::BTree;
+using testing::expect_error;
+using testing::small_options;
+using testing::TempDir;
+
+// Sanitizer builds run ~10x slower: scale the sizes down there.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr int kScale = 2;
+#else
+constexpr int kScale = 1;
+#endif
+
+// A vocabulary of keys of 1..64 bytes, a third sharing long prefixes, so that operations
+// hit existing keys often.
+std::vector<std::string> make_keys(std::mt19937_64& rng, size_t n) {
+  static const std::string prefixes[] = {
+      "", "user/", "order/2024/customer/0000000000/line/", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"};
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& p = prefixes[rng() % 4];
+    size_t len = 1 + rng() % 64;
+    std::string k = p.substr(0, std::min(p.size(), len - 1));
+    while (k.size() < len) k.push_back(static_cast<char>('a' + rng() % 26));
+    keys.push_back(k);
+  }
+  return keys;
+}
+
+std::string random_value(std::mt19937_64& rng, size_t max_len = 200) {
+  std::string v(rng() % (max_len + 1), '\0');
+  for (char& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+void expect_same(BTree& tree, const std::map<std::string, std::string>& model) {
+  auto it = model.begin();
+  size_t n = 0;
+  tree.scan("", [&](std::string_view k, std::string_view v) {
+    EXPECT_NE(it, model.end()) << "extra key in tree: " << k;
+    if (it == model.end()) return false;
+    EXPECT_EQ(k, it->first);
+    EXPECT_EQ(v, it->second) << "key " << k;
+    ++it;
+    ++n;
+    return true;
+  });
+  EXPECT_EQ(n, model.size());
+  EXPECT_EQ(tree.size(), model.size());
+}
+
+void run_model(BufferPool& pool, uint64_t seed, int ops) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  BTree tree = BTree::create(pool, "tree");
+  std::map<std::string, std::string> model;
+  std::vector<std::string> keys = make_keys(rng, 3000);
+  for (int op = 0; op < ops; ++op) {
+    const std::string& k = keys[rng() % keys.size()];
+    int kind = static_cast<int>(rng() % 100);
+    if (kind < 35) {
+      std::string v = random_value(rng);
+      bool added = model.emplace(k, v).second;
+      ASSERT_EQ(tree.insert(k, v), added) << "op " << op;
+    } else if (kind < 55) {
+      std::string v = random_value(rng);
+      model[k] = v;
+      tree.upsert(k, v);
+    } else if (kind < 75) {
+      ASSERT_EQ(tree.remove(k), model.erase(k) == 1) << "op " << op;
+    } else if (kind < 95) {
+      std::string got;
+      auto it = model.find(k);
+      ASSERT_EQ(tree.lookup(k, &got), it != model.end()) << "op " << op;
+      if (it != model.end()) {
+        ASSERT_EQ(got, it->second);
+      }
+    } else {
+      size_t len = rng() % 50;
+      auto it = model.lower_bound(k);
+      size_t n = 0;
+      bool ok = true;
+      tree.scan(k, [&](std::string_view tk, std::string_view tv) {
+        if (n == len) return false;
+        if (it == model.end() || tk != it->first || tv != it->second) {
+          ok = false;
+          return false;
+        }
+        ++it;
+        ++n;
+        return true;
+      });
+      ASSERT_TRUE(ok) << "scan from " << k << " differs at position " << n << " (op " << op << ")";
+      ASSERT_TRUE(n == len || it == model.end()) << "scan stopped early (op " << op << ")";
+    }
+    if ((op + 1) % 2000 == 0) {
+      ASSERT_NO_THROW(tree.check()) << "op " << op;
+    }
+  }
+  ASSERT_NO_THROW(tree.check());
+  expect_same(tree, model);
+}
+
+struct ModelParams {
+  uint32_t frames;
+  size_t page_size;
+};
+
+class BTreeModel : public ::testing::TestWithParam<ModelParams> {};
+
+TEST_P(BTreeModel, RandomOperationsMatchStdMap) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), GetParam().frames, GetParam().page_size));
+  run_model(*pool, 0xB7EE5EED, 20000 / kScale);
+  pool->check_invariants();
+}
+
+INSTANTIATE_TEST_SUITE_P(BTree, BTreeModel,
+                         ::testing::Values(ModelParams{1024, 4096}, ModelParams{6, 4096},
+                                           ModelParams{6, 8192}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.frames) + "frames_" +
+                                  std::to_string(info.param.page_size);
+                         });
+
+TEST(BTree, ConcurrentWritersAndReaders) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 64));
+  BTree tree = BTree::create(*pool, "tree");
+  // Keys readers can rely on: inserted before the threads start, never touched.
+  const int stable = 500;
+  auto stable_key = [](int i) { return "m/stable/" + std::to_string(i * 7919 % 100000); };
+  for (int i = 0; i < stable; ++i) ASSERT_TRUE(tree.insert(stable_key(i), "v" + std::to_string(i)));
+
+  const int writers = 4, ops = 6000 / kScale;
+  std::vector<std::map<std::string, std::string>> models(writers);
+  std::atomic<int> writers_done{0};
+  std::atomic<uint64_t> errors{0}, reader_rounds{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(1000 + w);
+      auto& model = models[w];
+      for (int op = 0; op < ops; ++op) {
+        // Writers interleave in key order ("w<digit>" < "m..." < ...) to share leaves.
+        std::string k = "k" + std::to_string(rng() % 2000) + "/w" + std::to_string(w);
+        if (rng() % 3 != 0) {
+          std::string v = random_value(rng, 100);
+          tree.upsert(k, v);
+          model[k] = v;
+        } else {
+          bool removed = tree.remove(k);
+          if (removed != (model.erase(k) == 1)) errors.fetch_add(1);
+        }
+      }
+      writers_done.fetch_add(1);
+    });
+  }
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::mt19937_64 rng(77 + r);
+      while (writers_done.load() < writers) {
+        int i = static_cast<int>(rng() % stable);
+        std::string v;
+        if (!tree.lookup(stable_key(i), &v) || v != "v" + std::to_string(i)) errors.fetch_add(1);
+        std::string prev;
+        int n = 0;
+        tree.scan("k" + std::to_string(rng() % 2000), [&](std::string_view k, std::string_view) {
+          if (!prev.empty() && !(prev < k)) errors.fetch_add(1);
+          prev.assign(k);
+          return ++n < 100;
+        });
+        reader_rounds.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(reader_rounds.load(), 0u);
+  ASSERT_NO_THROW(tree.check());
+  std::map<std::string, std::string> all;
+  for (auto& m : models) all.insert(m.begin(), m.end());
+  for (int i = 0; i < stable; ++i) all[stable_key(i)] = "v" + std::to_string(i);
+  expect_same(tree, all);
+  pool->check_invariants();
+}
+
+std::map<std::string, std::string> sample_contents(size_t n) {
+  std::mt19937_64 rng(42);
+  std::map<std::string, std::string> m;
+  std::vector<std::string> keys = make_keys(rng, n);
+  for (auto& k : keys) m[k] = random_value(rng, 60);
+  return m;
+}
+
+// Opens the pool and the tree and compares every key; returns the number of mismatches.
+int verify_reopened(const std::string& dir, const std::map<std::string, std::string>& model) {
+  auto pool = BufferPool::open(small_options(dir, 16));
+  BTree tree = BTree::open(*pool, "tree");
+  int bad = 0;
+  for (auto& [k, v] : model) {
+    std::string got;
+    if (!tree.lookup(k, &got) || got != v) ++bad;
+  }
+  if (tree.size() != model.size()) ++bad;
+  try {
+    tree.check();
+  } catch (const std::exception&) {
+    ++bad;
+  }
+  return bad;
+}
+
+TEST(BTree, PersistsAcrossPoolReopenAndProcesses) {
+  TempDir dir;
+  auto model = sample_contents(4000 / kScale);
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 16));
+    BTree tree = BTree::create(*pool, "tree");
+    for (auto& [k, v] : model) ASSERT_TRUE(tree.insert(k, v));
+    tree.sync_metadata();
+    pool->flush();
+  }
+  EXPECT_EQ(verify_reopened(dir.path(), model), 0);
+  // A fresh process (fork, with no pool open in this one) reads the same tree.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(verify_reopened(dir.path(), model) == 0 ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(BTree, BulkLoadThenUpdates) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  BTree tree = BTree::create(*pool, "tree");
+  const int n = 100000 / kScale;
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < n; ++i) {
+    char k[32];
+    std::snprintf(k, sizeof k, "key%09d", i * 3);
+    model[k] = std::to_string(i);
+  }
+  tree.bulk_load(model.begin(), model.end());
+  ASSERT_NO_THROW(tree.check());
+  ASSERT_EQ(tree.size(), model.size());
+  for (int i = 0; i < n; i += 97) {
+    char k[32];
+    std::snprintf(k, sizeof k, "key%09d", i * 3);
+    std::string v;
+    ASSERT_TRUE(tree.lookup(k, &v)) << k;
+    EXPECT_EQ(v, std::to_string(i));
+  }
+  std::mt19937_64 rng(5);
+  for (int op = 0; op < 20000 / kScale; ++op) {
+    char k[32];
+    std::snprintf(k, sizeof k, "key%09d", static_cast<int>(rng() % (3 * n)));
+    if (rng() % 2) {
+      std::string v = random_value(rng, 30);
+      ASSERT_EQ(tree.insert(k, v), model.emplace(k, v).second);
+    } else {
+      ASSERT_EQ(tree.remove(k), model.erase(k) == 1);
+    }
+  }
+  ASSERT_NO_THROW(tree.check());
+  expect_same(tree, model);
+  expect_error(ErrorCode::kInvalidArgument, [&] { tree.bulk_load(model.begin(), model.end()); });
+}
+
+TEST(BTree, RemovesMergeUnderfullLeaves) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 64));
+  BTree tree = BTree::create(*pool, "tree");
+  std::mt19937_64 rng(9);
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < 5000; ++i) {  // not scaled: the test needs a few dozen leaves
+    std::string k = "key/" + std::to_string(rng() % 1000000);
+    std::string v = random_value(rng, 40);
+    ASSERT_EQ(tree.insert(k, v), model.emplace(k, v).second);
+  }
+  BTree::CheckStats full = tree.check();
+  EXPECT_GE(full.height, 2u);
+  EXPECT_GT(full.leaves, 20u);
+  size_t i = 0;
+  for (auto it = model.begin(); it != model.end(); ++i) {
+    if (i % 20 == 0) {
+      ++it;
+      continue;
+    }
+    ASSERT_TRUE(tree.remove(it->first));
+    it = model.erase(it);
+  }
+  BTree::CheckStats sparse = tree.check();
+  EXPECT_LT(sparse.leaves, full.leaves / 4) << "underfull leaves were not merged";
+  EXPECT_GT(sparse.free_pages, 0u);
+  expect_same(tree, model);
+  for (auto& [k, v] : model) ASSERT_TRUE(tree.remove(k));
+  model.clear();
+  BTree::CheckStats empty = tree.check();
+  EXPECT_EQ(empty.entries, 0u);
+  expect_same(tree, model);
+  ASSERT_TRUE(tree.insert("again", "1"));
+  std::string v;
+  ASSERT_TRUE(tree.lookup("again", &v));
+  EXPECT_EQ(v, "1");
+  ASSERT_NO_THROW(tree.check());
+}
+
+TEST(BTree, RejectsBadInput) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 32));
+  BTree tree = BTree::create(*pool, "tree");
+  std::string long_key(index::kMaxKeyBytes + 1, 'k');
+  std::string long_value(index::kMaxValueBytes + 1, 'v');
+  Error e = expect_error(ErrorCode::kInvalidArgument, [&] { tree.insert(long_key, "v"); });
+  EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
+  e = expect_error(ErrorCode::kInvalidArgument, [&] { tree.upsert("k", long_value); });
+  EXPECT_NE(std::string(e.what()).find("512"), std::string::npos) << e.what();
+  expect_error(ErrorCode::kInvalidArgument, [&] { tree.insert("", "v"); });
+  std::string out;
+  expect_error(ErrorCode::kInvalidArgument, [&] { tree.lookup(long_key, &out); });
+  // Maximal entries are fine, and many of them split correctly.
+  for (int i = 0; i < 40; ++i) {
+    std::string k(index::kMaxKeyBytes, 'a');
+    k.replace(k.size() - 3, 3, std::to_string(100 + i));
+    ASSERT_TRUE(tree.insert(k, std::string(index::kMaxValueBytes, 'x')));
+  }
+  ASSERT_NO_THROW(tree.check());
+  EXPECT_EQ(tree.size(), 40u);
+  // Unsorted bulk load into an empty tree: rejected before anything is written.
+  BTree other = BTree::create(*pool, "other");
+  std::vector<std::pair<std::string, std::string>> unsorted{{"b", "1"}, {"a", "2"}};
+  expect_error(ErrorCode::kInvalidArgument, [&] { other.bulk_load(unsorted.begin(), unsorted.end()); });
+  ASSERT_NO_THROW(other.check());
+  // A space that is not a tree.
+  SpaceId s = pool->create_space("plain");
+  testing::fill_space(*pool, s, 3, [](uint64_t b) { return b; });
+  expect_error(ErrorCode::kInvalidArgument, [&] { BTree::open(*pool, "plain"); });
+  pool->create_space("empty");
+  expect_error(ErrorCode::kInvalidArgument, [&] { BTree::open(*pool, "empty"); });
+  expect_error(ErrorCode::kUnknownSpace, [&] { BTree::open(*pool, "missing"); });
+}
+
+}  // namespace
+}  // namespace calico
