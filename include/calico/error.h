@@ -21,6 +21,8 @@ enum class ErrorCode {
   kCorruptCatalog,    // the catalog file cannot be parsed
   kPageSizeMismatch,  // the data directory was written with another page size
   kSpaceExists,       // create_space with a name already in use
+  kRestartLimit,      // an index operation restarted more than its bound (a corrupt
+                      // structure or a livelock; never normal contention)
 };
 
 const char* to_string(ErrorCode code);
@@ -51,6 +53,7 @@ inline const char* to_string(ErrorCode code) {
     case ErrorCode::kCorruptCatalog: return "corrupt catalog";
     case ErrorCode::kPageSizeMismatch: return "page size mismatch";
     case ErrorCode::kSpaceExists: return "space exists";
+    case ErrorCode::kRestartLimit: return "restart limit";
   }
   return "unknown error";
 }

@@ -27,7 +27,7 @@
 //    emptied page is zeroed and not reused (a free list is future work). Inner nodes are
 //    never merged; an inner node may be left with only its upper child, which is valid.
 //  - Every operation restarts at most kMaxRestarts times, then throws
-//    Error(kCorruptCatalog) (a livelock or a corrupt tree: a well-formed tree under
+//    Error(kRestartLimit) (a livelock or a corrupt tree: a well-formed tree under
 //    contention restarts a handful of times).
 // Lock order: metadata page -> parent -> child; no thread waits for a latch while holding a
 // latch on a lower level. Pins are held one level at a time except during splits (3 pages).
@@ -457,7 +457,7 @@ class BasicBTree {
 
   static void bump(int* restarts) {
     if (++*restarts > kMaxRestarts) {
-      throw Error(ErrorCode::kCorruptCatalog,
+      throw Error(ErrorCode::kRestartLimit,
                   "B-tree operation restarted " + std::to_string(kMaxRestarts) +
                       " times (corrupt tree or livelock)");
     }
