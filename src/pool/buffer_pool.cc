@@ -372,10 +372,16 @@ ExclusiveGuard BufferPool::allocate(SpaceId id) {
   if (!space->alive.load(std::memory_order_acquire)) {
     throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id) + " was dropped");
   }
-  // Claim the next block, making sure the file has room for it first: a block that exists
-  // in num_blocks always reads back, and ENOSPC shows up here rather than at write-back.
-  uint64_t block = space->num_blocks.load(std::memory_order_acquire);
-  for (;;) {
+  // Claim the next block. Two rules:
+  //  - Latch its entry (loading) BEFORE publishing the new num_blocks: a reader that sees
+  //    the block then finds it loading and waits, instead of faulting an unwritten block in
+  //    from disk under our feet. Only the holder of entry(num_blocks) can advance it.
+  //  - Make room in the file first, so that a block in num_blocks always reads back (zeros
+  //    until written) and ENOSPC shows up here rather than at write-back.
+  uint64_t block;
+  translation::Entry* entry;
+  for (int spins = 0;;) {
+    block = space->num_blocks.load(std::memory_order_acquire);
     if (block >= space->array.capacity()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
@@ -390,13 +396,23 @@ ExclusiveGuard BufferPool::allocate(SpaceId id) {
         space->file_blocks.store(want, std::memory_order_release);
       }
     }
-    if (space->num_blocks.compare_exchange_weak(block, block + 1, std::memory_order_acq_rel)) break;
+    entry = &space->array.entry(static_cast<BlockId>(block));
+    space->array.acquire_ref(static_cast<BlockId>(block));
+    if (translation::try_cas(*entry, EntryWord{0}, translation::kLoadingWord)) {
+      // Blocks at or past num_blocks are never faulted or prefetched, so nobody else can
+      // latch this entry, and nobody else can advance num_blocks past it.
+      uint64_t expected = block;
+      CALICO_CHECK(space->num_blocks.compare_exchange_strong(expected, block + 1, std::memory_order_acq_rel));
+      break;
+    }
+    // Another allocator holds this block; it publishes it shortly.
+    if (space->array.release_ref(static_cast<BlockId>(block))) {
+      counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
   }
   PageId pid(id, static_cast<BlockId>(block));
-  translation::Entry& e = space->array.entry(pid.block());
-  space->array.acquire_ref(pid.block());
-  // A block past the old end has never been resident: its entry must be zero.
-  CALICO_CHECK(translation::try_cas(e, EntryWord{0}, translation::kLoadingWord));
+  translation::Entry& e = *entry;
   FrameId f;
   try {
     f = get_frame(/*may_fail=*/false);
