@@ -124,7 +124,9 @@ class HeapFile {
   // Calls fn(row_id, row) for every row, pages in block order 1..last_page, rows in slot
   // order; so RowIds come in increasing order. The span is valid only during the call.
   // With kOptimistic, fn runs on a validated private copy of the page (never on bytes that
-  // may change); with kShared, on the pinned page, so fn must not take latches of this space.
+  // may change); with kShared, on the pinned page, so fn must not call into this heap file
+  // (append, read, size, scans all wait for latches that an append waiting for this page
+  // holds) nor take other latches of this space.
   // Errors: kInvalidArgument (prefetch_distance too large), pin errors; fn's exceptions pass.
   void scan_sequential(const RowFn& fn, ScanOptions opts = {}) const;
   // The same over the pages in `order` (each a data page, 1..data_pages(); repetitions
