@@ -13,6 +13,8 @@
 // The pool's hit counters (hits / accesses) are reported as the hit rate.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -100,6 +102,10 @@ class CalicoStore final : public KvStore {
     // Small pools (tests): eviction rounds of at most a quarter of the frames.
     uint64_t frames = config.cache_bytes / opt.page_size;
     opt.eviction_batch = static_cast<uint32_t>(std::clamp<uint64_t>(frames / 4, 1, 64));
+    // Translation address space: 16x the loaded pages leaves room for the run's inserts;
+    // at least 2^22 blocks (16 GB of data, 32 MB of address space).
+    uint64_t pages = config.data_bytes / opt.page_size + 1;
+    opt.max_blocks_per_space = std::clamp<uint64_t>(std::bit_ceil(pages * 16), uint64_t{1} << 22, uint64_t{1} << 32);
     pool_ = BufferPool::open(opt);
     tree_.emplace(index::BTree::create(*pool_, "ycsb"));
   }
@@ -111,9 +117,9 @@ class CalicoStore final : public KvStore {
   std::string name() const override { return "calico"; }
   std::string configuration() const override {
     return fmt::format("calico B+tree (optimistic lock coupling) on BufferPool<array>: pool {} MB, "
-                       "page 4096 B, O_DIRECT {}, eviction batch {}, bulk load 90% full",
+                       "page 4096 B, O_DIRECT {}, eviction batch {}, max {} blocks, bulk load 90% full",
                        pool_->options().pool_bytes >> 20, pool_->stats().direct_io ? "on" : "off (unsupported)",
-                       pool_->options().eviction_batch);
+                       pool_->options().eviction_batch, pool_->options().max_blocks_per_space);
   }
   void load(uint64_t n, FunctionRef<void(uint64_t, std::string*, std::string*)> make,
             FunctionRef<void(uint64_t)> progress) override {

@@ -2,6 +2,7 @@
 // (calico_kv.cc, lmdb_kv.cc, rocksdb_kv.cc, wiredtiger_kv.cc) defines one open function.
 #include "kv/kv_adapter.h"
 
+#include <filesystem>
 #include <stdexcept>
 
 namespace calico::bench::kv {
@@ -18,6 +19,7 @@ std::unique_ptr<KvStore> open_kv(std::string_view system, const KvConfig& config
     throw std::invalid_argument("value_bytes must be in " + std::to_string(kMinValueBytes) + ".." +
                                 std::to_string(kMaxValueBytes));
   }
+  if (!config.data_dir.empty()) std::filesystem::create_directories(config.data_dir);
   if (system == "calico") return open_calico(config);
   if (system == "lmdb") return open_lmdb(config);
   if (system == "rocksdb") return open_rocksdb(config);
