@@ -397,12 +397,13 @@ int run_ycsb(const YcsbConfig& cfg) {
   const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
 
   fmt::print("calico ycsb: systems {}, workloads {}, distribution {}, theta {}, {} records x {} B values "
-             "(~{:.1f} MB), cache {} MB ({}), threads {}, {} per run, repeat {} (system order rotated), seed {}\n",
+             "(~{:.1f} MB), cache {} MB ({}), threads {}, {} per run, warm-up {} s, repeat {} (system order rotated), seed {}\n",
              fmt::join(cfg.systems, ","), fmt::join(cfg.workloads, ","),
              cfg.distribution.empty() ? "YCSB default (zipf; D: latest)" : cfg.distribution, cfg.theta, cfg.records,
              cfg.value_bytes, data_bytes / 1048576.0, cache_bytes >> 20,
              in_memory ? "in memory" : "larger than memory", fmt::join(cfg.threads, ","),
-             cfg.ops ? fmt::format("{} ops", cfg.ops) : fmt::format("{} s", cfg.seconds), cfg.repeat, cfg.seed);
+             cfg.ops ? fmt::format("{} ops", cfg.ops) : fmt::format("{} s", cfg.seconds), cfg.warmup_seconds, cfg.repeat,
+             cfg.seed);
   fmt::print("machine: {}, {} cores, {:.1f} GiB; build: {}\n", cpu_model(), std::thread::hardware_concurrency(),
              memory_bytes() / double(1ull << 30), build_flags());
   std::fflush(stdout);
@@ -448,6 +449,17 @@ int run_ycsb(const YcsbConfig& cfg) {
             spec.seed = cfg.seed + rep * 1000003;
             spec.print_each_second = !cfg.quiet;
             spec.label = fmt::format("[{} {} t={}]", system, w, threads);
+            if (cfg.warmup_seconds > 0) {
+              RunSpec warm = spec;
+              warm.ops = 0;
+              warm.seconds = cfg.warmup_seconds;
+              warm.print_each_second = false;
+              warm.seed = spec.seed + 77;
+              RunResult wr = db.run(warm);
+              failures += wr.failures();
+              fmt::print("[{} {} t={}] warm-up: {:.0f} ops/s over {:.1f} s (not recorded), failures {}\n", system, w,
+                         threads, wr.ops_per_s, wr.seconds, wr.failures());
+            }
             RunResult r = db.run(spec);
             failures += r.failures();
             double hit_rate = r.accesses ? double(r.hits) / double(r.accesses) : 0.0;
@@ -466,9 +478,9 @@ int run_ycsb(const YcsbConfig& cfg) {
             if (!cfg.json_path.empty()) {
               std::ofstream out(cfg.json_path, std::ios::app);
               out << fmt::format(
-                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"configuration":"{}",{}}})",
+                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"configuration":"{}",{}}})",
                   system, system == "calico" ? "array" : "-", w, spec.distribution, cfg.theta, threads, cfg.records,
-                  cfg.value_bytes, data_bytes, cache_bytes, cache_enforced, in_memory, rep, r.ops, r.ops_per_s,
+                  cfg.value_bytes, data_bytes, cache_bytes, cache_enforced, in_memory, rep, cfg.warmup_seconds, r.ops, r.ops_per_s,
                   r.p50_us, r.p99_us, r.seconds, load_s, r.has_hit_rate ? fmt::format("{:.5f}", hit_rate) : "null",
                   r.failures(), r.missing_inflight, spec.seed, json_escape(configuration), machine_json())
                   << "\n";

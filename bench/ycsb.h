@@ -40,6 +40,8 @@ struct YcsbConfig {
   std::vector<unsigned> threads{1};
   double seconds = 5;             // per run, unless ops > 0
   uint64_t ops = 0;               // > 0: each run does this many operations (all threads)
+  double warmup_seconds = 0;      // > 0: an unrecorded run of the same workload first (its
+                                  // self-check failures still count)
   uint64_t cache_mb = 0;          // 0: in memory (3 x the data + 64 MB)
   std::string data_dir = "./ycsb-data";
   unsigned repeat = 1;
