@@ -50,9 +50,12 @@ class YcsbSmoke : public ::testing::TestWithParam<SmokeCase> {};
 
 TEST_P(YcsbSmoke, WorkloadsAToFFindEverySelfCheckingValue) {
   const SmokeCase& c = GetParam();
-  if (kTsan && c.system != "calico") {
-    GTEST_SKIP() << c.system << " is a Debian library built without TSan instrumentation: TSan cannot "
-                 << "see its synchronisation and would report its internal handoffs as races";
+  if (kTsan && (c.system == "rocksdb" || c.system == "wiredtiger")) {
+    // Seen: TSan reports races inside librocksdb / libwiredtiger and on values they hand
+    // over (Debian builds, not TSan-instrumented: TSan cannot see their synchronisation).
+    // LMDB and calico run clean under TSan.
+    GTEST_SKIP() << c.system << " is a Debian library built without TSan instrumentation; TSan reports "
+                 << "its internal handoffs as races";
   }
   TempDir dir;
   kv::KvConfig kc;
