@@ -1,10 +1,12 @@
 // calico_bench: the benchmark driver. One subcommand per experiment.
 //   demo   the README's main job (bench/demo.h)
+//   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb.h)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
 #include "demo.h"
+#include "ycsb.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Calico buffer manager benchmarks"};
@@ -27,9 +29,29 @@ int main(int argc, char** argv) {
   d->add_flag("--keep-data", demo.keep_data, "keep the data directory afterwards");
   d->add_option("--json", demo.json_path, "append a JSON line with the results to this file");
 
+  calico::bench::YcsbConfig ycsb;
+  CLI::App* y = app.add_subcommand("ycsb", "YCSB workloads A-F over Calico's B+tree and peer engines");
+  y->add_option("--system", ycsb.systems, "calico, lmdb, rocksdb, wiredtiger (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"calico", "lmdb", "rocksdb", "wiredtiger"}));
+  y->add_option("--workload", ycsb.workloads, "A..F (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"A", "B", "C", "D", "E", "F", "a", "b", "c", "d", "e", "f"}));
+  y->add_option("--distribution", ycsb.distribution, "uniform, zipf or latest (default: YCSB's, zipf; D: latest)")->check(CLI::IsMember({"uniform", "zipf", "latest"}));
+  y->add_option("--theta", ycsb.theta, "Zipf skew")->capture_default_str()->check(CLI::Range(0.01, 0.999));
+  y->add_option("--records", ycsb.records, "records loaded")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  y->add_option("--value-bytes", ycsb.value_bytes, "value size in bytes")->capture_default_str()->check(CLI::Range(16, 500));
+  y->add_option("--threads", ycsb.threads, "worker threads (list, e.g. 1,2)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 256));
+  auto* secs = y->add_option("--seconds", ycsb.seconds, "run time per run")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  y->add_option("--ops", ycsb.ops, "operations per run (instead of --seconds)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))->excludes(secs);
+  y->add_option("--warmup-seconds", ycsb.warmup_seconds, "unrecorded run of each workload before it (0: none, as YCSB)")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  y->add_option("--cache-mb", ycsb.cache_mb, "pool / block cache / WT cache in MB (0: in memory, 3x the data + 64 MB)")->capture_default_str();
+  y->add_option("--data-dir", ycsb.data_dir, "directory for the engines' data (one subdirectory each)")->capture_default_str();
+  y->add_option("--repeat", ycsb.repeat, "runs per configuration (systems interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+  y->add_option("--json", ycsb.json_path, "append a JSON line per run to this file");
+  y->add_option("--seed", ycsb.seed, "random seed")->capture_default_str();
+  y->add_flag("--keep-data", ycsb.keep_data, "keep the data directories afterwards");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return calico::bench::run_demo(demo);
+    if (y->parsed()) return calico::bench::run_ycsb(ycsb);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;

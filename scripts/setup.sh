@@ -7,6 +7,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   liburing-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev
+  liblmdb-dev librocksdb-dev libwiredtiger-dev
 )
 
 missing=()
