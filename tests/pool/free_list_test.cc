@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <latch>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -111,13 +112,12 @@ TEST(FreeList, ConcurrentPushPopPreservesTheFrames) {
   for (FrameId f = 0; f <= kN; ++f) owner[f].store(0);
   std::atomic<int> violations{0};
   std::atomic<int> empties{0};
-  std::atomic<int> ready{0};
+  std::latch ready(kThreads);  // all threads start together
 
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < kThreads) std::this_thread::yield();
+      ready.arrive_and_wait();
       std::mt19937_64 rng(kSeed + t);
       std::vector<FrameId> mine;
       for (int op = 0; op < kOpsPerThread; ++op) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -253,10 +254,9 @@ TEST(EntryLatch, ConcurrentSharedAndExclusive) {
   constexpr FrameId kFrame = 0xABCDu;
   constexpr uint32_t kStartVersion = kVersionMask - 1000;  // the run crosses the wrap
   // All threads start together, so readers and the writer really overlap.
-  std::atomic<int> ready{0};
+  std::latch ready(kReaders + 1);  // all threads start together
   auto start_gate = [&] {
-    ready.fetch_add(1);
-    while (ready.load() < kReaders + 1) std::this_thread::yield();
+    ready.arrive_and_wait();
   };
 
   Entry e{EntryWord::make(kFrame, kStartVersion, kUnlocked).raw};

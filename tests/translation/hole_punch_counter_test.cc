@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <cstdint>
 #include <random>
 #include <thread>
@@ -118,7 +119,7 @@ TEST(HolePunchCounter, ConcurrentAcquireReleaseNeverPunchesUnderAReference) {
   std::atomic<int> violations{0};
   std::atomic<int> punches{0};
   std::atomic<int> releases_that_punched{0};
-  std::atomic<int> ready{0};
+  std::latch ready(kThreads);  // all threads start together
 
   auto punch = [&] {
     if (in_punch.exchange(true)) violations.fetch_add(1);  // two punches at once
@@ -133,8 +134,7 @@ TEST(HolePunchCounter, ConcurrentAcquireReleaseNeverPunchesUnderAReference) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < kThreads) std::this_thread::yield();
+      ready.arrive_and_wait();
       std::mt19937_64 rng(kSeed + t);
       int mine = 0;
       auto release_one = [&] {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <cstdint>
 #include <random>
 #include <thread>
@@ -255,13 +256,12 @@ TEST(TranslationArray, ConcurrentFaultEvictKeepsInvariantI1) {
   TranslationArray a(cap);
   std::atomic<int> violations{0};
   std::atomic<int> loads{0};
-  std::atomic<int> ready{0};
+  std::latch ready(kThreads);  // all threads start together
 
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      ready.fetch_add(1);
-      while (ready.load() < kThreads) std::this_thread::yield();
+      ready.arrive_and_wait();
       std::mt19937_64 rng(kSeed + t);
       for (int op = 0; op < kOpsPerThread; ++op) {
         uint64_t r = rng();
