@@ -1,11 +1,13 @@
 // calico_bench: the benchmark driver. One subcommand per experiment.
 //   demo   the README's main job (bench/demo.h)
+//   scan   heap SUM scans, sequential and random page order (Table 2) (bench/scan.h)
 //   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb.h)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
 #include "demo.h"
+#include "scan.h"
 #include "ycsb.h"
 
 int main(int argc, char** argv) {
@@ -48,10 +50,23 @@ int main(int argc, char** argv) {
   y->add_option("--seed", ycsb.seed, "random seed")->capture_default_str();
   y->add_flag("--keep-data", ycsb.keep_data, "keep the data directories afterwards");
 
+  calico::bench::ScanConfig scan;
+  CLI::App* sc = app.add_subcommand("scan", "heap SUM scans in sequential and random page order (calico.txt Table 2)");
+  sc->add_option("--data-dir", scan.data_dir, "directory for the data files")->capture_default_str();
+  sc->add_option("--data-mb", scan.data_mb, "heap size")->capture_default_str()->check(CLI::Range(1, 1 << 22));
+  sc->add_option("--pool-mb", scan.pool_mb, "pool size (0: data + 25% + 64 MB, all resident)")->capture_default_str();
+  sc->add_option("--page-size", scan.page_size, "page size in bytes")->capture_default_str()->check(CLI::IsMember({4096, 8192, 16384}));
+  sc->add_option("--row-bytes", scan.row_bytes, "row size in bytes")->capture_default_str()->check(CLI::Range(16, 16000));
+  sc->add_option("--repeat", scan.repeat, "measured runs per variant (interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+  sc->add_option("--prefetch-distance", scan.prefetch_distance, "group prefetch distance in pages (0 = off)")->capture_default_str()->check(CLI::Range(0, 256));
+  sc->add_option("--seed", scan.seed, "random seed")->capture_default_str();
+  sc->add_option("--json", scan.json_path, "append one JSON line per variant to this file");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return calico::bench::run_demo(demo);
     if (y->parsed()) return calico::bench::run_ycsb(ycsb);
+    if (sc->parsed()) return calico::bench::run_scan(scan);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;

@@ -122,7 +122,7 @@ int run_demo(const DemoConfig& cfg) {
           }
           bool ok;
           if (coin(rng) < cfg.optimistic_fraction) {
-            ok = pool->optimistic_read(pid, [&](const std::byte* p) { return check_pattern(p, usable, pid); });
+            ok = pool->optimistic_read(pid, [&](const std::byte* p) { return check_pattern_racy(p, usable, pid); });
           } else {
             SharedGuard g = pool->pin_shared(pid);
             ok = check_pattern(g.data(), usable, pid);

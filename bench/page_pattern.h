@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "calico/page_id.h"
 
@@ -38,6 +39,15 @@ inline uint64_t pattern_stamp(const std::byte* page) {
   return s;
 }
 
+// Copies `bytes` of a page that may be changing under an optimistic read (the copy is used
+// only if the read validates). Not instrumented by ThreadSanitizer, which cannot know about
+// the validation; every use of the copy is. See tests/tsan.supp.
+__attribute__((no_sanitize("thread"), noinline)) inline void copy_page_racy(std::byte* dst, const std::byte* src,
+                                                                            size_t bytes) {
+  const volatile std::byte* s = src;
+  for (size_t i = 0; i < bytes; ++i) dst[i] = s[i];
+}
+
 // True when `page` holds a complete pattern for `pid` (any stamp).
 inline bool check_pattern(const std::byte* page, size_t bytes, PageId pid) {
   uint64_t raw, stamp;
@@ -51,6 +61,15 @@ inline bool check_pattern(const std::byte* page, size_t bytes, PageId pid) {
     if (v != splitmix64(state)) return false;
   }
   return true;
+}
+
+// check_pattern() on a private copy of a page read optimistically.
+inline bool check_pattern_racy(const std::byte* page, size_t bytes, PageId pid, uint64_t* stamp = nullptr) {
+  thread_local std::vector<std::byte> copy;
+  copy.resize(bytes);
+  copy_page_racy(copy.data(), page, bytes);
+  if (stamp != nullptr) *stamp = pattern_stamp(copy.data());
+  return check_pattern(copy.data(), bytes, pid);
 }
 
 }  // namespace calico::bench
