@@ -273,19 +273,24 @@ TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
         }
       }
     }
-    // Corruption: random 16-bit fields in the header and the slots, or a random page.
+    // Corruption of the intact node: 1..3 random 16-bit fields in the header and the slots,
+    // or a random page.
+    const std::vector<std::byte> good(page.get(), page.get() + size);
+    const size_t limit = index::kHeaderBytes + size_t{n.count()} * index::kSlotBytes;
     for (int c = 0; c < 200; ++c) {
+      std::memcpy(page.get(), good.data(), size);
       if (c % 50 == 49) {
         for (size_t i = 0; i < size; ++i) page[i] = static_cast<std::byte>(rng());
       } else {
-        size_t limit = index::kHeaderBytes + size_t{n.count()} * index::kSlotBytes + 24;
-        for (int f = 0; f < 3; ++f) {
+        for (int f = 0, fields = 1 + static_cast<int>(rng() % 3); f < fields; ++f) {
           size_t at = (rng() % std::min(limit, size)) & ~size_t{1};
-          uint16_t x = static_cast<uint16_t>(rng() % 3 == 0 ? rng() : rng() % (size + 64));
+          uint64_t kind = rng() % 3;
+          uint16_t x = static_cast<uint16_t>(kind == 0 ? rng() : kind == 1 ? rng() % (size + 64) : rng() % 600);
           std::memcpy(page.get() + at, &x, 2);
         }
       }
-      std::string key = vocab[rng() % vocab.size()];
+      // Mostly keys of the node, so that the search reaches (corrupted) slots and values.
+      std::string key = !es.empty() && rng() % 4 != 0 ? es[rng() % es.size()].key : vocab[rng() % vocab.size()];
       RacyResult r;
       for (int stop = 0; stop <= 1; ++stop) {
         index::btree_racy_step(page.get(), size, key, rng() % 2 == 0, stop, stop == 0 ? value.get() : nullptr, &r);
