@@ -13,9 +13,11 @@
 // Concurrency (optimistic lock coupling over the pool's page versions):
 //  - Readers (lookup, scan) descend from the metadata page with read_optimistic: for each
 //    node they start the child's read, validate the parent (so the child id they followed
-//    was current), copy the child's page with copy_page_racy, validate the child, and only
-//    then look at the copy. No atomic write on the happy path; a failed validation restarts
-//    from the root. Scans follow right-sibling links when the next leaf's lower fence equals
+//    was current), search the child in place in its frame (btree_racy_step: every offset,
+//    length and count bounds-checked before use; a lookup also copies the found value out),
+//    validate the child, and only then use what the search found (the next child id, the
+//    value). Scans copy their leaf with copy_page_racy and validate before reading the copy.
+//    No atomic write on the happy path; a failed validation restarts from the root. Scans follow right-sibling links when the next leaf's lower fence equals
 //    the current leaf's upper fence, and re-descend otherwise.
 //  - Writers descend the same way to find the leaf, then pin it exclusively and check that
 //    it is still a leaf whose fences cover the key (fences make a latched node
@@ -147,13 +149,12 @@ class BasicBTree {
   // Copies the value of key into *out; false when absent (out untouched).
   bool lookup(std::string_view key, std::string* out) {
     check_key(key);
+    alignas(8) std::byte value[kMaxValueBytes];
     for (int restarts = 0;; bump(&restarts)) {
-      bool found = false;
-      bool ok = descend(key, false, 0, nullptr, [&](const NodeRef& leaf, PageId) {
-        size_t i = leaf.lower_bound(key, false, &found);
-        if (found) out->assign(leaf.value(i));
-      });
-      if (ok) return found;
+      RacyResult r;
+      if (!descend<Mode::kValue>(key, false, 0, nullptr, [](PageId) {}, value, &r)) continue;
+      if (r.found) out->assign(reinterpret_cast<const char*>(value), r.value_len);
+      return r.found;
     }
   }
   // Calls fn(std::string_view value) with a private copy of the value; false when absent.
@@ -213,7 +214,7 @@ class BasicBTree {
       };
       bool ok = false;
       if (next) ok = read_sibling(*next, pos, take);
-      if (!ok) ok = descend(pos, after, 0, nullptr, take);
+      if (!ok) ok = descend<Mode::kSnapshot>(pos, after, 0, nullptr, take);
       if (!ok) {
         bump(&restarts);
         next.reset();
@@ -470,13 +471,21 @@ class BasicBTree {
   }
 
   // Optimistic descent to the node at `stop_level` responsible for key (with `after`: for
-  // the keys just above key). Calls at(snapshot, pid) on a validated private copy of that
-  // node and returns true; false means "restart" (a validation failed or the tree changed).
-  // `path`, when given, receives the validated page ids from the root down.
-  template <class Fn>
-  bool descend(std::string_view key, bool after, int stop_level, std::vector<PageId>* path, Fn&& at) {
+  // the keys just above key). Each node is searched in place in its frame
+  // (btree_racy_step: bounds-checked reads, used only once the node validates); the child
+  // id it yields touches the pool only after that validation. At the stop level:
+  //  - Mode::kLocate: calls at(pid);
+  //  - Mode::kValue (stop_level 0): the leaf lookup of key was done in place; its value
+  //    (when res->found) is in value_buf, copied out before validation; calls at(pid);
+  //  - Mode::kSnapshot: copies the node with copy_page_racy, validates, checks the copy
+  //    (well_formed, covers) and calls at(snapshot, pid).
+  // Returns false for "restart" (a validation failed or the tree changed). `path`, when
+  // given, receives the validated page ids from the root down.
+  enum class Mode { kLocate, kValue, kSnapshot };
+  template <Mode mode, class Fn>
+  bool descend(std::string_view key, bool after, int stop_level, std::vector<PageId>* path, Fn&& at,
+               std::byte* value_buf = nullptr, RacyResult* res = nullptr) {
     const size_t bytes = usable();
-    std::vector<std::byte>& buf = snapshot_buffer(bytes);
     if (path) path->clear();
     OptimisticRead parent = pool_->read_optimistic(meta_pid());
     alignas(8) std::byte meta_copy[sizeof(MetaPage)];
@@ -486,20 +495,32 @@ class BasicBTree {
     std::memcpy(&m, meta_copy, sizeof m);
     if (m.magic != kBTreeMagic || m.root == 0) return false;
     BlockId next = m.root;
+    RacyResult local;
+    RacyResult* r = res ? res : &local;
     for (int depth = 0; depth < 64; ++depth) {
       PageId pid(space_, next);
       OptimisticRead cur = pool_->read_optimistic(pid);
       if (!Pool::validate(parent)) return false;  // the pointer we followed is still current
-      copy_page_racy(buf.data(), cur.data, bytes);
-      if (!Pool::validate(cur)) return false;
-      NodeRef n(buf.data(), bytes);
-      if (!n.well_formed() || !n.covers(key, after) || n.level() < stop_level) return false;
+      *r = RacyResult{};
+      RacyStep step = btree_racy_step(cur.data, bytes, key, after, stop_level,
+                                      mode == Mode::kValue ? value_buf : nullptr, r);
+      if (!Pool::validate(cur)) return false;  // only now is `step` (and r) meaningful
+      if (step == RacyStep::kRestart) return false;
       if (path) path->push_back(pid);
-      if (n.level() == stop_level) {
-        at(n, pid);
+      if (step == RacyStep::kTarget) {
+        if constexpr (mode == Mode::kSnapshot) {
+          std::vector<std::byte>& buf = snapshot_buffer(bytes);
+          copy_page_racy(buf.data(), cur.data, bytes);
+          if (!Pool::validate(cur)) return false;
+          NodeRef n(buf.data(), bytes);
+          if (!n.well_formed() || !n.covers(key, after) || n.level() != stop_level) return false;
+          at(n, pid);
+        } else {
+          at(pid);
+        }
         return true;
       }
-      next = n.child_for(key, after);
+      next = r->child;
       if (next == 0) return false;
       parent = cur;
     }
@@ -509,7 +530,7 @@ class BasicBTree {
   // The page id of the node at `level` responsible for key, or nullopt (restart).
   std::optional<PageId> find(std::string_view key, int level) {
     std::optional<PageId> out;
-    if (!descend(key, false, level, nullptr, [&](const NodeRef&, PageId pid) { out = pid; })) {
+    if (!descend<Mode::kLocate>(key, false, level, nullptr, [&](PageId pid) { out = pid; })) {
       return std::nullopt;
     }
     return out;
@@ -560,7 +581,7 @@ class BasicBTree {
   void split(std::string_view key, int level) {
     for (int restarts = 0;; bump(&restarts)) {
       std::vector<PageId> path;
-      if (!descend(key, false, level, &path, [](const NodeRef&, PageId) {})) continue;
+      if (!descend<Mode::kLocate>(key, false, level, &path, [](PageId) {})) continue;
       PageId target = path.back();
       if (path.size() == 1) {
         if (split_root(key, level, target)) return;
@@ -616,7 +637,7 @@ class BasicBTree {
   void merge(std::string_view key) {
     for (int restarts = 0;; bump(&restarts)) {
       std::vector<PageId> path;
-      if (!descend(key, false, 0, &path, [](const NodeRef&, PageId) {})) continue;
+      if (!descend<Mode::kLocate>(key, false, 0, &path, [](PageId) {})) continue;
       if (path.size() < 2) return;
       PageId leaf = path.back();
       auto gp = pool_->pin_exclusive(path[path.size() - 2]);

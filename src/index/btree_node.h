@@ -5,8 +5,11 @@
 //   NodeRef::lower_bound(key)    binary search on 4-byte key heads, then on the suffixes
 //   NodeRef::insert_at / remove_at / set_child / compact   in-place edits (exclusive latch)
 //   NodeRef::well_formed()       bounds check of every offset (for snapshots and check())
-//   copy_page_racy(dst, src, n)  the ONLY function that reads a page during an optimistic
-//                                section (uninstrumented for ThreadSanitizer)
+//   btree_racy_step(page, ...)   one step of an optimistic descent, searching the node in
+//                                place in its frame (bounds-checked; uninstrumented for TSan)
+//   copy_page_racy(dst, src, n)  copies a page during an optimistic section (scans);
+//                                with the btree_racy_ functions, the only code that reads a
+//                                page during an optimistic section
 //
 // Page layout (offsets in bytes from the start of the page; all integers little endian):
 //
@@ -42,6 +45,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -107,6 +111,179 @@ __attribute__((no_sanitize("thread"), noinline)) inline void copy_page_racy(std:
   uint64_t* d = reinterpret_cast<uint64_t*>(dst);
   for (size_t i = 0; i < n / 8; ++i) d[i] = s[i];
 }
+
+// --- In-place optimistic search -----------------------------------------------------
+// Optimistic readers search a node where it lies in its frame instead of copying it. The
+// bytes may be changing or belong to another page (src/pool/README.md rule 4), so:
+//  - every integer that becomes an offset, a length or a count is read once (volatile)
+//    into a local and bounds-checked against the page before any byte it designates is
+//    read: offsets + lengths <= size, count <= the slots that fit, value_len <= the max;
+//  - nothing computed here is used before the caller validates the page's version.
+// ThreadSanitizer: these functions are not instrumented (the race is intended; the names
+// share the prefix btree_racy_, which tests/tsan.supp matches). They call only each other
+// (always inlined, same attributes) and builtins expanded inline (fixed-size
+// __builtin_memcpy), never a library function that TSan intercepts.
+#define CALICO_RACY_HELPER __attribute__((no_sanitize("thread"), always_inline)) inline
+#if defined(__SANITIZE_THREAD__)
+#define CALICO_RACY_ENTRY __attribute__((no_sanitize("thread"), noinline))
+#else
+#define CALICO_RACY_ENTRY __attribute__((no_sanitize("thread")))
+#endif
+
+static_assert(std::endian::native == std::endian::little, "page integers are little endian");
+
+CALICO_RACY_HELPER uint8_t btree_racy_u8(const std::byte* p) {
+  return *reinterpret_cast<const volatile uint8_t*>(p);
+}
+// p must be 2- (u16) or 4-byte (u32) aligned: header and slot fields are.
+CALICO_RACY_HELPER uint16_t btree_racy_u16(const std::byte* p) {
+  return *reinterpret_cast<const volatile uint16_t*>(p);
+}
+CALICO_RACY_HELPER uint32_t btree_racy_u32(const std::byte* p) {
+  return *reinterpret_cast<const volatile uint32_t*>(p);
+}
+// Any alignment.
+CALICO_RACY_HELPER uint32_t btree_racy_u32_unaligned(const std::byte* p) {
+  return uint32_t{btree_racy_u8(p)} | uint32_t{btree_racy_u8(p + 1)} << 8 |
+         uint32_t{btree_racy_u8(p + 2)} << 16 | uint32_t{btree_racy_u8(p + 3)} << 24;
+}
+
+// Three-way comparison of the page bytes [p, p + n) with k (unsigned bytes, shorter first).
+// Pre: [p, p + n) lies inside the page.
+CALICO_RACY_HELPER int btree_racy_compare(const std::byte* p, size_t n, const char* k, size_t kn) {
+  size_t m = n < kn ? n : kn;
+  size_t i = 0;
+  for (; i + 8 <= m; i += 8) {
+    uint64_t a, b;
+    __builtin_memcpy(&a, p + i, 8);
+    __builtin_memcpy(&b, k + i, 8);
+    if (a != b) return __builtin_bswap64(a) < __builtin_bswap64(b) ? -1 : 1;
+  }
+  for (; i < m; ++i) {
+    uint8_t a = btree_racy_u8(p + i), b = static_cast<uint8_t>(k[i]);
+    if (a != b) return a < b ? -1 : 1;
+  }
+  return n < kn ? -1 : (n > kn ? 1 : 0);
+}
+
+// Copies n bytes of the page at p to dst. Pre: [p, p + n) lies inside the page.
+CALICO_RACY_HELPER void btree_racy_copy(std::byte* dst, const std::byte* p, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t a;
+    __builtin_memcpy(&a, p + i, 8);
+    __builtin_memcpy(dst + i, &a, 8);
+  }
+  for (; i < n; ++i) dst[i] = static_cast<std::byte>(btree_racy_u8(p + i));
+}
+
+enum class RacyStep : uint8_t {
+  kRestart,  // the bytes are not a node covering the key at a level >= stop_level
+  kDescend,  // an inner node above stop_level: follow RacyResult::child
+  kTarget,   // the node at stop_level covering the key (leaf: found / value filled in)
+};
+struct RacyResult {
+  BlockId child = 0;       // kDescend
+  uint16_t value_len = 0;  // kTarget with a value buffer, when found
+  bool found = false;      // kTarget with a value buffer
+};
+
+// One step of an optimistic descent, on the page at p (size usable bytes) as it lies in its
+// frame: checks that it is a node covering key (with `after`: the keys just above key) at a
+// level >= stop_level; above stop_level finds the child for key (NodeRef::child_for); at
+// stop_level, when value_out is given (stop_level 0), looks key up and copies its value
+// (<= kMaxValueBytes) to value_out. The result means something only if the page's version
+// validates afterwards.
+CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t size, std::string_view key,
+                                                  bool after, int stop_level, std::byte* value_out,
+                                                  RacyResult* out) {
+  const uint8_t type = btree_racy_u8(p + offsetof(NodeHeader, type));
+  const uint8_t level = btree_racy_u8(p + offsetof(NodeHeader, level));
+  const uint8_t flags = btree_racy_u8(p + offsetof(NodeHeader, flags));
+  const size_t count = btree_racy_u16(p + offsetof(NodeHeader, count));
+  const bool leaf = type == static_cast<uint8_t>(NodeType::kLeaf);
+  if (!leaf && type != static_cast<uint8_t>(NodeType::kInner)) return RacyStep::kRestart;
+  if (leaf != (level == 0) || level < stop_level) return RacyStep::kRestart;
+  if (count > (size - kHeaderBytes) / kSlotBytes) return RacyStep::kRestart;
+  const char* k = key.data();
+  const size_t kn = key.size();
+  // Fences: lower < key <= upper (after: lower <= key < upper).
+  const size_t lower_off = btree_racy_u16(p + offsetof(NodeHeader, lower_off));
+  const size_t lower_len = btree_racy_u16(p + offsetof(NodeHeader, lower_len));
+  if (lower_off + lower_len > size) return RacyStep::kRestart;
+  if (!(flags & kLowerInfinite)) {
+    int c = btree_racy_compare(p + lower_off, lower_len, k, kn);
+    if (after ? c > 0 : c >= 0) return RacyStep::kRestart;
+  }
+  if (!(flags & kUpperInfinite)) {
+    const size_t upper_off = btree_racy_u16(p + offsetof(NodeHeader, upper_off));
+    const size_t upper_len = btree_racy_u16(p + offsetof(NodeHeader, upper_len));
+    if (upper_off + upper_len > size) return RacyStep::kRestart;
+    int c = btree_racy_compare(p + upper_off, upper_len, k, kn);
+    if (after ? c <= 0 : c < 0) return RacyStep::kRestart;
+  }
+  const bool search = level > stop_level || value_out != nullptr;
+  if (!search) return RacyStep::kTarget;
+  // Binary search on the suffixes (NodeRef::lower_bound): heads first, then the bytes.
+  const size_t prefix_len = btree_racy_u16(p + offsetof(NodeHeader, prefix_len));
+  if (prefix_len > lower_len || prefix_len > kn) return RacyStep::kRestart;
+  const char* s = k + prefix_len;
+  const size_t sn = kn - prefix_len;
+  uint32_t head = 0;
+  for (size_t i = 0; i < 4; ++i) head = head << 8 | (i < sn ? static_cast<uint8_t>(s[i]) : 0u);
+  const std::byte* slots = p + kHeaderBytes;
+  size_t lo = 0, hi = count;
+  bool found = false;
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    const std::byte* sl = slots + mid * kSlotBytes;
+    const uint32_t h = btree_racy_u32(sl + offsetof(Slot, head));
+    int c;
+    if (h != head) {
+      c = h < head ? -1 : 1;
+    } else {
+      const size_t off = btree_racy_u16(sl + offsetof(Slot, offset));
+      const size_t len = btree_racy_u16(sl + offsetof(Slot, key_len));
+      if (off + len > size) return RacyStep::kRestart;
+      c = btree_racy_compare(p + off, len, s, sn);
+    }
+    if (c < 0 || (after && c == 0)) {
+      lo = mid + 1;
+    } else {
+      if (c == 0) found = true;
+      hi = mid;
+    }
+  }
+  if (level > stop_level) {
+    if (lo == count) {
+      out->child = btree_racy_u32(p + offsetof(NodeHeader, link));
+    } else {
+      const std::byte* sl = slots + lo * kSlotBytes;
+      const size_t off = btree_racy_u16(sl + offsetof(Slot, offset));
+      const size_t len = btree_racy_u16(sl + offsetof(Slot, key_len));
+      const size_t vlen = btree_racy_u16(sl + offsetof(Slot, value_len));
+      if (vlen != 4 || off + len + 4 > size) return RacyStep::kRestart;
+      out->child = btree_racy_u32_unaligned(p + off + len);
+    }
+    return RacyStep::kDescend;
+  }
+  // Leaf lookup. With consistent bytes (validated later) keys are unique and sorted, so an
+  // equal comparison at some mid leaves lo on that slot.
+  out->found = found;
+  if (found) {
+    const std::byte* sl = slots + lo * kSlotBytes;
+    const size_t off = btree_racy_u16(sl + offsetof(Slot, offset));
+    const size_t len = btree_racy_u16(sl + offsetof(Slot, key_len));
+    const size_t vlen = btree_racy_u16(sl + offsetof(Slot, value_len));
+    if (vlen > kMaxValueBytes || off + len + vlen > size) return RacyStep::kRestart;
+    btree_racy_copy(value_out, p + off + len, vlen);
+    out->value_len = static_cast<uint16_t>(vlen);
+  }
+  return RacyStep::kTarget;
+}
+
+#undef CALICO_RACY_HELPER
+#undef CALICO_RACY_ENTRY
 
 inline uint32_t key_head(std::string_view suffix) {
   uint32_t h = 0;

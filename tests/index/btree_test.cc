@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <memory>
 #include <map>
 #include <random>
 #include <string>
@@ -201,6 +204,206 @@ TEST(BTree, ConcurrentWritersAndReaders) {
   for (auto& m : models) all.insert(m.begin(), m.end());
   for (int i = 0; i < stable; ++i) all[stable_key(i)] = "v" + std::to_string(i);
   expect_same(tree, all);
+  pool->check_invariants();
+}
+
+// btree_racy_step on intact nodes agrees with NodeRef (covers, lower_bound, child_for,
+// value); on corrupted ones (random header/slot fields, random pages) it never reads
+// outside the page: the page and the value buffer are heap blocks of exactly their size, so
+// ASan catches any stray read or write.
+TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
+  using index::NodeEntry;
+  using index::NodeRef;
+  using index::NodeType;
+  using index::RacyResult;
+  using index::RacyStep;
+  const size_t size = 4080;
+  std::mt19937_64 rng(7);
+  std::unique_ptr<std::byte[]> page(new std::byte[size]);
+  std::unique_ptr<std::byte[]> value(new std::byte[index::kMaxValueBytes]);
+  std::vector<std::string> vocab = make_keys(rng, 400);
+  std::sort(vocab.begin(), vocab.end());
+  vocab.erase(std::unique(vocab.begin(), vocab.end()), vocab.end());
+  int checked = 0;
+  for (int round = 0; round < 300 / kScale; ++round) {
+    // A node over a random key range [lo, hi] of the vocabulary.
+    size_t a = rng() % vocab.size(), b = rng() % vocab.size();
+    if (a > b) std::swap(a, b);
+    bool lower_inf = rng() % 4 == 0, upper_inf = rng() % 4 == 0;
+    std::string lower = vocab[a], upper = vocab[b];
+    if (!lower_inf && !upper_inf && !(lower < upper)) continue;
+    bool inner = rng() % 2 == 0;
+    std::vector<NodeEntry> es;
+    size_t bytes = index::kHeaderBytes + lower.size() + upper.size();
+    for (const std::string& k : vocab) {
+      if ((!lower_inf && k <= lower) || (!upper_inf && k > upper)) continue;
+      if (rng() % 2) continue;
+      std::string v = inner ? index::encode_child(static_cast<BlockId>(1 + rng() % 1000)) : random_value(rng, 60);
+      if (bytes + index::kSlotBytes + k.size() + v.size() > size) break;
+      bytes += index::kSlotBytes + k.size() + v.size();
+      es.push_back({k, v});
+    }
+    if (inner && !upper_inf && !es.empty() && es.back().key == upper) es.pop_back();  // keys < upper child's range
+    NodeRef::build(page.get(), size, inner ? NodeType::kInner : NodeType::kLeaf, inner ? 1 : 0,
+                   lower_inf ? nullptr : &lower, upper_inf ? nullptr : &upper, es,
+                   inner ? static_cast<BlockId>(5000 + round) : 0);
+    NodeRef n(page.get(), size);
+    ASSERT_TRUE(n.well_formed());
+    for (int q = 0; q < 50; ++q) {
+      std::string key = rng() % 4 == 0 ? make_keys(rng, 1)[0] : vocab[rng() % vocab.size()];
+      bool after = rng() % 4 == 0;
+      RacyResult r;
+      RacyStep st = index::btree_racy_step(page.get(), size, key, after, 0, inner ? nullptr : value.get(), &r);
+      if (!n.covers(key, after)) {
+        EXPECT_EQ(st, RacyStep::kRestart) << key;
+        continue;
+      }
+      ++checked;
+      if (inner) {
+        ASSERT_EQ(st, RacyStep::kDescend) << key;
+        EXPECT_EQ(r.child, n.child_for(key, after)) << key;
+      } else {
+        ASSERT_EQ(st, RacyStep::kTarget) << key;
+        bool found;
+        size_t i = n.lower_bound(key, after, &found);
+        if (after) continue;
+        ASSERT_EQ(r.found, found) << key;
+        if (found) {
+          EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(value.get()), r.value_len), n.value(i));
+        }
+      }
+    }
+    // Corruption of the intact node: 1..3 random 16-bit fields in the header and the slots,
+    // or a random page.
+    const std::vector<std::byte> good(page.get(), page.get() + size);
+    const size_t limit = index::kHeaderBytes + size_t{n.count()} * index::kSlotBytes;
+    for (int c = 0; c < 200; ++c) {
+      std::memcpy(page.get(), good.data(), size);
+      if (c % 50 == 49) {
+        for (size_t i = 0; i < size; ++i) page[i] = static_cast<std::byte>(rng());
+      } else {
+        for (int f = 0, fields = 1 + static_cast<int>(rng() % 3); f < fields; ++f) {
+          size_t at = (rng() % std::min(limit, size)) & ~size_t{1};
+          uint64_t kind = rng() % 3;
+          uint16_t x = static_cast<uint16_t>(kind == 0 ? rng() : kind == 1 ? rng() % (size + 64) : rng() % 600);
+          std::memcpy(page.get() + at, &x, 2);
+        }
+      }
+      // Mostly keys of the node, so that the search reaches (corrupted) slots and values.
+      std::string key = !es.empty() && rng() % 4 != 0 ? es[rng() % es.size()].key : vocab[rng() % vocab.size()];
+      RacyResult r;
+      for (int stop = 0; stop <= 1; ++stop) {
+        index::btree_racy_step(page.get(), size, key, rng() % 2 == 0, stop, stop == 0 ? value.get() : nullptr, &r);
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+// Optimistic readers search nodes in place in their frames. On a tiny pool, with writers
+// that constantly split and merge leaves (values of 0..400 bytes, a third of the operations
+// removes) and eviction reusing frames for other pages, readers keep meeting pages that are
+// being modified or that hold another page's bytes. Every value a writer stores encodes its
+// key (key '#' generation '|' filler of one letter chosen by the generation), so every
+// lookup result can be checked on its own; stable keys must always be found unchanged.
+std::string derived_value(const std::string& key, uint64_t gen, size_t filler) {
+  std::string v = key + "#" + std::to_string(gen) + "|";
+  v.append(filler, static_cast<char>('a' + gen % 26));
+  return v;
+}
+bool derived_value_ok(std::string_view key, std::string_view v) {
+  if (v.size() < key.size() + 3 || v.substr(0, key.size()) != key || v[key.size()] != '#') return false;
+  size_t i = key.size() + 1;
+  uint64_t gen = 0;
+  size_t digits = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') gen = gen * 10 + static_cast<uint64_t>(v[i++] - '0'), ++digits;
+  if (digits == 0 || i >= v.size() || v[i] != '|') return false;
+  for (++i; i < v.size(); ++i) {
+    if (v[i] != static_cast<char>('a' + gen % 26)) return false;
+  }
+  return true;
+}
+
+TEST(BTree, InPlaceReadersSeeOnlyWrittenValuesOnTinyPool) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 24));
+  BTree tree = BTree::create(*pool, "tree");
+  // Long shared prefixes exercise the prefix stripping; short keys the key heads.
+  auto key_of = [](uint64_t n, int w) {
+    static const char* prefixes[] = {"", "p/", "order/2024/customer/0000000000/line/"};
+    return std::string(prefixes[n % 3]) + std::to_string(n) + "/w" + std::to_string(w);
+  };
+  const int stable = 300;
+  auto stable_key = [](int i) { return "order/2024/customer/0000000000/line/s" + std::to_string(i); };
+  for (int i = 0; i < stable; ++i) ASSERT_TRUE(tree.insert(stable_key(i), derived_value(stable_key(i), i, i % 50)));
+
+  const int writers = 3, readers = 3, ops = 8000 / kScale;
+  const uint64_t key_space = 600;
+  std::atomic<int> writers_done{0};
+  std::atomic<uint64_t> errors{0}, lookups{0}, hits{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      try {
+        std::mt19937_64 rng(500 + w);
+        for (int op = 0; op < ops; ++op) {
+          std::string k = key_of(rng() % key_space, w);
+          if (rng() % 3 != 0) {
+            tree.upsert(k, derived_value(k, rng() % 1000, rng() % 400));
+          } else {
+            tree.remove(k);
+          }
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "writer " << w << ": " << e.what();
+        errors.fetch_add(1);
+      }
+      writers_done.fetch_add(1);
+    });
+  }
+  for (int r = 0; r < readers; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        std::mt19937_64 rng(900 + r);
+        std::string v;
+        while (writers_done.load() < writers) {
+          for (int i = 0; i < 50; ++i) {
+            std::string k = key_of(rng() % key_space, static_cast<int>(rng() % writers));
+            v = "untouched";
+            bool found = tree.lookup(k, &v);
+            lookups.fetch_add(1, std::memory_order_relaxed);
+            if (found) hits.fetch_add(1, std::memory_order_relaxed);
+            if (found ? !derived_value_ok(k, v) : v != "untouched") {
+              ADD_FAILURE() << "lookup(" << k << ") found=" << found << " value " << v.substr(0, 80);
+              errors.fetch_add(1);
+            }
+          }
+          int s = static_cast<int>(rng() % stable);
+          if (!tree.lookup(stable_key(s), &v) || v != derived_value(stable_key(s), s, s % 50)) {
+            ADD_FAILURE() << "stable key " << stable_key(s);
+            errors.fetch_add(1);
+          }
+          std::string prev;
+          int n = 0;
+          tree.scan(key_of(rng() % key_space, 0), [&](std::string_view k, std::string_view val) {
+            if ((!prev.empty() && !(prev < k)) || !derived_value_ok(k, val)) errors.fetch_add(1);
+            prev.assign(k);
+            return ++n < 50;
+          });
+        }
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "reader " << r << ": " << e.what();
+        errors.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  EXPECT_GT(hits.load(), 0u);
+  EXPECT_GT(lookups.load(), hits.load());  // some lookups miss (removed or never written)
+  ASSERT_NO_THROW(tree.check());
+  PoolStats st = pool->stats();
+  EXPECT_GT(st.evictions, 0u) << "the pool must be small enough to reuse frames";
   pool->check_invariants();
 }
 
