@@ -12,12 +12,16 @@
 //    second, unlimited cache. Flushes and compactions write buffered (not read back through
 //    the page cache: reads are direct).
 //  - Bloom filters of 10 bits per key (full filters); compression off; 4 KB blocks (default);
-//    memtable 64 MB (default); max_open_files = -1.
+//    memtable min(64 MB (default), cache_bytes / 4), at most 2 of them, so that RocksDB's
+//    memory stays near cache_bytes when the cache is small (larger-than-memory runs hold
+//    every engine to cache + slack in a memory cgroup: scripts/ycsb_ltm.sh); max_open_files = -1.
 //  - Load: WriteBatches of 1,000 records, then Flush and a full CompactRange, so that runs
 //    start from an LSM tree in a steady shape (not from a memtable).
 //  - The DB object is thread-safe: a handle only holds the read/write options and an
 //    iterator per scan.
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -85,6 +89,8 @@ class RocksStore final : public KvStore {
     opt.compression = rocksdb::kNoCompression;
     opt.use_direct_reads = true;
     opt.max_open_files = -1;
+    opt.write_buffer_size = std::min<size_t>(size_t{64} << 20, std::max<size_t>(size_t{4} << 20, config.cache_bytes / 4));
+    opt.max_write_buffer_number = 2;
     rocksdb::BlockBasedTableOptions t;
     t.block_cache = rocksdb::NewLRUCache(config.cache_bytes);
     t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
@@ -102,8 +108,10 @@ class RocksStore final : public KvStore {
   std::string name() const override { return "rocksdb"; }
   std::string configuration() const override {
     return fmt::format("rocksdb {}.{}.{}: WAL off, no sync, LRU block cache {} MB (index+filter in cache), "
-                       "bloom 10 bits/key, use_direct_reads, no compression, load = batches + flush + full compaction",
-                       ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH, cache_bytes_ >> 20);
+                       "memtable {} MB x2, bloom 10 bits/key, use_direct_reads, no compression, load = batches + flush + "
+                       "full compaction",
+                       ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH, cache_bytes_ >> 20,
+                       std::min<size_t>(size_t{64} << 20, std::max<size_t>(size_t{4} << 20, cache_bytes_ / 4)) >> 20);
   }
   void load(uint64_t n, FunctionRef<void(uint64_t, std::string*, std::string*)> make,
             FunctionRef<void(uint64_t)> progress) override {
