@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "calico/buffer_pool.h"
+#include "data_dir.h"
 #include "machine.h"
 #include "page_pattern.h"
 #include "zipf.h"
@@ -27,18 +28,6 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Refuses to wipe a directory that is not a Calico data directory.
-void prepare_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  if (!fs::exists(dir)) return;
-  if (!fs::is_directory(dir)) throw std::runtime_error(dir + " exists and is not a directory");
-  bool empty = fs::is_empty(dir);
-  if (!empty && !fs::exists(fs::path(dir) / "catalog")) {
-    throw std::runtime_error(dir + " is not empty and not a Calico data directory; refusing to delete it");
-  }
-  fs::remove_all(dir);
-}
-
 struct ThreadResult {
   uint64_t reads = 0, writes = 0, bad_pages = 0;
 };
@@ -46,7 +35,7 @@ struct ThreadResult {
 }  // namespace
 
 int run_demo(const DemoConfig& cfg) {
-  prepare_dir(cfg.data_dir);
+  prepare_data_dir(cfg.data_dir);
   PoolOptions opt;
   opt.data_dir = cfg.data_dir;
   opt.page_size = cfg.page_size;

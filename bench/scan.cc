@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "calico/buffer_pool.h"
+#include "data_dir.h"
 #include "index/heap_file.h"
 #include "machine.h"
 
@@ -46,19 +47,10 @@ double memory_read_bandwidth(size_t bytes, unsigned repeat, uint64_t* checksum) 
   return median(rates);
 }
 
-void prepare_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  if (!fs::exists(dir)) return;
-  if (!fs::is_empty(dir) && !fs::exists(fs::path(dir) / "catalog")) {
-    throw std::runtime_error(dir + " is not empty and not a Calico data directory; refusing to delete it");
-  }
-  fs::remove_all(dir);
-}
-
 }  // namespace
 
 int run_scan(const ScanConfig& cfg) {
-  prepare_dir(cfg.data_dir);
+  prepare_data_dir(cfg.data_dir);
   PoolOptions opt;
   opt.data_dir = cfg.data_dir;
   opt.page_size = cfg.page_size;

@@ -170,19 +170,17 @@ class BasicBTree {
   bool remove(std::string_view key) {
     check_key(key);
     for (int restarts = 0;; bump(&restarts)) {
-      std::optional<PageId> leaf = find(key, 0);
-      if (!leaf) continue;
-      auto g = pool_->pin_exclusive(*leaf);
-      NodeRef n(g.data(), usable());
-      if (!n.is_leaf() || !n.covers(key, false)) continue;
+      auto g = latch_leaf(key);
+      if (!g) continue;
+      NodeRef n(g->data(), usable());
       bool found;
       size_t i = n.lower_bound(key, false, &found);
       if (!found) return false;
       n.remove_at(i);
-      g.mark_dirty();
+      g->mark_dirty();
       count_->fetch_sub(1, std::memory_order_relaxed);
       bool underfull = n.used_bytes() < usable() / 4;
-      g.release();
+      g->release();
       if (underfull) merge(key);
       return true;
     }
@@ -551,14 +549,23 @@ class BasicBTree {
     return true;
   }
 
+  // Descends optimistically to the leaf covering `key` and latches it exclusively. nullopt
+  // when the tree changed under the descent (the page is no longer that leaf): restart.
+  std::optional<decltype(std::declval<Pool&>().pin_exclusive(PageId{}))> latch_leaf(std::string_view key) {
+    std::optional<PageId> leaf = find(key, 0);
+    if (!leaf) return std::nullopt;
+    auto g = pool_->pin_exclusive(*leaf);
+    NodeRef n(g.data(), usable());
+    if (!n.is_leaf() || !n.covers(key, false)) return std::nullopt;
+    return g;
+  }
+
   // insert (overwrite = false) or upsert. Returns true when a new key was added.
   bool write(std::string_view key, std::string_view value, bool overwrite) {
     for (int restarts = 0;; bump(&restarts)) {
-      std::optional<PageId> leaf = find(key, 0);
-      if (!leaf) continue;
-      auto g = pool_->pin_exclusive(*leaf);
-      NodeRef n(g.data(), usable());
-      if (!n.is_leaf() || !n.covers(key, false)) continue;
+      auto g = latch_leaf(key);
+      if (!g) continue;
+      NodeRef n(g->data(), usable());
       bool found;
       size_t i = n.lower_bound(key, false, &found);
       if (found && !overwrite) return false;
@@ -566,11 +573,11 @@ class BasicBTree {
       if (n.entry_bytes(key, value.size()) <= n.free_total() + freed) {
         if (found) n.remove_at(i);
         n.insert_at(i, key, value);
-        g.mark_dirty();
+        g->mark_dirty();
         if (!found) count_->fetch_add(1, std::memory_order_relaxed);
         return !found;
       }
-      g.release();
+      g->release();
       split(key, 0);
     }
   }
