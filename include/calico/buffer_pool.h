@@ -1,5 +1,7 @@
-// BufferPool: Calico's buffer manager. Pages of spaces (one file each) are cached in frames;
-// a page id is translated to its frame through a per-space array of 64-bit entries.
+// BasicBufferPool<Translation> / BufferPool: Calico's buffer manager. Pages of spaces (one
+// file each) are cached in frames; a page id is translated to its page state word (entry.h)
+// by the Translation policy (BufferPool: a per-space array of 64-bit entries; the others are
+// listed in src/variants/registry.h and compared in bench/).
 //
 // Principal entry points:
 //   open(options)              opens (or creates) a data directory
@@ -39,12 +41,14 @@
 #include <vector>
 
 #include "calico/error.h"
+#include "calico/pool_options.h"
 #include "calico/page_id.h"
 #include "memory/frame_arena.h"
 #include "pool/clock.h"
 #include "pool/frame_meta.h"
 #include "pool/free_list.h"
 #include "pool/space.h"
+#include "translation/array.h"
 #include "translation/entry.h"
 #include "translation/space_directory.h"
 
@@ -55,51 +59,8 @@ class FaultInjector;
 class IoRing;
 }  // namespace io
 
-struct PoolOptions {
-  std::string data_dir;                       // created if missing
-  size_t page_size = 4096;                    // 4096, 8192 or 16384
-  size_t pool_bytes = size_t{256} << 20;      // frames = pool_bytes / page_size
-  // Translation array capacity per space. Each space reserves 8 bytes of address space per
-  // block (32 GB at 2^32) and keeps it until the pool closes, also after a drop (spaces are
-  // type-stable, src/pool/README.md), so one pool can create about 128 TB / (8 B x this)
-  // spaces over its lifetime: ~3,900 at 2^32, ~1M at 2^22 (16 GB of data at 4 KB pages).
-  uint64_t max_blocks_per_space = uint64_t{1} << 32;
-  uint32_t eviction_batch = 64;               // victims per eviction round (1..1024)
-  bool huge_pages = true;                     // MADV_HUGEPAGE on the frame arena
-  bool prefault_frames = true;                // touch the arena at open
-  bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
-  unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
-  io::FaultInjector* fault_injector = nullptr;  // tests only
-};
-
-struct PoolStats {
-  uint64_t accesses = 0;          // page lookups: pins, optimistic attempts (a retry counts)
-  uint64_t hits = 0;              // accesses that did not read the page themselves
-  uint64_t faults = 0;            // pages read synchronously
-  uint64_t evictions = 0;
-  uint64_t write_backs = 0;       // pages written (eviction and flush)
-  uint64_t punches = 0;           // 4 KB pages of translation entries returned to the OS
-  uint64_t prefetch_issued = 0;   // asynchronous reads submitted
-  uint64_t prefetch_failed = 0;   // asynchronous reads that failed (the page stays evicted)
-  uint64_t optimistic_fallbacks = 0;  // optimistic reads that gave up and pinned
-  uint64_t frames = 0;
-  uint64_t free_frames = 0;
-  uint64_t resident_pages = 0;
-  size_t translation_private_bytes = 0;  // pagemap: private pages of arrays and counters
-  size_t translation_mincore_bytes = 0;  // mincore: also counts zero-page mappings
-  size_t translation_reserved_bytes = 0;  // address space reserved for translation
-  size_t frame_bytes = 0;
-  size_t frame_huge_page_bytes = 0;   // AnonHugePages of the frame arena (smaps)
-  bool direct_io = false;             // every open space file uses O_DIRECT
-};
-
-struct SpaceInfo {
-  SpaceId id;
-  std::string name;
-  uint64_t blocks;
-};
-
-class BufferPool;
+template <class Translation>
+class BasicBufferPool;
 
 // SharedGuard: a shared pin. Movable; releases on destruction.
 class SharedGuard {
@@ -123,7 +84,8 @@ class SharedGuard {
   }
 
  private:
-  friend class BufferPool;
+  template <class>
+  friend class BasicBufferPool;
   SharedGuard(translation::Entry* e, const std::byte* d, PageId p) : entry_(e), data_(d), pid_(p) {}
   translation::Entry* entry_ = nullptr;
   const std::byte* data_ = nullptr;
@@ -159,7 +121,8 @@ class ExclusiveGuard {
   }
 
  private:
-  friend class BufferPool;
+  template <class>
+  friend class BasicBufferPool;
   ExclusiveGuard(translation::Entry* e, translation::EntryWord held, std::byte* d,
                  pool::FrameMeta* m, PageId p)
       : entry_(e), held_(held), data_(d), meta_(m), pid_(p) {}
@@ -178,16 +141,50 @@ struct OptimisticRead {
   PageId pid;
 };
 
-class BufferPool {
+// BasicBufferPool<Translation>: the pool, generic over how a page id finds its entry word.
+// Translation is a compile-time policy (src/translation/array.h is the default and the
+// reference; the registry src/variants/registry.h maps names to instantiations):
+//
+//   struct SomeTranslation {
+//     static constexpr std::string_view kName;   // "array", "hash_open", ...
+//     using Table = ...;  // per space: Table(capacity, const PoolOptions&) and
+//                         //   Entry& entry(BlockId)  the page's state word; the same object
+//                         //       for the page as long as the pool lives (it may be
+//                         //       created on first use); all-zero = evicted
+//                         //   uint64_t capacity()
+//                         //   void acquire_ref(BlockId); bool release_ref(BlockId)
+//                         //       translation-memory reclamation around a resident entry
+//                         //       (array: hole punching); true when memory was returned
+//                         //   void reset()   drop: every entry zero, memory returned
+//                         //   size_t private_bytes(blocks), mincore_bytes(blocks),
+//                         //       reserved_bytes()   measured translation memory
+//     static constexpr bool kFlatEntries;   // Table::entries()[block] is the entry for every
+//                         //   block < capacity: the path cache keeps the base (one load)
+//     static constexpr bool kPagesInPlace;  // pages live at Table::page(block), not in the
+//                         //   frame arena; Table::discard(block) returns an evicted page's
+//                         //   memory (vmcache). Frames are then only a budget of tokens.
+//     static constexpr bool kDirect;        // optimistic reads go to frame block + 1 with no
+//                         //   lookup, no residency check, no validation (the physical limit;
+//                         //   faults load block b into frame b + 1; never evicts)
+//   };
+//
+// Everything else (latching protocol, faults, CLOCK eviction, I/O, prefetch, flush) is
+// shared by every translation and lives in src/pool/.
+template <class Translation>
+class BasicBufferPool {
  public:
+  using TranslationPolicy = Translation;
+  using Space = pool::BasicSpace<typename Translation::Table>;
+  static constexpr std::string_view kTranslationName = Translation::kName;
+
   // Opens the data directory (creating it and an empty catalog if needed) and reopens every
   // space recorded in its catalog. Errors: kInvalidArgument (options), kPageSizeMismatch,
   // kCorruptCatalog, kIoError (also when another pool has the directory open).
-  static std::unique_ptr<BufferPool> open(const PoolOptions& options);
+  static std::unique_ptr<BasicBufferPool> open(const PoolOptions& options);
   // Flushes (errors are printed, not thrown) and closes.
-  ~BufferPool();
-  BufferPool(const BufferPool&) = delete;
-  BufferPool& operator=(const BufferPool&) = delete;
+  ~BasicBufferPool();
+  BasicBufferPool(const BasicBufferPool&) = delete;
+  BasicBufferPool& operator=(const BasicBufferPool&) = delete;
 
   // --- spaces -----------------------------------------------------------------------
   // Names: 1..64 characters of [A-Za-z0-9_.-]. Errors: kInvalidArgument, kSpaceExists.
@@ -220,6 +217,7 @@ class BufferPool {
   // evicted. The caller reads r.data, then calls validate(r); false means start again.
   OptimisticRead read_optimistic(PageId pid);
   static bool validate(const OptimisticRead& r) {
+    if constexpr (Translation::kDirect) return true;
     std::atomic_thread_fence(std::memory_order_acquire);
     translation::EntryWord now = translation::load(*r.entry, std::memory_order_relaxed);
     return now.frame_and_version() == r.seen.frame_and_version() &&
@@ -255,41 +253,55 @@ class BufferPool {
   static constexpr size_t kTrailerBytes = 16;
 
  private:
-  explicit BufferPool(const PoolOptions& options);
+  explicit BasicBufferPool(const PoolOptions& options);
 
   struct Resolved {
     translation::Entry* entries;
     uint64_t capacity;
-    pool::Space* space;
+    Space* space;
   };
   // Hot path: the thread's path cache, else the directory (throws kUnknownSpace).
   Resolved resolve(SpaceId id) {
     auto& c = translation::tls_path_cache;
     if (c.pool_uid == uid_ && c.space == id && c.epoch == directory_.epoch()) [[likely]] {
-      return {c.entries, c.capacity, static_cast<pool::Space*>(c.owner)};
+      return {c.entries, c.capacity, static_cast<Space*>(c.owner)};
     }
     return resolve_slow(id);
   }
   Resolved resolve_slow(SpaceId id);
-  translation::Entry& entry_for(PageId pid, pool::Space** space_out) {
+  translation::Entry& entry_for(PageId pid, Space** space_out) {
     Resolved r = resolve(pid.space());
     if (pid.block() >= r.capacity) [[unlikely]] throw_out_of_range(pid);
     *space_out = r.space;
     std::atomic<uint64_t>* accesses = translation::tls_path_cache.accesses;
     accesses->store(accesses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    return r.entries[pid.block()];
+    if constexpr (Translation::kFlatEntries) {
+      return r.entries[pid.block()];
+    } else {
+      return r.space->table.entry(pid.block());
+    }
+  }
+  // The bytes of page `pid` while it is held in frame f.
+  std::byte* page_data(Space* s, PageId pid, FrameId f) const {
+    if constexpr (Translation::kPagesInPlace) {
+      return s->table.page(pid.block());
+    } else {
+      (void)s, (void)pid;
+      return frames_.frame(f);
+    }
   }
   [[noreturn]] void throw_out_of_range(PageId pid) const;
 
   // Slow path shared by every access that found the entry not usable: faults the page in
   // when it is evicted, helps asynchronous reads complete, or backs off while latched.
-  void wait_or_fault(pool::Space* space, PageId pid, translation::Entry& e,
+  void wait_or_fault(Space* space, PageId pid, translation::Entry& e,
                      translation::EntryWord seen, int* spins);
-  void fault(pool::Space* space, PageId pid, translation::Entry& e);
+  void fault(Space* space, PageId pid, translation::Entry& e);
 
   // Frames: a free frame, evicting a batch when none is free; kPoolFull when nothing can be
   // evicted for kPoolFullWaitMs. With `may_fail`, returns kInvalidFrame instead of waiting.
-  FrameId get_frame(bool may_fail);
+  // `preferred`: the frame this page should go to (kDirect: must), or kInvalidFrame.
+  FrameId get_frame(bool may_fail, PageId pid);
   // One CLOCK round under evict_mutex_: evicts up to eviction_batch pages. Returns the
   // number of frames freed (1 when enough were already free). When `wait` is false and
   // another thread is evicting, returns 0 at once. Throws kIoError when a write-back
@@ -304,7 +316,7 @@ class BufferPool {
 
   io::IoRing& thread_ring();
   void write_catalog_locked();  // pre: spaces_mutex_ held
-  pool::Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
+  Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
 
   static constexpr int kPoolFullWaitMs = 200;
   static constexpr uint64_t kGrowMinBlocks = 64;  // files grow by max(64 pages, 1/8)
@@ -315,17 +327,17 @@ class BufferPool {
   memory::FrameArena frames_;
   std::unique_ptr<pool::FrameMeta[]> meta_;
   pool::FreeList free_list_;
-  translation::SpaceDirectory<pool::Space> directory_;
+  translation::SpaceDirectory<Space> directory_;
 
   mutable std::mutex spaces_mutex_;  // creation/drop, the catalog, spaces_
-  std::vector<std::unique_ptr<pool::Space>> spaces_;  // every space ever opened (type-stable)
+  std::vector<std::unique_ptr<Space>> spaces_;  // every space ever opened (type-stable)
   SpaceId next_space_id_ = 1;
 
   std::mutex evict_mutex_;  // one evictor at a time; guards clock_
   pool::ClockHand clock_;
 
   struct PendingRead {
-    pool::Space* space;
+    Space* space;
     PageId pid;
     FrameId frame;
   };
@@ -352,38 +364,48 @@ class BufferPool {
         prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0};
   };
   mutable Counters counters_;
+  // kDirect: the entry that direct optimistic reads point at (never written).
+  static inline translation::Entry direct_entry_{0};
 };
 
 // ------------------------------------------------------------------------------------
 // Hot paths (inline): resolve the space, load one entry, CAS or read, done.
 
-inline SharedGuard BufferPool::pin_shared(PageId pid) {
-  pool::Space* space;
+template <class T>
+inline SharedGuard BasicBufferPool<T>::pin_shared(PageId pid) {
+  Space* space;
   translation::Entry& e = entry_for(pid, &space);
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(e);
     if (translation::try_lock_shared(e, w)) [[likely]] {
-      return SharedGuard(&e, frames_.frame(w.frame()), pid);
+      return SharedGuard(&e, page_data(space, pid, w.frame()), pid);
     }
     wait_or_fault(space, pid, e, w, &spins);
   }
 }
 
-inline ExclusiveGuard BufferPool::pin_exclusive(PageId pid) {
-  pool::Space* space;
+template <class T>
+inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive(PageId pid) {
+  Space* space;
   translation::Entry& e = entry_for(pid, &space);
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(e);
     if (translation::try_lock_exclusive(e, w)) [[likely]] {
       translation::EntryWord held = w.with_state(translation::kExclusive);
-      return ExclusiveGuard(&e, held, frames_.frame(w.frame()), &meta_[w.frame()], pid);
+      return ExclusiveGuard(&e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
     }
     wait_or_fault(space, pid, e, w, &spins);
   }
 }
 
-inline OptimisticRead BufferPool::read_optimistic(PageId pid) {
-  pool::Space* space;
+template <class T>
+inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid) {
+  if constexpr (T::kDirect) {
+    // The physical limit: no lookup, no residency check (see DirectTranslation).
+    return OptimisticRead{frames_.frame(static_cast<FrameId>(pid.block()) + 1), &direct_entry_,
+                          translation::EntryWord{0}, pid};
+  }
+  Space* space;
   translation::Entry& e = entry_for(pid, &space);
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(e);
@@ -392,14 +414,15 @@ inline OptimisticRead BufferPool::read_optimistic(PageId pid) {
         // Second chance: an access clears CLOCK's mark (the only write, and a rare one).
         translation::try_cas(e, w, w.with_state(translation::kUnlocked));
       }
-      return OptimisticRead{frames_.frame(w.frame()), &e, w, pid};
+      return OptimisticRead{page_data(space, pid, w.frame()), &e, w, pid};
     }
     wait_or_fault(space, pid, e, w, &spins);
   }
 }
 
+template <class T>
 template <class Fn>
-auto BufferPool::optimistic_read(PageId pid, Fn&& fn)
+auto BasicBufferPool<T>::optimistic_read(PageId pid, Fn&& fn)
     -> std::invoke_result_t<Fn&, const std::byte*> {
   using R = std::invoke_result_t<Fn&, const std::byte*>;
   for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
@@ -417,5 +440,9 @@ auto BufferPool::optimistic_read(PageId pid, Fn&& fn)
   SharedGuard g = pin_shared(pid);
   return fn(g.data());
 }
+
+// The default pool: Calico's translation arrays.
+using BufferPool = BasicBufferPool<translation::ArrayTranslation>;
+extern template class BasicBufferPool<translation::ArrayTranslation>;
 
 }  // namespace calico

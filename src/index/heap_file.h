@@ -89,21 +89,28 @@ struct ScanOptions {
   uint32_t prefetch_distance = 0;
 };
 
-class HeapFile {
- public:
-  using RowFn = std::function<void(RowId, std::span<const std::byte>)>;
-
+// The on-page format constants, shared by every instantiation.
+struct HeapFormat {
   static constexpr uint64_t kMagic = 0x0050414548'4C4143ull;  // "CALHEAP\0" little-endian
   static constexpr uint32_t kFormatVersion = 1;
   static constexpr uint32_t kMaxPrefetchDistance = 256;
+  static constexpr size_t kHeaderBytes = 8;
+  static constexpr size_t kSlotBytes = 4;
+};
+
+// BasicHeapFile<Pool>: instantiated per translation (src/variants/); HeapFile is the default.
+template <class Pool>
+class BasicHeapFile : public HeapFormat {
+ public:
+  using RowFn = std::function<void(RowId, std::span<const std::byte>)>;
 
   // Creates space `space_name` in `pool` and writes its metadata page (block 0).
   // Errors: those of BufferPool::create_space (kInvalidArgument, kSpaceExists), kPoolFull.
-  static HeapFile create(BufferPool& pool, std::string_view space_name);
+  static BasicHeapFile create(Pool& pool, std::string_view space_name);
   // Opens an existing heap file. Errors: kUnknownSpace; kInvalidArgument when the space is
   // empty, its block 0 does not carry the heap magic, or its format version or page size
   // differ (the message says which); pin errors (kIoError, kChecksumMismatch...).
-  static HeapFile open(BufferPool& pool, std::string_view space_name);
+  static BasicHeapFile open(Pool& pool, std::string_view space_name);
 
   // Appends a copy of `row` and returns its RowId. Thread-safe (serialized on the metadata
   // page's exclusive latch). The caller must hold no latch of this space.
@@ -150,13 +157,10 @@ class HeapFile {
     return row_bytes > max_row_bytes() ? 0 : (usable_ - kHeaderBytes) / (row_bytes + kSlotBytes);
   }
   SpaceId space() const { return space_; }
-  BufferPool& pool() const { return *pool_; }
-
-  static constexpr size_t kHeaderBytes = 8;
-  static constexpr size_t kSlotBytes = 4;
+  Pool& pool() const { return *pool_; }
 
  private:
-  HeapFile(BufferPool& pool, SpaceId space);
+  BasicHeapFile(Pool& pool, SpaceId space);
 
   // Calls visit(block) for every block in `order` (or 1..last when order is null),
   // issuing group prefetches ahead as opts asks.
@@ -168,9 +172,12 @@ class HeapFile {
   BlockId last_page() const;
   void check_column(size_t offset) const;  // throws kInvalidArgument unless offset + 8 fits a row
 
-  BufferPool* pool_;
+  Pool* pool_;
   SpaceId space_;
   size_t usable_;  // usable_page_size() of the pool
 };
+
+using HeapFile = BasicHeapFile<BufferPool>;
+extern template class BasicHeapFile<BufferPool>;
 
 }  // namespace calico

@@ -1,7 +1,11 @@
 // FreeList: frames that hold no page. A mutex-protected stack; taken once per fault and
 // given back once per eviction, never on a hit, so its lock is off the hot path.
-// Invariant: a frame is in the list at most once, and a listed frame is referenced by no
-// entry (its owner is 0).
+// take(f) removes a given frame (translations with a preferred frame: direct, predictive):
+// the stack may then hold stale copies of f, which pop() skips (listed_[f] says whether f
+// is free).
+// Invariant: a frame is free at most once (listed_ is the truth; the stack holds every free
+// frame, possibly with stale extras), and a free frame is referenced by no entry (its owner
+// is 0).
 #pragma once
 
 #include <atomic>
@@ -16,7 +20,8 @@ namespace calico::pool {
 class FreeList {
  public:
   // Starts with frames 1..num_frames, handed out in ascending order.
-  explicit FreeList(FrameId num_frames) {
+  explicit FreeList(FrameId num_frames) : listed_(size_t{num_frames} + 1, 1) {
+    listed_[kInvalidFrame] = 0;
     frames_.reserve(num_frames);
     for (FrameId f = num_frames; f >= 1; --f) frames_.push_back(f);
     size_.store(num_frames, std::memory_order_relaxed);
@@ -26,18 +31,35 @@ class FreeList {
   FrameId pop() {
     if (size_.load(std::memory_order_relaxed) == 0) return kInvalidFrame;
     std::lock_guard lock(mutex_);
-    if (frames_.empty()) return kInvalidFrame;
-    FrameId f = frames_.back();
-    frames_.pop_back();
-    size_.store(frames_.size(), std::memory_order_relaxed);
-    return f;
+    while (!frames_.empty()) {
+      FrameId f = frames_.back();
+      frames_.pop_back();
+      if (listed_[f]) {
+        listed_[f] = 0;
+        size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+        return f;
+      }
+    }
+    return kInvalidFrame;
+  }
+
+  // Takes frame f if it is free.
+  bool take(FrameId f) {
+    std::lock_guard lock(mutex_);
+    if (f >= listed_.size() || !listed_[f]) return false;
+    listed_[f] = 0;
+    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    if (frames_.size() > 2 * listed_.size()) compact();
+    return true;
   }
 
   void push(FrameId f) {
     CALICO_DCHECK(f != kInvalidFrame);
     std::lock_guard lock(mutex_);
+    CALICO_CHECK(!listed_[f]);  // a frame freed twice
+    listed_[f] = 1;
     frames_.push_back(f);
-    size_.store(frames_.size(), std::memory_order_relaxed);
+    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
   // Approximate unless the caller excludes concurrent push/pop.
@@ -46,12 +68,27 @@ class FreeList {
   // Test/checker access: a copy of the listed frames.
   std::vector<FrameId> snapshot() const {
     std::lock_guard lock(mutex_);
-    return frames_;
+    std::vector<FrameId> out;
+    for (FrameId f = 1; f < listed_.size(); ++f) {
+      if (listed_[f]) out.push_back(f);
+    }
+    return out;
   }
 
  private:
+  // Drops stale copies, keeping the stack order of the first copy of each free frame.
+  void compact() {
+    std::vector<uint8_t> seen(listed_.size(), 0);
+    std::vector<FrameId> kept;
+    for (FrameId f : frames_) {
+      if (listed_[f] && !seen[f]) seen[f] = 1, kept.push_back(f);
+    }
+    frames_.swap(kept);
+  }
+
   mutable std::mutex mutex_;
   std::vector<FrameId> frames_;
+  std::vector<uint8_t> listed_;  // listed_[f] = 1 iff f is free (guarded by mutex_)
   std::atomic<size_t> size_{0};
 };
 

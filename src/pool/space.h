@@ -1,4 +1,5 @@
-// Space: one file of pages and its last-level translation array.
+// BasicSpace<Table>: one file of pages and its translation table (the last level: for
+// Calico a TranslationArray; see BasicBufferPool for what a Table provides).
 //
 // Locking: grow_mutex serialises file extension. fault_latch is taken shared by every operation that may install a frame in the
 // space (fault, allocate, prefetch submission) for the length of that operation, and
@@ -13,22 +14,24 @@
 #include <string>
 
 #include "io/page_file.h"
-#include "translation/translation_array.h"
+#include "calico/pool_options.h"
 
 namespace calico::pool {
 
-struct Space {
-  Space(SpaceId id_, std::string name_, uint64_t capacity, io::PageFile file_, uint64_t blocks)
+template <class Table>
+struct BasicSpace {
+  BasicSpace(SpaceId id_, std::string name_, uint64_t capacity, io::PageFile file_, uint64_t blocks,
+             const PoolOptions& options)
       : id(id_),
         name(std::move(name_)),
-        array(capacity),
+        table(capacity, options),
         file(std::move(file_)),
         num_blocks(blocks),
         file_blocks(file.size_blocks()) {}
 
   const SpaceId id;
   const std::string name;
-  translation::TranslationArray array;
+  Table table;
   io::PageFile file;
   std::atomic<uint64_t> num_blocks;  // blocks allocated; only grows
   // Pages the file has room for (extended ahead in chunks under grow_mutex). Invariant:

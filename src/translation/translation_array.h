@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "calico/page_id.h"
+#include "calico/pool_options.h"
 #include "memory/virtual_region.h"
 #include "translation/entry.h"
 #include "translation/hole_punch_counter.h"
@@ -29,6 +30,7 @@ class TranslationArray {
  public:
   // Reserves room for `capacity` blocks (1 .. 2^32). Errors: kInvalidArgument.
   explicit TranslationArray(uint64_t capacity);
+  TranslationArray(uint64_t capacity, const PoolOptions&) : TranslationArray(capacity) {}
 
   Entry& entry(BlockId block) const { return entries_[block]; }
   Entry* entries() const { return entries_; }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/test_util.h"
+#include "support/variants.h"
 
 namespace calico {
 namespace {
@@ -55,7 +56,8 @@ std::string random_value(std::mt19937_64& rng, size_t max_len = 200) {
   return v;
 }
 
-void expect_same(BTree& tree, const std::map<std::string, std::string>& model) {
+template <class Tree>
+void expect_same(Tree& tree, const std::map<std::string, std::string>& model) {
   auto it = model.begin();
   size_t n = 0;
   tree.scan("", [&](std::string_view k, std::string_view v) {
@@ -71,10 +73,11 @@ void expect_same(BTree& tree, const std::map<std::string, std::string>& model) {
   EXPECT_EQ(tree.size(), model.size());
 }
 
-void run_model(BufferPool& pool, uint64_t seed, int ops) {
+template <class Pool>
+void run_model(Pool& pool, uint64_t seed, int ops) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  BTree tree = BTree::create(pool, "tree");
+  auto tree = index::BasicBTree<Pool>::create(pool, "tree");
   std::map<std::string, std::string> model;
   std::vector<std::string> keys = make_keys(rng, 3000);
   for (int op = 0; op < ops; ++op) {
@@ -145,10 +148,55 @@ INSTANTIATE_TEST_SUITE_P(BTree, BTreeModel,
                                   std::to_string(info.param.page_size);
                          });
 
-TEST(BTree, ConcurrentWritersAndReaders) {
+// The model test, concurrency and tiny-pool tests on every translation that evicts.
+template <class Pool>
+class BTreeOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(BTreeOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+TYPED_TEST(BTreeOnEveryTranslation, RandomOperationsMatchStdMapOnTinyAndLargePools) {
+  for (uint32_t frames : {6u, 1024u}) {
+    TempDir dir;
+    auto pool = TypeParam::open(small_options(dir.path(), frames));
+    run_model(*pool, 0xB7EE5EED + frames, 8000 / kScale);
+    pool->check_invariants();
+  }
+}
+
+// direct: the model test on a pool that holds everything; a pool smaller than the tree is
+// refused with kPoolFull, and the stored pages stay intact.
+TEST(BTreeOnDirect, ModelTestWhenResidentAndClearErrorWhenNot) {
+  using Pool = BasicBufferPool<translation::DirectTranslation>;
+  {
+    TempDir dir;
+    auto pool = Pool::open(small_options(dir.path(), 4096));
+    run_model(*pool, 0xD1EC7, 8000 / kScale);
+    pool->check_invariants();
+  }
   TempDir dir;
-  auto pool = BufferPool::open(small_options(dir.path(), 64));
-  BTree tree = BTree::create(*pool, "tree");
+  auto pool = Pool::open(small_options(dir.path(), 8));
+  auto tree = index::BasicBTree<Pool>::create(*pool, "tree");
+  std::map<std::string, std::string> model;
+  Error e = expect_error(ErrorCode::kPoolFull, [&] {
+    for (int i = 0;; ++i) {
+      std::string k = "key" + std::to_string(i), v(100, static_cast<char>('a' + i % 26));
+      tree.insert(k, v);
+      model[k] = v;
+    }
+  });
+  EXPECT_NE(std::string(e.what()).find("direct translation"), std::string::npos) << e.what();
+  EXPECT_GT(model.size(), 10u);
+  for (auto& [k, v] : model) {
+    std::string got;
+    ASSERT_TRUE(tree.lookup(k, &got)) << k;
+    EXPECT_EQ(got, v);
+  }
+}
+
+TYPED_TEST(BTreeOnEveryTranslation, ConcurrentWritersAndReaders) {
+  using Pool = TypeParam;
+  TempDir dir;
+  auto pool = Pool::open(small_options(dir.path(), 64));
+  auto tree = index::BasicBTree<Pool>::create(*pool, "tree");
   // Keys readers can rely on: inserted before the threads start, never touched.
   const int stable = 500;
   auto stable_key = [](int i) { return "m/stable/" + std::to_string(i * 7919 % 100000); };
@@ -324,10 +372,11 @@ bool derived_value_ok(std::string_view key, std::string_view v) {
   return true;
 }
 
-TEST(BTree, InPlaceReadersSeeOnlyWrittenValuesOnTinyPool) {
+TYPED_TEST(BTreeOnEveryTranslation, InPlaceReadersSeeOnlyWrittenValuesOnTinyPool) {
+  using Pool = TypeParam;
   TempDir dir;
-  auto pool = BufferPool::open(small_options(dir.path(), 24));
-  BTree tree = BTree::create(*pool, "tree");
+  auto pool = Pool::open(small_options(dir.path(), 24));
+  auto tree = index::BasicBTree<Pool>::create(*pool, "tree");
   // Long shared prefixes exercise the prefix stripping; short keys the key heads.
   auto key_of = [](uint64_t n, int w) {
     static const char* prefixes[] = {"", "p/", "order/2024/customer/0000000000/line/"};

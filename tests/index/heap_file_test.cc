@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/test_util.h"
+#include "support/variants.h"
 
 namespace calico {
 namespace {
@@ -142,12 +143,13 @@ TEST(HeapFile, AppendReadAndScanRandomLengths) {
 
 // Table 2: SUM over one 8-byte column of 1024-byte rows in 8 KB pages, pages in block order
 // (heap scan) and in a random permutation (B-tree-leaf-like), for every scan variant.
+template <class Pool>
 void table2_sum(uint32_t frames, bool expect_evictions) {
   const uint64_t seed = 42 + frames;
   SCOPED_TRACE("seed " + std::to_string(seed) + ", frames " + std::to_string(frames));
   TempDir dir;
-  auto pool = BufferPool::open(small_options(dir.path(), frames, 8192));
-  HeapFile heap = HeapFile::create(*pool, "table2");
+  auto pool = Pool::open(small_options(dir.path(), frames, 8192));
+  auto heap = BasicHeapFile<Pool>::create(*pool, "table2");
   constexpr size_t kRowBytes = 1024, kColumn = 16;
   ASSERT_EQ(heap.rows_per_page(kRowBytes), 7u);  // (8176 - 8) / 1028
 
@@ -183,8 +185,19 @@ void table2_sum(uint32_t frames, bool expect_evictions) {
   pool->check_invariants();
 }
 
-TEST(HeapFile, Table2SumColumnResidentPool) { table2_sum(256, false); }
-TEST(HeapFile, Table2SumColumnTinyPoolEvictsConstantly) { table2_sum(4, true); }
+// Scans, sums and concurrent appends on every translation that evicts.
+template <class Pool>
+class HeapFileOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(HeapFileOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+TYPED_TEST(HeapFileOnEveryTranslation, Table2SumColumnResidentPool) { table2_sum<TypeParam>(256, false); }
+TYPED_TEST(HeapFileOnEveryTranslation, Table2SumColumnTinyPoolEvictsConstantly) {
+  table2_sum<TypeParam>(4, true);
+}
+// direct: the ceiling of the scan benchmarks, with every page resident.
+TEST(HeapFileOnDirect, Table2SumColumnResidentPool) {
+  table2_sum<BasicBufferPool<translation::DirectTranslation>>(256, false);
+}
 
 // Rows that describe themselves: 8 bytes of id, then bytes derived from it.
 std::string self_row(uint64_t id) {
@@ -200,10 +213,11 @@ bool self_row_ok(std::span<const std::byte> row, uint64_t* id) {
   return row.size() == want.size() && std::memcmp(row.data(), want.data(), want.size()) == 0;
 }
 
-TEST(HeapFile, ConcurrentAppendsThenScanFindsEveryRowOnce) {
+TYPED_TEST(HeapFileOnEveryTranslation, ConcurrentAppendsThenScanFindsEveryRowOnce) {
+  using Pool = TypeParam;
   TempDir dir;
-  auto pool = BufferPool::open(small_options(dir.path(), 16));
-  HeapFile heap = HeapFile::create(*pool, "conc");
+  auto pool = Pool::open(small_options(dir.path(), 16));
+  auto heap = BasicHeapFile<Pool>::create(*pool, "conc");
   const int threads = 4, per_thread = 600;
   std::vector<std::vector<RowId>> ids(threads);
   std::vector<std::thread> workers;
@@ -234,10 +248,11 @@ TEST(HeapFile, ConcurrentAppendsThenScanFindsEveryRowOnce) {
 
 // Optimistic scans race appends (the intended race of rule 4): every row a scan reports must
 // be complete, and a scan sees at least the rows appended before it started.
-TEST(HeapFile, ScansRacingAppendsSeeOnlyCompleteRows) {
+TYPED_TEST(HeapFileOnEveryTranslation, ScansRacingAppendsSeeOnlyCompleteRows) {
+  using Pool = TypeParam;
   TempDir dir;
-  auto pool = BufferPool::open(small_options(dir.path(), 16));
-  HeapFile heap = HeapFile::create(*pool, "race");
+  auto pool = Pool::open(small_options(dir.path(), 16));
+  auto heap = BasicHeapFile<Pool>::create(*pool, "race");
   const int appenders = 2, per_thread = 1500;
   std::atomic<int> done{0};
   std::atomic<size_t> scans{0};

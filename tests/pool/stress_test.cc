@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/test_util.h"
+#include "support/variants.h"
 
 #ifndef CALICO_STRESS_SECONDS
 #define CALICO_STRESS_SECONDS 8
@@ -37,7 +38,13 @@ Snapshot read_snapshot(const std::byte* page, size_t bytes, PageId pid) {
   return snap;
 }
 
-TEST(Stress, MixedWorkloadMatchesReferenceModel) {
+// On every translation that evicts.
+template <class Pool>
+class StressOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(StressOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
+  using Pool = TypeParam;
   TempDir dir;
   const int threads = 6;  // 3x the cores of the reference machine
   const int spaces_n = 3;
@@ -45,7 +52,7 @@ TEST(Stress, MixedWorkloadMatchesReferenceModel) {
   const uint32_t frames = 180;  // 3% of the 6000 permanent pages
   PoolOptions o = testing::small_options(dir.path(), frames);
   o.eviction_batch = 16;
-  auto pool = BufferPool::open(o);
+  auto pool = Pool::open(o);
   const size_t usable = pool->usable_page_size();
 
   std::vector<SpaceId> spaces;
@@ -186,7 +193,7 @@ TEST(Stress, MixedWorkloadMatchesReferenceModel) {
   }
   EXPECT_EQ(pool->spaces().size(), static_cast<size_t>(spaces_n)) << "every transient space was dropped";
   pool.reset();  // flushes
-  pool = BufferPool::open(o);
+  pool = Pool::open(o);
   for (int si = 0; si < spaces_n; ++si) {
     testing::expect_space(*pool, spaces[si], pages, [&](uint64_t b) { return model_of(si, static_cast<BlockId>(b)).load(); });
   }

@@ -45,8 +45,8 @@ inline PoolOptions small_options(const std::string& dir, uint32_t frames, size_t
 }
 
 // Appends `pages` pages to `space`, page b stamped with stamp_of(b).
-template <class StampFn>
-void fill_space(BufferPool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {
+template <class Pool, class StampFn>
+void fill_space(Pool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {
   for (uint64_t i = 0; i < pages; ++i) {
     ExclusiveGuard g = pool.allocate(space);
     bench::stamp_pattern(g.data(), pool.usable_page_size(), g.page_id(), stamp_of(g.page_id().block()));
@@ -55,8 +55,8 @@ void fill_space(BufferPool& pool, SpaceId space, uint64_t pages, StampFn stamp_o
 }
 
 // Expects every page of `space` to carry the pattern with stamp_of(block).
-template <class StampFn>
-void expect_space(BufferPool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {
+template <class Pool, class StampFn>
+void expect_space(Pool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {
   for (uint64_t b = 0; b < pages; ++b) {
     PageId pid(space, static_cast<BlockId>(b));
     SharedGuard g = pool.pin_shared(pid);

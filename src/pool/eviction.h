@@ -1,4 +1,4 @@
-// Eviction: frames for faults, CLOCK with the reference bit in the entry (kMarked), batched
+// BasicBufferPool<T> eviction: frames for faults, CLOCK with the reference bit in the entry (kMarked), batched
 // write-back, and the hole-punch release (Algorithm 3 with the reservation protocol of
 // translation/hole_punch_counter.h).
 //
@@ -11,9 +11,14 @@
 //   3. For each written or clean victim: seed the frame's next version, clear its owner,
 //      zero the entry, release the punch reference (the last one punches the entries' page),
 //      and give the frame to the free list.
+// Included by buffer_pool_impl.h.
+#pragma once
+
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "calico/buffer_pool.h"
 #include "calico/checks.h"
@@ -24,10 +29,28 @@ namespace calico {
 
 using translation::EntryWord;
 using translation::kExclusive;
+using translation::kIoPending;
 using translation::kMarked;
 using translation::kUnlocked;
 
-FrameId BufferPool::get_frame(bool may_fail) {
+template <class T>
+FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
+  if constexpr (T::kDirect) {
+    // Block b lives in frame b + 1 or nowhere; nothing is evicted (array.h, DirectTranslation).
+    FrameId f = pid.block() < frames_.num_frames() ? static_cast<FrameId>(pid.block()) + 1 : kInvalidFrame;
+    if (f != kInvalidFrame && free_list_.take(f)) return f;
+    if (may_fail) return kInvalidFrame;
+    throw Error(ErrorCode::kPoolFull,
+                "direct translation: block " + std::to_string(pid.block()) + " of space " +
+                    std::to_string(pid.space()) + " has no frame of its own (the pool has " +
+                    std::to_string(frames_.num_frames()) +
+                    " frames; direct needs every page of one space resident)",
+                pid);
+  }
+  if constexpr (requires { T::preferred_frame(pid, frames_.num_frames()); }) {
+    FrameId want = T::preferred_frame(pid, frames_.num_frames());
+    if (want != kInvalidFrame && free_list_.take(want)) return want;
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kPoolFullWaitMs);
   for (;;) {
     // Below the low watermark, make room ahead of need, unless another thread already is.
@@ -52,7 +75,9 @@ FrameId BufferPool::get_frame(bool may_fail) {
   }
 }
 
-uint32_t BufferPool::evict_batch(bool wait) {
+template <class T>
+uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
+  if constexpr (T::kDirect) return 0;  // direct translation never evicts
   std::unique_lock lock(evict_mutex_, std::defer_lock);
   if (wait) {
     lock.lock();
@@ -62,7 +87,7 @@ uint32_t BufferPool::evict_batch(bool wait) {
   if (free_list_.size() > low_watermark_) return 1;  // another evictor just made room
 
   struct Victim {
-    pool::Space* space;
+    Space* space;
     PageId pid;
     FrameId frame;
     EntryWord held;
@@ -77,9 +102,9 @@ uint32_t BufferPool::evict_batch(bool wait) {
     FrameId f = clock_.advance();
     PageId pid(meta_[f].owner.load(std::memory_order_acquire));
     if (!pid.valid()) continue;  // free, or being loaded
-    pool::Space* s = directory_.lookup(pid.space());
+    Space* s = directory_.lookup(pid.space());
     if (s == nullptr) continue;  // being dropped: drop_space discards its frames
-    translation::Entry& e = s->array.entry(pid.block());
+    translation::Entry& e = s->table.entry(pid.block());
     EntryWord w = translation::load(e);
     if (w.frame() != f) continue;  // stale owner hint
     if (w.state() == kUnlocked) {
@@ -93,9 +118,9 @@ uint32_t BufferPool::evict_batch(bool wait) {
   std::vector<Victim*> writers;
   for (Victim& v : victims) {
     if (meta_[v.frame].dirty.load(std::memory_order_relaxed) == 0) continue;
-    io::stamp_page(frames_.frame(v.frame), options_.page_size, v.pid);
+    io::stamp_page(page_data(v.space, v.pid, v.frame), options_.page_size, v.pid);
     writes.push_back(io::IoRequest{v.space->file.fd(), uint64_t{v.pid.block()} * options_.page_size,
-                                   frames_.frame(v.frame), static_cast<uint32_t>(options_.page_size),
+                                   page_data(v.space, v.pid, v.frame), static_cast<uint32_t>(options_.page_size),
                                    true, 0, 0});
     writers.push_back(&v);
   }
@@ -119,7 +144,7 @@ uint32_t BufferPool::evict_batch(bool wait) {
 
   uint32_t freed = 0;
   for (Victim& v : victims) {
-    translation::Entry& e = v.space->array.entry(v.pid.block());
+    translation::Entry& e = v.space->table.entry(v.pid.block());
     if (v.write_failed) {
       translation::unlock_exclusive(e, v.held, /*bump_version=*/false);  // kept, still dirty
       continue;
@@ -129,8 +154,10 @@ uint32_t BufferPool::evict_batch(bool wait) {
     m.dirty.store(0, std::memory_order_relaxed);
     m.owner.store(0, std::memory_order_release);
     e.store(0, std::memory_order_release);
-    if (v.space->array.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-    if constexpr (CALICO_CHECKS_LEVEL >= 2) {
+    if (v.space->table.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    if constexpr (T::kPagesInPlace) {
+      v.space->table.discard(v.pid.block());  // the page's memory goes back to the OS
+    } else if constexpr (CALICO_CHECKS_LEVEL >= 2) {
       // Poison: a reader that skipped validation now sees garbage, not a plausible page.
       std::memset(frames_.frame(v.frame), 0xA5, options_.page_size);
     }

@@ -1,4 +1,5 @@
-// HeapFile implementation: the page format (see heap_file.h), appends under the metadata
+// BasicHeapFile<Pool> implementation (included only where heap files are instantiated:
+// src/variants/): the page format (see heap_file.h), appends under the metadata
 // page's exclusive latch, and scans with shared pins or validated optimistic reads.
 //
 // Entry points: HeapFile::create / open / append / read / size / data_pages /
@@ -10,6 +11,8 @@
 // ThreadSanitizer (the race is intended; tests/tsan.supp names them) and bounds-checks
 // everything it takes from the page before using it as an index. Only validated results
 // are used, and a validated result that breaks the page invariants is a bug (CALICO_CHECK).
+#pragma once
+
 #include "index/heap_file.h"
 
 #include <cstring>
@@ -20,7 +23,7 @@
 #include "calico/error.h"
 
 namespace calico {
-namespace {
+namespace heap_detail {
 
 // Block 0. Fields at fixed offsets; the rest of the page is zero.
 struct MetaPage {
@@ -40,13 +43,13 @@ struct PageHeader {
   uint16_t rows_begin;  // lowest byte used by a row; usable_page_size() when the page is empty
   uint32_t tag;         // kDataTag on an initialized data page
 };
-static_assert(sizeof(PageHeader) == HeapFile::kHeaderBytes);
+static_assert(sizeof(PageHeader) == HeapFormat::kHeaderBytes);
 
 struct Slot {
   uint16_t offset;
   uint16_t length;
 };
-static_assert(sizeof(Slot) == HeapFile::kSlotBytes);
+static_assert(sizeof(Slot) == HeapFormat::kSlotBytes);
 
 // An all-zero page (tag 0) is a valid empty data page too: BufferPool::allocate leaves a zero
 // block behind when it fails after claiming the block, and the next append skips over it.
@@ -55,33 +58,33 @@ constexpr uint32_t kDataTag = 0x54414448;  // "HDAT"
 // u16 offsets must address every byte of the largest page (16 KB).
 static_assert(16384 - BufferPool::kTrailerBytes <= UINT16_MAX);
 
-MetaPage load_meta(const std::byte* page) {
+inline MetaPage load_meta(const std::byte* page) {
   MetaPage m;
   std::memcpy(&m, page, sizeof m);
   return m;
 }
-void store_meta(std::byte* page, const MetaPage& m) { std::memcpy(page, &m, sizeof m); }
-PageHeader load_header(const std::byte* page) {
+inline void store_meta(std::byte* page, const MetaPage& m) { std::memcpy(page, &m, sizeof m); }
+inline PageHeader load_header(const std::byte* page) {
   PageHeader h;
   std::memcpy(&h, page, sizeof h);
   return h;
 }
-void store_header(std::byte* page, const PageHeader& h) { std::memcpy(page, &h, sizeof h); }
-Slot load_slot(const std::byte* page, size_t i) {
+inline void store_header(std::byte* page, const PageHeader& h) { std::memcpy(page, &h, sizeof h); }
+inline Slot load_slot(const std::byte* page, size_t i) {
   Slot s;
-  std::memcpy(&s, page + HeapFile::kHeaderBytes + i * HeapFile::kSlotBytes, sizeof s);
+  std::memcpy(&s, page + HeapFormat::kHeaderBytes + i * HeapFormat::kSlotBytes, sizeof s);
   return s;
 }
 
 // The page invariants of heap_file.h, on bytes that cannot change (pinned or a validated
 // copy). Returns false when they do not hold.
-bool header_ok(const PageHeader& h, size_t usable) {
+inline bool header_ok(const PageHeader& h, size_t usable) {
   if (h.tag == 0) return h.slot_count == 0 && h.rows_begin == 0;  // a zero page: empty
   return h.tag == kDataTag &&
-         HeapFile::kHeaderBytes + size_t{h.slot_count} * HeapFile::kSlotBytes <= h.rows_begin &&
+         HeapFormat::kHeaderBytes + size_t{h.slot_count} * HeapFormat::kSlotBytes <= h.rows_begin &&
          h.rows_begin <= usable;
 }
-bool slot_ok(const PageHeader& h, const Slot& s, size_t usable) {
+inline bool slot_ok(const PageHeader& h, const Slot& s, size_t usable) {
   return s.offset >= h.rows_begin && size_t{s.offset} + s.length <= usable;
 }
 
@@ -100,7 +103,7 @@ void for_each_row(const std::byte* page, size_t usable, PageId pid, Fn&& fn) {
 // --- racy readers: the only code that reads unlatched page bytes ----------------------
 
 // Copies `bytes` (a multiple of 8, page-aligned source) of a page that may be changing.
-__attribute__((no_sanitize("thread"), noinline)) void heap_racy_copy(std::byte* dst, const std::byte* src,
+inline __attribute__((no_sanitize("thread"), noinline)) void heap_racy_copy(std::byte* dst, const std::byte* src,
                                                                        size_t bytes) {
 #if defined(__SANITIZE_THREAD__)
   // Under TSan a memcpy call would be intercepted (and reported); copy word by word.
@@ -115,7 +118,7 @@ __attribute__((no_sanitize("thread"), noinline)) void heap_racy_copy(std::byte* 
 }
 
 // Reads the 8-byte integer at `at` of a page that may be changing (at + 8 <= page size).
-__attribute__((no_sanitize("thread"), noinline)) uint64_t heap_racy_u64(const std::byte* at) {
+inline __attribute__((no_sanitize("thread"), noinline)) uint64_t heap_racy_u64(const std::byte* at) {
   uint64_t v;
   __builtin_memcpy(&v, at, 8);
   return v;
@@ -124,7 +127,7 @@ __attribute__((no_sanitize("thread"), noinline)) uint64_t heap_racy_u64(const st
 // SUM of the 8-byte integer at `offset` over the rows of a page that may be changing.
 // Every slot and bound taken from the page is checked before it is used; returns false when
 // one fails (garbage: the caller's validation will fail too, or the page is broken).
-__attribute__((no_sanitize("thread"), noinline)) bool heap_racy_sum_page(const std::byte* page, size_t usable,
+inline __attribute__((no_sanitize("thread"), noinline)) bool heap_racy_sum_page(const std::byte* page, size_t usable,
                                                                            size_t offset, uint64_t* sum_out) {
   PageHeader h;
   __builtin_memcpy(&h, page, sizeof h);
@@ -132,14 +135,14 @@ __attribute__((no_sanitize("thread"), noinline)) bool heap_racy_sum_page(const s
     *sum_out = 0;
     return true;
   }
-  if (h.tag != kDataTag || HeapFile::kHeaderBytes + size_t{h.slot_count} * HeapFile::kSlotBytes > h.rows_begin ||
+  if (h.tag != kDataTag || HeapFormat::kHeaderBytes + size_t{h.slot_count} * HeapFormat::kSlotBytes > h.rows_begin ||
       h.rows_begin > usable) {
     return false;
   }
   uint64_t sum = 0;
   for (uint32_t i = 0; i < h.slot_count; ++i) {
     Slot s;
-    __builtin_memcpy(&s, page + HeapFile::kHeaderBytes + i * HeapFile::kSlotBytes, sizeof s);
+    __builtin_memcpy(&s, page + HeapFormat::kHeaderBytes + i * HeapFormat::kSlotBytes, sizeof s);
     if (s.offset < h.rows_begin || size_t{s.offset} + s.length > usable) return false;
     if (s.length < offset + 8) continue;  // too short: skipped, like a NULL
     uint64_t v;
@@ -150,16 +153,20 @@ __attribute__((no_sanitize("thread"), noinline)) bool heap_racy_sum_page(const s
   return true;
 }
 
-}  // namespace
+}  // namespace heap_detail
+
+using namespace heap_detail;  // this header is included only where heap files are instantiated
 
 // --- create / open ---------------------------------------------------------------------
 
-HeapFile::HeapFile(BufferPool& pool, SpaceId space)
+template <class Pool>
+BasicHeapFile<Pool>::BasicHeapFile(Pool& pool, SpaceId space)
     : pool_(&pool), space_(space), usable_(pool.usable_page_size()) {
   CALICO_CHECK(usable_ % 8 == 0 && usable_ > kHeaderBytes + kSlotBytes);
 }
 
-HeapFile HeapFile::create(BufferPool& pool, std::string_view space_name) {
+template <class Pool>
+BasicHeapFile<Pool> BasicHeapFile<Pool>::create(Pool& pool, std::string_view space_name) {
   SpaceId space = pool.create_space(space_name);
   try {
     ExclusiveGuard g = pool.allocate(space);
@@ -174,10 +181,11 @@ HeapFile HeapFile::create(BufferPool& pool, std::string_view space_name) {
     pool.drop_space(space);  // no half-made heap file is left behind
     throw;
   }
-  return HeapFile(pool, space);
+  return BasicHeapFile(pool, space);
 }
 
-HeapFile HeapFile::open(BufferPool& pool, std::string_view space_name) {
+template <class Pool>
+BasicHeapFile<Pool> BasicHeapFile<Pool>::open(Pool& pool, std::string_view space_name) {
   SpaceId space = pool.open_space(space_name);
   std::string name(space_name);
   if (pool.space_blocks(space) == 0) {
@@ -204,12 +212,13 @@ HeapFile HeapFile::open(BufferPool& pool, std::string_view space_name) {
     throw Error(ErrorCode::kInvalidArgument, "heap file '" + name + "' names last page " +
                                                  std::to_string(m.last_page) + " past its end");
   }
-  return HeapFile(pool, space);
+  return BasicHeapFile(pool, space);
 }
 
 // --- append / read ---------------------------------------------------------------------
 
-RowId HeapFile::append(std::span<const std::byte> row) {
+template <class Pool>
+RowId BasicHeapFile<Pool>::append(std::span<const std::byte> row) {
   if (row.size() > max_row_bytes()) {
     throw Error(ErrorCode::kInvalidArgument, "heap row of " + std::to_string(row.size()) +
                                                  " bytes exceeds the maximum of " + std::to_string(max_row_bytes()));
@@ -254,7 +263,8 @@ RowId HeapFile::append(std::span<const std::byte> row) {
   return RowId(page.page_id().block(), slot);
 }
 
-bool HeapFile::read(RowId id, std::string* out) const {
+template <class Pool>
+bool BasicHeapFile<Pool>::read(RowId id, std::string* out) const {
   if (id.block() == 0 || id.block() > last_page()) return false;
   SharedGuard g = pool_->pin_shared(PageId(space_, id.block()));
   PageHeader h = load_header(g.data());
@@ -266,25 +276,29 @@ bool HeapFile::read(RowId id, std::string* out) const {
   return true;
 }
 
-uint64_t HeapFile::size() const {
+template <class Pool>
+uint64_t BasicHeapFile<Pool>::size() const {
   return pool_->optimistic_read(PageId(space_, 0), [](const std::byte* p) {
     return heap_racy_u64(p + offsetof(MetaPage, row_count));
   });
 }
 
-BlockId HeapFile::last_page() const {
+template <class Pool>
+BlockId BasicHeapFile<Pool>::last_page() const {
   uint64_t last = pool_->optimistic_read(PageId(space_, 0), [](const std::byte* p) {
     return heap_racy_u64(p + offsetof(MetaPage, last_page)) & 0xFFFFFFFFu;
   });
   return static_cast<BlockId>(last);
 }
 
-BlockId HeapFile::data_pages() const { return last_page(); }
+template <class Pool>
+BlockId BasicHeapFile<Pool>::data_pages() const { return last_page(); }
 
 // --- scans -------------------------------------------------------------------------------
 
+template <class Pool>
 template <class Visit>
-void HeapFile::for_each_page(const std::span<const BlockId>* order, ScanOptions opts, Visit&& visit) const {
+void BasicHeapFile<Pool>::for_each_page(const std::span<const BlockId>* order, ScanOptions opts, Visit&& visit) const {
   if (opts.prefetch_distance > kMaxPrefetchDistance) {
     throw Error(ErrorCode::kInvalidArgument, "prefetch_distance " + std::to_string(opts.prefetch_distance) +
                                                  " exceeds " + std::to_string(kMaxPrefetchDistance));
@@ -315,7 +329,8 @@ void HeapFile::for_each_page(const std::span<const BlockId>* order, ScanOptions 
   }
 }
 
-void HeapFile::scan_one_page(BlockId block, const RowFn& fn, ScanRead read, std::byte* copy) const {
+template <class Pool>
+void BasicHeapFile<Pool>::scan_one_page(BlockId block, const RowFn& fn, ScanRead read, std::byte* copy) const {
   const PageId pid(space_, block);
   if (read == ScanRead::kShared) {
     SharedGuard g = pool_->pin_shared(pid);
@@ -324,10 +339,10 @@ void HeapFile::scan_one_page(BlockId block, const RowFn& fn, ScanRead read, std:
   }
   // Copy the page, validate, and only then look at the copy (fn never sees changing bytes).
   bool copied = false;
-  for (int attempt = 0; attempt < BufferPool::kOptimisticAttempts && !copied; ++attempt) {
+  for (int attempt = 0; attempt < Pool::kOptimisticAttempts && !copied; ++attempt) {
     OptimisticRead r = pool_->read_optimistic(pid);
     heap_racy_copy(copy, r.data, usable_);
-    copied = BufferPool::validate(r);
+    copied = Pool::validate(r);
   }
   if (!copied) {  // repeated conflicts with writers: copy under a shared pin instead
     SharedGuard g = pool_->pin_shared(pid);
@@ -336,7 +351,8 @@ void HeapFile::scan_one_page(BlockId block, const RowFn& fn, ScanRead read, std:
   for_each_row(copy, usable_, pid, fn);
 }
 
-uint64_t HeapFile::sum_one_page(BlockId block, size_t offset, ScanRead read) const {
+template <class Pool>
+uint64_t BasicHeapFile<Pool>::sum_one_page(BlockId block, size_t offset, ScanRead read) const {
   const PageId pid(space_, block);
   uint64_t sum = 0;
   if (read == ScanRead::kShared) {
@@ -353,31 +369,36 @@ uint64_t HeapFile::sum_one_page(BlockId block, size_t offset, ScanRead read) con
   return page_sum;
 }
 
-void HeapFile::scan_sequential(const RowFn& fn, ScanOptions opts) const {
+template <class Pool>
+void BasicHeapFile<Pool>::scan_sequential(const RowFn& fn, ScanOptions opts) const {
   std::vector<std::byte> copy(usable_);  // one private page per scan (fn may scan too)
   for_each_page(nullptr, opts, [&](BlockId b) { scan_one_page(b, fn, opts.read, copy.data()); });
 }
 
-void HeapFile::scan_pages(std::span<const BlockId> order, const RowFn& fn, ScanOptions opts) const {
+template <class Pool>
+void BasicHeapFile<Pool>::scan_pages(std::span<const BlockId> order, const RowFn& fn, ScanOptions opts) const {
   std::vector<std::byte> copy(usable_);
   for_each_page(&order, opts, [&](BlockId b) { scan_one_page(b, fn, opts.read, copy.data()); });
 }
 
-void HeapFile::check_column(size_t offset) const {
+template <class Pool>
+void BasicHeapFile<Pool>::check_column(size_t offset) const {
   if (offset > max_row_bytes() || max_row_bytes() - offset < 8) {
     throw Error(ErrorCode::kInvalidArgument, "column offset " + std::to_string(offset) +
                                                  " + 8 exceeds the longest row (" + std::to_string(max_row_bytes()) + ")");
   }
 }
 
-int64_t HeapFile::sum_column(size_t offset, ScanOptions opts) const {
+template <class Pool>
+int64_t BasicHeapFile<Pool>::sum_column(size_t offset, ScanOptions opts) const {
   check_column(offset);
   uint64_t sum = 0;
   for_each_page(nullptr, opts, [&](BlockId b) { sum += sum_one_page(b, offset, opts.read); });
   return static_cast<int64_t>(sum);
 }
 
-int64_t HeapFile::sum_column(size_t offset, std::span<const BlockId> order, ScanOptions opts) const {
+template <class Pool>
+int64_t BasicHeapFile<Pool>::sum_column(size_t offset, std::span<const BlockId> order, ScanOptions opts) const {
   check_column(offset);
   uint64_t sum = 0;
   for_each_page(&order, opts, [&](BlockId b) { sum += sum_one_page(b, offset, opts.read); });

@@ -1,0 +1,61 @@
+// PoolOptions, PoolStats, SpaceInfo: the buffer pool's parameters and reports, shared by
+// every translation variant (include/calico/buffer_pool.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "calico/page_id.h"
+
+namespace calico {
+
+namespace io {
+class FaultInjector;
+}  // namespace io
+
+struct PoolOptions {
+  std::string data_dir;                       // created if missing
+  size_t page_size = 4096;                    // 4096, 8192 or 16384
+  size_t pool_bytes = size_t{256} << 20;      // frames = pool_bytes / page_size
+  // Translation array capacity per space. Each space reserves 8 bytes of address space per
+  // block (32 GB at 2^32) and keeps it until the pool closes, also after a drop (spaces are
+  // type-stable, src/pool/README.md), so one pool can create about 128 TB / (8 B x this)
+  // spaces over its lifetime: ~3,900 at 2^32, ~1M at 2^22 (16 GB of data at 4 KB pages).
+  uint64_t max_blocks_per_space = uint64_t{1} << 32;
+  uint32_t eviction_batch = 64;               // victims per eviction round (1..1024)
+  bool huge_pages = true;                     // MADV_HUGEPAGE on the frame arena
+  bool prefault_frames = true;                // touch the arena at open
+  bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
+  unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
+  io::FaultInjector* fault_injector = nullptr;  // tests only
+};
+
+struct PoolStats {
+  uint64_t accesses = 0;          // page lookups: pins, optimistic attempts (a retry counts)
+  uint64_t hits = 0;              // accesses that did not read the page themselves
+  uint64_t faults = 0;            // pages read synchronously
+  uint64_t evictions = 0;
+  uint64_t write_backs = 0;       // pages written (eviction and flush)
+  uint64_t punches = 0;           // 4 KB pages of translation entries returned to the OS
+  uint64_t prefetch_issued = 0;   // asynchronous reads submitted
+  uint64_t prefetch_failed = 0;   // asynchronous reads that failed (the page stays evicted)
+  uint64_t optimistic_fallbacks = 0;  // optimistic reads that gave up and pinned
+  uint64_t frames = 0;
+  uint64_t free_frames = 0;
+  uint64_t resident_pages = 0;
+  size_t translation_private_bytes = 0;  // pagemap: private pages of arrays and counters
+  size_t translation_mincore_bytes = 0;  // mincore: also counts zero-page mappings
+  size_t translation_reserved_bytes = 0;  // address space reserved for translation
+  size_t frame_bytes = 0;
+  size_t frame_huge_page_bytes = 0;   // AnonHugePages of the frame arena (smaps)
+  bool direct_io = false;             // every open space file uses O_DIRECT
+};
+
+struct SpaceInfo {
+  SpaceId id;
+  std::string name;
+  uint64_t blocks;
+};
+
+}  // namespace calico

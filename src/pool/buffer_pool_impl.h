@@ -1,0 +1,756 @@
+// BasicBufferPool<T> definitions: opening, spaces, the page-fault handler, group prefetch,
+// flush, statistics and the invariant checker. Eviction is in eviction.h; the hot paths are
+// inline in include/calico/buffer_pool.h. Rules and lock order: pool/README.md.
+// Included only by the translation units that instantiate a pool (src/variants/).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <shared_mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "calico/buffer_pool.h"
+#include "calico/checks.h"
+#include "io/checksum.h"
+#include "io/io_ring.h"
+#include "pool/catalog.h"
+#include "pool/eviction.h"
+#include "pool/pool_support.h"
+
+namespace calico {
+
+using translation::EntryWord;
+using translation::kExclusive;
+using translation::kIoPending;
+using translation::kMarked;
+using translation::kUnlocked;
+
+static_assert(BufferPool::kTrailerBytes == io::kTrailerBytes);
+template <class T>
+BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
+    : options_(options),
+      uid_(pool::next_pool_uid.fetch_add(1)),
+      frames_(options.page_size, static_cast<FrameId>(options.pool_bytes / options.page_size),
+              options.huge_pages, options.prefault_frames),
+      meta_(new pool::FrameMeta[frames_.num_frames() + 1]),
+      free_list_(frames_.num_frames()),
+      clock_(frames_.num_frames()),
+      async_ring_(std::make_unique<io::IoRing>(options.async_depth, options.fault_injector)),
+      pending_(options.async_depth),
+      low_watermark_(std::min<uint32_t>(options.eviction_batch / 2, frames_.num_frames() / 4)) {
+  for (uint32_t s = options.async_depth; s > 0; --s) free_slots_.push_back(s - 1);
+}
+
+template <class T>
+std::unique_ptr<BasicBufferPool<T>> BasicBufferPool<T>::open(const PoolOptions& options) {
+  pool::validate_options(options);
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    throw Error(ErrorCode::kIoError, "cannot create data directory " + options.data_dir + ": " + ec.message());
+  }
+  std::unique_ptr<BasicBufferPool> pool(new BasicBufferPool(options));
+  const std::string& dir = options.data_dir;
+
+  // One pool per data directory: two would overwrite each other's pages.
+  std::string lock_path = dir + "/LOCK";
+  pool->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (pool->lock_fd_ < 0 || ::flock(pool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    throw Error(ErrorCode::kIoError, "data directory " + dir + " is in use by another pool (" +
+                                         std::strerror(errno) + ")");
+  }
+
+  std::optional<pool::CatalogData> catalog = pool::read_catalog(dir);
+  std::lock_guard lock(pool->spaces_mutex_);
+  if (!catalog) {
+    pool->write_catalog_locked();
+    return pool;
+  }
+  if (catalog->page_size != options.page_size) {
+    throw Error(ErrorCode::kPageSizeMismatch,
+                dir + " was written with " + std::to_string(catalog->page_size) +
+                    "-byte pages, not " + std::to_string(options.page_size));
+  }
+  pool->next_space_id_ = catalog->next_space_id;
+  for (const pool::CatalogSpace& rec : catalog->spaces) {
+    io::PageFile file = io::PageFile::open(pool::space_path(dir, rec.id), options.page_size,
+                                           /*create=*/false, options.fault_injector);
+    // The catalog is authoritative: blocks allocated after the last flush are forgotten.
+    // The file may be longer (it grows ahead in chunks); a shorter one is caught when a
+    // missing page is read (kShortRead).
+    uint64_t blocks = rec.blocks;
+    if (blocks > options.max_blocks_per_space) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "space " + rec.name + " has " + std::to_string(blocks) +
+                      " blocks, more than max_blocks_per_space");
+    }
+    pool->spaces_.push_back(std::make_unique<Space>(
+        rec.id, rec.name, options.max_blocks_per_space, std::move(file), blocks, options));
+    pool->directory_.publish(rec.id, pool->spaces_.back().get());
+  }
+  return pool;
+}
+
+template <class T>
+BasicBufferPool<T>::~BasicBufferPool() {
+  try {
+    flush();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "calico: flush at close failed: %s\n", e.what());
+  }
+  drain_async();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+// --- spaces ----------------------------------------------------------------------------
+
+template <class T>
+typename BasicBufferPool<T>::Space* BasicBufferPool<T>::live_space(SpaceId id) const {
+  Space* s = directory_.lookup(id);
+  return (s != nullptr && s->alive.load(std::memory_order_acquire)) ? s : nullptr;
+}
+
+template <class T>
+typename BasicBufferPool<T>::Resolved BasicBufferPool<T>::resolve_slow(SpaceId id) {
+  Space* s = live_space(id);
+  if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+  // Space ids are never reused, so even if the space is dropped right after this, the cache
+  // can only ever resolve `id` to its own (dead) Space, whose zero entries fail in fault().
+  auto& c = translation::tls_path_cache;
+  translation::Entry* flat = nullptr;
+  if constexpr (T::kFlatEntries) flat = s->table.entries();
+  c = translation::PathCache{uid_, directory_.epoch(), id, flat, s->table.capacity(), s, thread_accesses()};
+  return {c.entries, c.capacity, s};
+}
+
+template <class T>
+std::atomic<uint64_t>* BasicBufferPool<T>::thread_accesses() {
+  struct Registered {
+    uint64_t pool_uid = 0;
+    std::atomic<uint64_t>* accesses = nullptr;
+  };
+  thread_local Registered reg;
+  if (reg.pool_uid != uid_) {
+    std::lock_guard lock(thread_counters_mutex_);
+    std::thread::id me = std::this_thread::get_id();
+    auto it = std::find_if(thread_counters_.begin(), thread_counters_.end(),
+                           [&](const auto& tc) { return tc->thread == me; });
+    if (it == thread_counters_.end()) {
+      thread_counters_.push_back(std::make_unique<ThreadCounter>());
+      thread_counters_.back()->thread = me;
+      it = thread_counters_.end() - 1;
+    }
+    reg = Registered{uid_, &(*it)->accesses};
+  }
+  return reg.accesses;
+}
+
+template <class T>
+void BasicBufferPool<T>::throw_out_of_range(PageId pid) const {
+  throw Error(ErrorCode::kPageOutOfRange,
+              "block " + std::to_string(pid.block()) + " is past the capacity of space " +
+                  std::to_string(pid.space()),
+              pid);
+}
+
+template <class T>
+void BasicBufferPool<T>::write_catalog_locked() {
+  pool::CatalogData data;
+  data.page_size = options_.page_size;
+  data.next_space_id = next_space_id_;
+  for (const auto& s : spaces_) {
+    if (s->alive.load(std::memory_order_acquire)) {
+      data.spaces.push_back({s->id, s->num_blocks.load(std::memory_order_acquire), s->name});
+    }
+  }
+  pool::write_catalog(options_.data_dir, data);
+}
+
+template <class T>
+SpaceId BasicBufferPool<T>::create_space(std::string_view name_view) {
+  std::string name(name_view);
+  if (!pool::valid_space_name(name)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "space name '" + name + "' is not 1..64 characters of [A-Za-z0-9_.-]");
+  }
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (s->alive.load() && s->name == name) throw Error(ErrorCode::kSpaceExists, name);
+  }
+  SpaceId id = next_space_id_;
+  if (id == 0xFFFFFFFFu) throw Error(ErrorCode::kInvalidArgument, "space ids exhausted");
+  std::string path = pool::space_path(options_.data_dir, id);
+  ::unlink(path.c_str());  // a leftover of a drop interrupted before its file was removed
+  io::PageFile file = io::PageFile::open(path, options_.page_size, /*create=*/true, options_.fault_injector);
+  spaces_.push_back(std::make_unique<Space>(id, name, options_.max_blocks_per_space,
+                                                  std::move(file), 0, options_));
+  ++next_space_id_;
+  directory_.publish(id, spaces_.back().get());
+  write_catalog_locked();
+  return id;
+}
+
+template <class T>
+SpaceId BasicBufferPool<T>::open_space(std::string_view name) const {
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (s->alive.load() && s->name == name) return s->id;
+  }
+  throw Error(ErrorCode::kUnknownSpace, "no space named '" + std::string(name) + "'");
+}
+
+template <class T>
+uint64_t BasicBufferPool<T>::space_blocks(SpaceId id) const {
+  Space* s = live_space(id);
+  if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+  return s->num_blocks.load(std::memory_order_acquire);
+}
+
+template <class T>
+std::vector<SpaceInfo> BasicBufferPool<T>::spaces() const {
+  std::lock_guard lock(spaces_mutex_);
+  std::vector<SpaceInfo> out;
+  for (const auto& s : spaces_) {
+    if (s->alive.load()) out.push_back({s->id, s->name, s->num_blocks.load()});
+  }
+  return out;
+}
+
+template <class T>
+void BasicBufferPool<T>::drop_space(SpaceId id) {
+  Space* s = live_space(id);
+  if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+  // 1. No new frames for the space: faults, allocations and prefetch submissions hold
+  //    fault_latch shared and re-check `alive` under it.
+  std::unique_lock fault_lock(s->fault_latch);
+  {
+    std::lock_guard lock(spaces_mutex_);
+    if (!s->alive.load()) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+    s->alive.store(false, std::memory_order_release);
+    directory_.retire(id);
+  }
+  // 2. Reads already in flight for the space complete (and publish) now.
+  drain_async();
+  // 3. Discard every frame of the space. Pins held by other threads are waited for, but
+  //    never while holding evict_mutex_ (a pin holder may need a frame).
+  for (int round = 0;; ++round) {
+    bool waiting = false;
+    {
+      std::lock_guard lock(evict_mutex_);
+      for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
+        PageId owner(meta_[f].owner.load(std::memory_order_acquire));
+        if (owner.space() != id) continue;
+        translation::Entry& e = s->table.entry(owner.block());
+        EntryWord w = translation::load(e);
+        if (w.frame() != f) continue;
+        if (!translation::try_lock_exclusive(e, w)) {
+          waiting = true;
+          continue;
+        }
+        meta_[f].version_seed.store(w.version() + 1, std::memory_order_relaxed);
+        meta_[f].dirty.store(0, std::memory_order_relaxed);
+        meta_[f].owner.store(0, std::memory_order_release);
+        e.store(0, std::memory_order_release);
+        if (s->table.release_ref(owner.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+        free_list_.push(f);
+      }
+    }
+    if (!waiting) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(round < 100 ? 10 : 1000));
+  }
+  // 4. Translation memory and the file go back to the OS. Threads holding a stale pointer to
+  //    the array now read zero entries and fail in fault() with kUnknownSpace.
+  s->table.reset();
+  std::string path = s->file.path();
+  s->file = io::PageFile{};
+  std::lock_guard lock(spaces_mutex_);
+  write_catalog_locked();
+  ::unlink(path.c_str());
+}
+
+// --- page faults -------------------------------------------------------------------------
+
+template <class T>
+void BasicBufferPool<T>::wait_or_fault(Space* space, PageId pid, translation::Entry& e,
+                               EntryWord seen, int* spins) {
+  if (seen.evicted()) {
+    fault(space, pid, e);
+  } else if (seen.state() == kIoPending) {
+    help_async(e);
+  } else if (++*spins < 64) {
+    translation::cpu_relax();  // latched (a writer, the evictor, or a loading fault)
+  } else {
+    std::this_thread::yield();
+  }
+}
+
+// Algorithm 2 with the hole-punch reservation taken first (hole_punch_counter.h):
+//   1. fault_latch shared; the space is alive and the block exists
+//   2. acquire a punch reference for the entry's group
+//   3. CAS the entry 0 -> loading; if another thread won, give the reference back
+//   4. take a frame (free list or eviction), read and verify the page
+//   5. publish {frame, seed, unlocked}; the reference now covers the resident entry
+// On any failure after 3 the entry returns to zero and the frame to the free list.
+template <class T>
+void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) {
+  std::shared_lock fault_lock(space->fault_latch);
+  if (!space->alive.load(std::memory_order_acquire)) {
+    throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(pid.space()) + " was dropped", pid);
+  }
+  BlockId block = pid.block();
+  uint64_t blocks = space->num_blocks.load(std::memory_order_acquire);
+  if (block >= blocks) {
+    throw Error(ErrorCode::kPageOutOfRange,
+                "block " + std::to_string(block) + " of space " + std::to_string(pid.space()) +
+                    " (" + std::to_string(blocks) + " blocks)",
+                pid);
+  }
+  space->table.acquire_ref(block);
+  if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
+    if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    return;  // another thread is loading it or has loaded it
+  }
+  FrameId f = kInvalidFrame;
+  try {
+    f = get_frame(/*may_fail=*/false, pid);
+    std::byte* frame = page_data(space, pid, f);
+    io::IoRequest req{space->file.fd(), uint64_t{block} * options_.page_size, frame,
+                      static_cast<uint32_t>(options_.page_size), false, 0, 0};
+    thread_ring().submit_and_wait(std::span(&req, 1));
+    if (req.result != static_cast<int>(options_.page_size)) {
+      pool::throw_read_error(pid, req.result, options_.page_size);
+    }
+    if (io::verify_page(frame, options_.page_size, pid) == io::PageCheck::kMismatch) {
+      throw Error(ErrorCode::kChecksumMismatch,
+                  "page " + std::to_string(pid.space()) + ":" + std::to_string(block) + " in " +
+                      space->file.path() + " failed its checksum",
+                  pid);
+    }
+  } catch (...) {
+    if (f != kInvalidFrame) free_list_.push(f);
+    e.store(0, std::memory_order_release);
+    if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  meta_[f].dirty.store(0, std::memory_order_relaxed);
+  meta_[f].owner.store(pid.raw, std::memory_order_release);
+  uint32_t seed = meta_[f].version_seed.load(std::memory_order_relaxed);
+  e.store(EntryWord::make(f, seed, kUnlocked).raw, std::memory_order_release);
+  counters_.faults.fetch_add(1, std::memory_order_relaxed);
+}
+
+template <class T>
+ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
+  Space* space = resolve(id).space;
+  std::shared_lock fault_lock(space->fault_latch);
+  if (!space->alive.load(std::memory_order_acquire)) {
+    throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id) + " was dropped");
+  }
+  // Claim the next block. Two rules:
+  //  - Latch its entry (loading) BEFORE publishing the new num_blocks: a reader that sees
+  //    the block then finds it loading and waits, instead of faulting an unwritten block in
+  //    from disk under our feet. Only the holder of entry(num_blocks) can advance it.
+  //  - Make room in the file first, so that a block in num_blocks always reads back (zeros
+  //    until written) and ENOSPC shows up here rather than at write-back.
+  uint64_t block;
+  translation::Entry* entry;
+  for (int spins = 0;;) {
+    block = space->num_blocks.load(std::memory_order_acquire);
+    if (block >= space->table.capacity()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
+    }
+    if (block >= space->file_blocks.load(std::memory_order_acquire)) {
+      std::lock_guard grow(space->grow_mutex);
+      uint64_t have = space->file_blocks.load(std::memory_order_acquire);
+      if (block >= have) {
+        uint64_t want = std::min<uint64_t>(space->table.capacity(),
+                                           std::max(block + 1, have + std::max<uint64_t>(kGrowMinBlocks, have / 8)));
+        space->file.extend_blocks(want);
+        space->file_blocks.store(want, std::memory_order_release);
+      }
+    }
+    entry = &space->table.entry(static_cast<BlockId>(block));
+    space->table.acquire_ref(static_cast<BlockId>(block));
+    if (translation::try_cas(*entry, EntryWord{0}, translation::kLoadingWord)) {
+      // Blocks at or past num_blocks are never faulted or prefetched, so nobody else can
+      // latch this entry, and nobody else can advance num_blocks past it.
+      uint64_t expected = block;
+      CALICO_CHECK(space->num_blocks.compare_exchange_strong(expected, block + 1, std::memory_order_acq_rel));
+      break;
+    }
+    // Another allocator holds this block; it publishes it shortly.
+    if (space->table.release_ref(static_cast<BlockId>(block))) {
+      counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
+  }
+  PageId pid(id, static_cast<BlockId>(block));
+  translation::Entry& e = *entry;
+  FrameId f;
+  try {
+    f = get_frame(/*may_fail=*/false, pid);
+  } catch (...) {
+    // The block stays allocated (an all-zero block is a valid empty page).
+    e.store(0, std::memory_order_release);
+    if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  std::memset(page_data(space, pid, f), 0, options_.page_size);
+  meta_[f].dirty.store(1, std::memory_order_relaxed);
+  meta_[f].owner.store(pid.raw, std::memory_order_release);
+  EntryWord held = EntryWord::make(f, meta_[f].version_seed.load(std::memory_order_relaxed), kExclusive);
+  e.store(held.raw, std::memory_order_release);
+  return ExclusiveGuard(&e, held, page_data(space, pid, f), &meta_[f], pid);
+}
+
+template <class T>
+io::IoRing& BasicBufferPool<T>::thread_ring() {
+  struct ThreadRing {
+    uint64_t pool_uid = 0;
+    std::unique_ptr<io::IoRing> ring;
+  };
+  thread_local ThreadRing tr;
+  if (tr.pool_uid != uid_) {
+    // Depth covers one eviction batch; the fault injector is per pool, so is the ring.
+    tr.ring = std::make_unique<io::IoRing>(std::max(options_.eviction_batch, 8u), options_.fault_injector);
+    tr.pool_uid = uid_;
+  }
+  return *tr.ring;
+}
+
+// --- group prefetch (Algorithm 4) ------------------------------------------------------
+
+template <class T>
+void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets) {
+  if (!offsets.empty() && offsets.size() != pids.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "prefetch_group: offsets and pids differ in length");
+  }
+  constexpr size_t kMaxGroup = 256;  // bounds the stack arrays; larger groups are split
+  if (pids.size() > kMaxGroup) {
+    for (size_t i = 0; i < pids.size(); i += kMaxGroup) {
+      size_t n = std::min(kMaxGroup, pids.size() - i);
+      prefetch_group(pids.subspan(i, n), offsets.empty() ? offsets : offsets.subspan(i, n));
+    }
+    return;
+  }
+  translation::Entry* entries[kMaxGroup];
+  Space* spaces[kMaxGroup];
+  // Phase 1: resolve and prefetch the translation entries (memory-level parallelism).
+  for (size_t i = 0; i < pids.size(); ++i) {
+    entries[i] = nullptr;
+    auto& c = translation::tls_path_cache;
+    Space* s;
+    if (c.pool_uid == uid_ && c.space == pids[i].space() && c.epoch == directory_.epoch()) {
+      s = static_cast<Space*>(c.owner);
+    } else {
+      s = live_space(pids[i].space());
+      if (s == nullptr) continue;
+    }
+    if (pids[i].block() >= s->table.capacity()) continue;
+    entries[i] = &s->table.entry(pids[i].block());
+    spaces[i] = s;
+    __builtin_prefetch(entries[i]);
+  }
+  // Phase 2: prefetch resident frames at their offsets; collect the evicted pages.
+  uint32_t missing[kMaxGroup];
+  size_t n_missing = 0;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (entries[i] == nullptr) continue;
+    EntryWord w = translation::load(*entries[i], std::memory_order_relaxed);
+    if (w.resident()) {
+      uint32_t off = offsets.empty() ? 0 : std::min<uint32_t>(offsets[i], options_.page_size - 1);
+      __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + off);
+    } else if (w.evicted()) {
+      missing[n_missing++] = static_cast<uint32_t>(i);
+    }
+  }
+  if (n_missing == 0) return;
+  // Phase 3: one batch of asynchronous reads for the evicted pages.
+  std::lock_guard lock(async_mutex_);
+  async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/false);
+  unsigned submitted = 0;
+  for (size_t k = 0; k < n_missing && !free_slots_.empty(); ++k) {
+    size_t i = missing[k];
+    Space* s = spaces[i];
+    PageId pid = pids[i];
+    std::shared_lock fault_lock(s->fault_latch, std::try_to_lock);
+    if (!fault_lock.owns_lock() || !s->alive.load(std::memory_order_acquire) ||
+        pid.block() >= s->num_blocks.load(std::memory_order_acquire)) {
+      continue;
+    }
+    s->table.acquire_ref(pid.block());
+    if (!translation::try_cas(*entries[i], EntryWord{0}, translation::kIoPendingWord)) {
+      if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    FrameId f = kInvalidFrame;
+    try {
+      f = get_frame(/*may_fail=*/true, pid);
+    } catch (const Error&) {
+      // A write-back failed while making room; the prefetch is only a hint.
+    }
+    if (f == kInvalidFrame) {
+      entries[i]->store(0, std::memory_order_release);
+      if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      break;  // no frame to spare: the rest would fail too
+    }
+    uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    pending_[slot] = PendingRead{s, pid, f};
+    bool pushed = async_ring_->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
+                                                  page_data(s, pid, f), static_cast<uint32_t>(options_.page_size),
+                                                  false, slot, 0});
+    CALICO_CHECK(pushed);  // free_slots_ has as many slots as the ring has entries
+    ++submitted;
+  }
+  if (submitted > 0) {
+    async_ring_->submit();
+    counters_.prefetch_issued.fetch_add(submitted, std::memory_order_relaxed);
+  }
+}
+
+// Pre: async_mutex_ held. Publishes a completed read, or returns the page to evicted.
+template <class T>
+void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
+  PendingRead p = pending_[slot];
+  free_slots_.push_back(static_cast<uint32_t>(slot));
+  translation::Entry& e = p.space->table.entry(p.pid.block());
+  CALICO_DCHECK(translation::load(e).state() == kIoPending);
+  std::byte* frame = page_data(p.space, p.pid, p.frame);
+  bool ok = result == static_cast<int>(options_.page_size) &&
+            io::verify_page(frame, options_.page_size, p.pid) != io::PageCheck::kMismatch;
+  if (ok) {
+    meta_[p.frame].dirty.store(0, std::memory_order_relaxed);
+    meta_[p.frame].owner.store(p.pid.raw, std::memory_order_release);
+    uint32_t seed = meta_[p.frame].version_seed.load(std::memory_order_relaxed);
+    e.store(EntryWord::make(p.frame, seed, kUnlocked).raw, std::memory_order_release);
+  } else {
+    // The page stays evicted; a later pin reads it synchronously and reports the error.
+    counters_.prefetch_failed.fetch_add(1, std::memory_order_relaxed);
+    e.store(0, std::memory_order_release);
+    if (p.space->table.release_ref(p.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    free_list_.push(p.frame);
+  }
+}
+
+template <class T>
+void BasicBufferPool<T>::help_async(const translation::Entry& e) {
+  std::lock_guard lock(async_mutex_);
+  while (translation::load(e).state() == kIoPending) {
+    // The prefetcher installs kIoPending and submits under async_mutex_, so a pending entry
+    // seen here has its read in flight.
+    CALICO_CHECK(async_ring_->in_flight() > 0);
+    async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/true);
+  }
+}
+
+template <class T>
+void BasicBufferPool<T>::drain_async() {
+  std::lock_guard lock(async_mutex_);
+  while (async_ring_->in_flight() > 0) {
+    async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/true);
+  }
+}
+
+// --- flush -------------------------------------------------------------------------------
+
+template <class T>
+void BasicBufferPool<T>::flush() {
+  std::lock_guard flush_lock(flush_mutex_);
+  struct Held {
+    translation::Entry* entry;
+    FrameId frame;
+  };
+  std::vector<io::IoRequest> requests;
+  std::vector<Held> held;
+  std::string first_error;
+  const size_t batch = options_.eviction_batch;
+
+  auto write_batch = [&] {
+    if (requests.empty()) return;
+    thread_ring().submit_and_wait(requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].result == static_cast<int>(options_.page_size)) {
+        meta_[held[i].frame].dirty.store(0, std::memory_order_relaxed);
+        counters_.write_backs.fetch_add(1, std::memory_order_relaxed);
+      } else if (first_error.empty()) {
+        PageId pid(meta_[held[i].frame].owner.load());
+        first_error = "writing page " + std::to_string(pid.space()) + ":" + std::to_string(pid.block()) +
+                      ": " + (requests[i].result < 0 ? std::strerror(-requests[i].result) : "short write");
+      }
+      translation::unlock_shared(*held[i].entry);
+    }
+    requests.clear();
+    held.clear();
+  };
+
+  for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
+    if (meta_[f].dirty.load(std::memory_order_relaxed) == 0) continue;
+    PageId pid(meta_[f].owner.load(std::memory_order_acquire));
+    Space* s = pid.valid() ? live_space(pid.space()) : nullptr;
+    if (s == nullptr) continue;
+    translation::Entry& e = s->table.entry(pid.block());
+    // A shared latch keeps writers and the evictor out while the page is written.
+    bool latched = false;
+    for (int spins = 0;;) {
+      EntryWord w = translation::load(e);
+      if (w.frame() != f) break;  // evicted meanwhile (and written back by the evictor)
+      if (translation::try_lock_shared(e, w)) {
+        latched = true;
+        break;
+      }
+      if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
+    }
+    if (!latched) continue;
+    if (meta_[f].dirty.load(std::memory_order_relaxed) == 0) {
+      translation::unlock_shared(e);
+      continue;
+    }
+    // The trailer lies outside the payload that readers see, so stamping it under a shared
+    // latch races with no reader.
+    io::stamp_page(page_data(s, pid, f), options_.page_size, pid);
+    requests.push_back(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
+                                     page_data(s, pid, f), static_cast<uint32_t>(options_.page_size), true, 0, 0});
+    held.push_back({&e, f});
+    if (requests.size() >= batch) write_batch();
+  }
+  write_batch();
+
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (s->alive.load()) s->file.sync();
+  }
+  write_catalog_locked();
+  if (!first_error.empty()) throw Error(ErrorCode::kIoError, first_error + " (the page stays dirty)");
+}
+
+// --- statistics and checks -----------------------------------------------------------------
+
+template <class T>
+PoolStats BasicBufferPool<T>::stats() const {
+  PoolStats st;
+  {
+    std::lock_guard lock(thread_counters_mutex_);
+    for (const auto& tc : thread_counters_) st.accesses += tc->accesses.load(std::memory_order_relaxed);
+  }
+  st.faults = counters_.faults.load();
+  // Faults done for allocations or by threads that lost a race are still one read each.
+  st.hits = st.accesses > st.faults ? st.accesses - st.faults : 0;
+  st.evictions = counters_.evictions.load();
+  st.write_backs = counters_.write_backs.load();
+  st.punches = counters_.punches.load();
+  st.prefetch_issued = counters_.prefetch_issued.load();
+  st.prefetch_failed = counters_.prefetch_failed.load();
+  st.optimistic_fallbacks = counters_.optimistic_fallbacks.load();
+  st.frames = frames_.num_frames();
+  st.free_frames = free_list_.size();
+  for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
+    st.resident_pages += meta_[f].owner.load(std::memory_order_relaxed) != 0;
+  }
+  st.frame_bytes = frames_.bytes();
+  st.frame_huge_page_bytes = frames_.huge_page_bytes();
+  st.direct_io = true;
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (!s->alive.load()) continue;
+    uint64_t blocks = s->num_blocks.load();
+    st.translation_private_bytes += s->table.private_bytes(blocks);
+    st.translation_mincore_bytes += s->table.mincore_bytes(blocks);
+    st.translation_reserved_bytes += s->table.reserved_bytes();
+    st.direct_io = st.direct_io && s->file.direct();
+  }
+  return st;
+}
+
+template <class T>
+void BasicBufferPool<T>::check_invariants() const {
+  auto fail = [](const std::string& why) { throw std::logic_error("pool invariant violated: " + why); };
+  const FrameId n = frames_.num_frames();
+  // Frames of reads in flight: owner 0, not free, their entries kIoPending.
+  std::vector<uint8_t> in_flight(n + 1, 0);
+  std::vector<uint64_t> pending_pages;
+  {
+    std::lock_guard lock(async_mutex_);
+    std::vector<uint8_t> slot_free(pending_.size(), 0);
+    for (uint32_t slot : free_slots_) slot_free[slot] = 1;
+    for (size_t slot = 0; slot < pending_.size(); ++slot) {
+      if (slot_free[slot]) continue;
+      const PendingRead& p = pending_[slot];
+      if (in_flight[p.frame]++) fail("frame " + std::to_string(p.frame) + " has two reads in flight");
+      if (meta_[p.frame].owner.load() != 0) fail("frame " + std::to_string(p.frame) + " is read into while owned");
+      if (translation::load(p.space->table.entry(p.pid.block())).state() != kIoPending) {
+        fail("a read in flight for a page whose entry is not kIoPending");
+      }
+      pending_pages.push_back(p.pid.raw);
+    }
+  }
+  std::sort(pending_pages.begin(), pending_pages.end());
+  std::vector<uint8_t> listed(n + 1, 0);
+  for (FrameId f : free_list_.snapshot()) {
+    if (f == kInvalidFrame || f > n) fail("free list holds frame " + std::to_string(f));
+    if (listed[f]++) fail("frame " + std::to_string(f) + " is in the free list twice");
+    if (in_flight[f]) fail("frame " + std::to_string(f) + " is free and being read into");
+    if (meta_[f].owner.load() != 0) fail("free frame " + std::to_string(f) + " has an owner");
+  }
+  size_t owned = 0;
+  for (FrameId f = 1; f <= n; ++f) {
+    PageId pid(meta_[f].owner.load());
+    if (!pid.valid()) continue;
+    ++owned;
+    Space* s = live_space(pid.space());
+    if (s == nullptr) fail("frame " + std::to_string(f) + " belongs to a dropped space");
+    EntryWord w = translation::load(s->table.entry(pid.block()));
+    if (w.frame() != f) fail("frame " + std::to_string(f) + " and its page's entry disagree");
+    if (!w.unlatched()) fail("page in frame " + std::to_string(f) + " is still pinned or latched");
+  }
+  size_t reading = pending_pages.size();
+  if (owned + free_list_.size() + reading != n) {
+    fail(std::to_string(owned) + " owned + " + std::to_string(free_list_.size()) + " free + " +
+         std::to_string(reading) + " being read != " + std::to_string(n) + " frames (a frame leaked)");
+  }
+
+  // Entries -> frames, and hole-punch counts: for tables that can enumerate their entries
+  // by block without creating them (arrays).
+  if constexpr (requires(typename T::Table& t) { t.group_count(BlockId{}); }) {
+  std::lock_guard lock(spaces_mutex_);
+  for (const auto& s : spaces_) {
+    if (!s->alive.load()) continue;
+    uint64_t blocks = s->num_blocks.load();
+    for (uint64_t g = 0; g * translation::kEntriesPerGroup < blocks; ++g) {
+      uint32_t resident = 0;
+      for (uint64_t b = g * translation::kEntriesPerGroup;
+           b < std::min(blocks, (g + 1) * translation::kEntriesPerGroup); ++b) {
+        EntryWord w = translation::load(s->table.entry(static_cast<BlockId>(b)));
+        if (w.evicted()) continue;
+        ++resident;
+        if (w.state() == kIoPending &&
+            std::binary_search(pending_pages.begin(), pending_pages.end(), PageId(s->id, static_cast<BlockId>(b)).raw)) {
+          continue;  // its reference is held by the read in flight
+        }
+        if (!w.resident() || meta_[w.frame()].owner.load() != PageId(s->id, static_cast<BlockId>(b)).raw) {
+          fail("entry of block " + std::to_string(b) + " in space " + s->name + " points to a frame it does not own");
+        }
+      }
+      uint32_t count = s->table.group_count(static_cast<BlockId>(g * translation::kEntriesPerGroup));
+      if (count != resident) {
+        fail("hole-punch count " + std::to_string(count) + " != " + std::to_string(resident) +
+             " resident entries in group " + std::to_string(g) + " of space " + s->name);
+      }
+    }
+  }
+  }
+}
+
+}  // namespace calico
