@@ -41,8 +41,10 @@ template <class T>
 BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
     : options_(options),
       uid_(pool::next_pool_uid.fetch_add(1)),
+      // Translations that keep pages in place use frames only as a budget of tokens: the
+      // arena is then reserved but never touched (no memory).
       frames_(options.page_size, static_cast<FrameId>(options.pool_bytes / options.page_size),
-              options.huge_pages, options.prefault_frames),
+              T::kPagesInPlace ? false : options.huge_pages, T::kPagesInPlace ? false : options.prefault_frames),
       meta_(new pool::FrameMeta[frames_.num_frames() + 1]),
       free_list_(frames_.num_frames()),
       clock_(frames_.num_frames()),
