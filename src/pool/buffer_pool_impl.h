@@ -18,14 +18,15 @@
 #include <optional>
 #include <shared_mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "calico/buffer_pool.h"
 #include "calico/checks.h"
 #include "io/checksum.h"
 #include "io/io_ring.h"
 #include "pool/catalog.h"
-#include "pool/eviction.h"
 #include "pool/pool_support.h"
 
 namespace calico {
@@ -756,3 +757,5 @@ void BasicBufferPool<T>::check_invariants() const {
 }
 
 }  // namespace calico
+
+#include "pool/eviction.h"  // CLOCK eviction and get_frame

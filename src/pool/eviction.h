@@ -11,27 +11,12 @@
 //   3. For each written or clean victim: seed the frame's next version, clear its owner,
 //      zero the entry, release the punch reference (the last one punches the entries' page),
 //      and give the frame to the free list.
-// Included by buffer_pool_impl.h.
 #pragma once
 
-#include <chrono>
-#include <cstring>
-#include <string>
-#include <thread>
-#include <vector>
-
-#include "calico/buffer_pool.h"
-#include "calico/checks.h"
-#include "io/checksum.h"
-#include "io/io_ring.h"
+// Part of buffer_pool_impl.h (which includes this file at its end, with the includes and
+// using-declarations both parts share).
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 template <class T>
 FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
