@@ -3,7 +3,7 @@
 // of calico.txt section 6.2, which is not partitioned).
 //
 // Entry points: entry(block) (find-or-insert; the hot path), size()/slots()/max_size(),
-// reset(), private_bytes()/mincore_bytes()/reserved_bytes().
+// reset(), private_bytes()/mincore_bytes()/reserved_bytes(), for_each_entry().
 //
 // Layout: a power-of-two array of 16-byte slots {atomic key, Entry} (four per cache line,
 // never straddling one), reserved with MAP_NORESERVE (memory/virtual_region.h) and backed by
@@ -93,6 +93,16 @@ class LockFreeHashTable {
   uint64_t max_size() const { return max_size_; }
   // Blocks with a slot (pages touched since the last reset); includes inserts in progress.
   uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+
+  // fn(BlockId, const Entry&) for every block with a slot, in slot order: for checkers and
+  // tests. Concurrent inserts may or may not be seen.
+  template <class Fn>
+  void for_each_entry(Fn&& fn) const {
+    for (uint64_t i = 0; i <= mask_; ++i) {
+      const uint64_t k = slots_[i].key.load(std::memory_order_acquire);
+      if (k != 0) fn(static_cast<BlockId>(k - 1), slots_[i].entry);
+    }
+  }
 
   // No reclamation around resident entries: slots are never removed.
   void acquire_ref(BlockId) const {}

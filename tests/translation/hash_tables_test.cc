@@ -49,11 +49,6 @@ std::vector<BlockId> random_blocks(uint32_t n, uint64_t seed) {
   return out;
 }
 
-template <class T>
-size_t table_size(const T& t) {
-  return static_cast<size_t>(t.size());
-}
-
 // --- every table ------------------------------------------------------------------------
 
 template <class Table>
@@ -83,7 +78,7 @@ TYPED_TEST(HashTable, RejectsBadCapacities) {
 TYPED_TEST(HashTable, FindOrInsertReturnsStableZeroEntries) {
   TypeParam t(kCapacity, no_options());
   EXPECT_EQ(t.capacity(), kCapacity);
-  EXPECT_EQ(table_size(t), 0u);
+  EXPECT_EQ(t.size(), 0u);
   std::vector<BlockId> blocks = random_blocks(kKeys, kSeed);
   std::vector<Entry*> first;
   for (BlockId b : blocks) {
@@ -92,14 +87,21 @@ TYPED_TEST(HashTable, FindOrInsertReturnsStableZeroEntries) {
     e.store(EntryWord::make(b + 1, 3, kUnlocked).raw);  // frame b + 1 marks the block
     first.push_back(&e);
   }
-  EXPECT_EQ(table_size(t), blocks.size());
+  EXPECT_EQ(t.size(), blocks.size());
   // Every later lookup (after the maps grew many times) finds the same object and its value.
   for (size_t i = 0; i < blocks.size(); ++i) {
     ASSERT_EQ(&t.entry(blocks[i]), first[i]) << "block " << blocks[i];
     ASSERT_EQ(load(*first[i]).frame(), blocks[i] + 1);
   }
   EXPECT_EQ(std::set<Entry*>(first.begin(), first.end()).size(), blocks.size()) << "one entry per block";
-  EXPECT_EQ(table_size(t), blocks.size()) << "lookups do not insert";
+  EXPECT_EQ(t.size(), blocks.size()) << "lookups do not insert";
+  // for_each_entry visits every block once, with its entry.
+  std::unordered_set<BlockId> visited;
+  t.for_each_entry([&](BlockId b, const Entry& e) {
+    EXPECT_TRUE(visited.insert(b).second) << "block " << b << " visited twice";
+    EXPECT_EQ(load(e).frame(), b + 1);
+  });
+  EXPECT_EQ(visited.size(), blocks.size());
   // Extremes of the block range.
   TypeParam full(uint64_t{1} << 32, no_options());
   Entry& last = full.entry(0xFFFFFFFFu);
@@ -138,7 +140,7 @@ TYPED_TEST(HashTable, ConcurrentOverlappingInsertsYieldOneEntryPerBlock) {
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_EQ(table_size(t), n);
+  EXPECT_EQ(t.size(), n);
   std::set<Entry*> distinct;
   for (uint32_t i = 0; i < n; ++i) {
     for (int id = 1; id < kThreads; ++id) ASSERT_EQ(got[id][i], got[0][i]) << "block " << blocks[i];
