@@ -15,7 +15,8 @@
 // Memory (counted by CountingAllocator): per entry one node of 24 bytes (next pointer,
 // 4-byte key padded to 8, 8-byte entry; BlockHash is "fast", so libstdc++ caches no hash
 // code in the node), plus 8 bytes per bucket (max load factor 1, so at least one bucket per
-// entry): about 32 bytes per page touched, plus malloc's header per node.
+// entry; growth to the next prime past 2x leaves up to ~2.2): 32 to 42 bytes per page touched
+// (35 measured at 10^6 pages), plus malloc's header per node.
 #pragma once
 
 #include <cstddef>

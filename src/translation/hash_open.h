@@ -16,7 +16,8 @@
 //
 // Memory (counted by CountingAllocator): per slot 16 bytes (4-byte key padded, 8-byte
 // pointer) and 1 control byte, at a load factor between 7/16 and 7/8 (absl grows at 7/8 and
-// doubles); per entry 8 bytes of slab. So 26 to 47 bytes per page touched.
+// doubles); per entry 8 bytes of slab. So 26 to 47 bytes per page touched (33 measured at
+// 10^5 pages, 44 at 10^6).
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
