@@ -13,6 +13,9 @@
 #include "calico/buffer_pool.h"
 #include "calico/error.h"
 #include "translation/array.h"
+#include "translation/hash_chained.h"
+#include "translation/hash_lockfree.h"
+#include "translation/hash_open.h"
 
 namespace calico::variants {
 
@@ -20,7 +23,9 @@ template <class... Ts>
 struct TranslationList {};
 
 // Every translation, in report order: the ceiling first, then Calico, then the competitors.
-using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation>;
+using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation,
+                                        translation::HashChainedTranslation, translation::HashOpenTranslation,
+                                        translation::HashLockFreeTranslation>;
 
 template <class... Ts>
 std::vector<std::string> names_of(TranslationList<Ts...>) {

@@ -1,0 +1,386 @@
+// Tests for the hash-table translations (translation/hash_chained.h, hash_open.h,
+// hash_lockfree.h): find-or-insert returns one stable entry per block, also under concurrent
+// inserts of overlapping blocks; the lock-free table's sizing rule and its full error;
+// translation memory grows with the pages touched; reset; the pool reports the memory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <latch>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "calico/buffer_pool.h"
+#include "calico/error.h"
+#include "support/test_util.h"
+#include "translation/entry_slab.h"
+#include "translation/hash_chained.h"
+#include "translation/hash_lockfree.h"
+#include "translation/hash_open.h"
+
+namespace calico::translation {
+namespace {
+
+constexpr uint64_t kSeed = 0x4A5417;  // fixed so a failure replays
+constexpr uint64_t kCapacity = uint64_t{1} << 20;
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr uint32_t kKeys = 20'000;  // sanitizer builds run ~10x slower
+#else
+constexpr uint32_t kKeys = 100'000;
+#endif
+
+PoolOptions no_options() { return PoolOptions{}; }
+
+// Blocks spread over the capacity, in a random order, no duplicates.
+std::vector<BlockId> random_blocks(uint32_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::unordered_set<BlockId> seen;
+  std::vector<BlockId> out;
+  while (out.size() < n) {
+    BlockId b = static_cast<BlockId>(rng() % kCapacity);
+    if (seen.insert(b).second) out.push_back(b);
+  }
+  return out;
+}
+
+// --- every table ------------------------------------------------------------------------
+
+template <class Table>
+class HashTable : public ::testing::Test {};
+using Tables = ::testing::Types<PartitionedTable<ChainedStore>, PartitionedTable<OpenStore>, LockFreeHashTable>;
+struct TableName {
+  template <class T>
+  static std::string GetName(int) {
+    if constexpr (std::is_same_v<T, PartitionedTable<ChainedStore>>) return "chained";
+    if constexpr (std::is_same_v<T, PartitionedTable<OpenStore>>) return "open";
+    return "lockfree";
+  }
+};
+TYPED_TEST_SUITE(HashTable, Tables, TableName);
+
+TYPED_TEST(HashTable, RejectsBadCapacities) {
+  for (uint64_t cap : {uint64_t{0}, (uint64_t{1} << 32) + 1, ~uint64_t{0}}) {
+    try {
+      TypeParam t(cap, no_options());
+      ADD_FAILURE() << "capacity " << cap << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    }
+  }
+}
+
+TYPED_TEST(HashTable, FindOrInsertReturnsStableZeroEntries) {
+  TypeParam t(kCapacity, no_options());
+  EXPECT_EQ(t.capacity(), kCapacity);
+  EXPECT_EQ(t.size(), 0u);
+  std::vector<BlockId> blocks = random_blocks(kKeys, kSeed);
+  std::vector<Entry*> first;
+  for (BlockId b : blocks) {
+    Entry& e = t.entry(b);
+    ASSERT_EQ(e.load(), 0u) << "a new entry reads evicted";
+    e.store(EntryWord::make(b + 1, 3, kUnlocked).raw);  // frame b + 1 marks the block
+    first.push_back(&e);
+  }
+  EXPECT_EQ(t.size(), blocks.size());
+  // Every later lookup (after the maps grew many times) finds the same object and its value.
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    ASSERT_EQ(&t.entry(blocks[i]), first[i]) << "block " << blocks[i];
+    ASSERT_EQ(load(*first[i]).frame(), blocks[i] + 1);
+  }
+  EXPECT_EQ(std::set<Entry*>(first.begin(), first.end()).size(), blocks.size()) << "one entry per block";
+  EXPECT_EQ(t.size(), blocks.size()) << "lookups do not insert";
+  // for_each_entry visits every block once, with its entry.
+  std::unordered_set<BlockId> visited;
+  t.for_each_entry([&](BlockId b, const Entry& e) {
+    EXPECT_TRUE(visited.insert(b).second) << "block " << b << " visited twice";
+    EXPECT_EQ(load(e).frame(), b + 1);
+  });
+  EXPECT_EQ(visited.size(), blocks.size());
+  // Extremes of the block range.
+  TypeParam full(uint64_t{1} << 32, no_options());
+  Entry& last = full.entry(0xFFFFFFFFu);
+  Entry& zero = full.entry(0);
+  EXPECT_NE(&last, &zero);
+  EXPECT_EQ(&full.entry(0xFFFFFFFFu), &last);
+  EXPECT_EQ(&full.entry(0), &zero);
+}
+
+// Several threads insert the same blocks in different orders: each block gets exactly one
+// entry, and every thread gets that entry. Each thread adds 1 to every entry it gets, so an
+// entry that two threads saw as different objects would show a count below the threads.
+TYPED_TEST(HashTable, ConcurrentOverlappingInsertsYieldOneEntryPerBlock) {
+  TypeParam t(kCapacity, no_options());
+  constexpr int kThreads = 6;
+  const uint32_t n = kKeys / 4;
+  std::vector<BlockId> blocks = random_blocks(n, kSeed + 1);
+  std::vector<std::vector<Entry*>> got(kThreads, std::vector<Entry*>(n));
+  std::latch start(kThreads);
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([&, id] {
+      // Half the threads go forward, half backward, each from its own offset, so that inserts
+      // of one block collide.
+      std::vector<uint32_t> order(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t k = (i + id * n / kThreads) % n;
+        order[i] = id % 2 == 0 ? k : n - 1 - k;
+      }
+      start.arrive_and_wait();
+      for (uint32_t i : order) {
+        Entry& e = t.entry(blocks[i]);
+        e.fetch_add(1, std::memory_order_relaxed);
+        got[id][i] = &e;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(t.size(), n);
+  std::set<Entry*> distinct;
+  for (uint32_t i = 0; i < n; ++i) {
+    for (int id = 1; id < kThreads; ++id) ASSERT_EQ(got[id][i], got[0][i]) << "block " << blocks[i];
+    ASSERT_EQ(got[0][i]->load(), uint64_t{kThreads}) << "block " << blocks[i];
+    ASSERT_EQ(&t.entry(blocks[i]), got[0][i]);
+    distinct.insert(got[0][i]);
+  }
+  EXPECT_EQ(distinct.size(), n);
+}
+
+TYPED_TEST(HashTable, MemoryGrowsWithPagesTouched) {
+  TypeParam t(kCapacity, no_options());
+  const size_t empty = t.private_bytes(kCapacity);
+  std::vector<BlockId> blocks = random_blocks(kKeys, kSeed + 2);
+  size_t previous = empty;
+  for (uint32_t i = 0; i < kKeys; ++i) {
+    t.entry(blocks[i]).store(EntryWord::make(1, 0, kUnlocked).raw);  // written: backed
+    if ((i + 1) % (kKeys / 4) == 0) {
+      size_t now = t.private_bytes(kCapacity);
+      EXPECT_GT(now, previous) << "after " << i + 1 << " blocks";
+      previous = now;
+    }
+  }
+  EXPECT_LE(t.private_bytes(kCapacity), t.mincore_bytes(kCapacity));
+  EXPECT_LE(t.mincore_bytes(kCapacity), t.reserved_bytes());
+  // Lookups of existing blocks allocate nothing.
+  size_t before = t.private_bytes(kCapacity);
+  for (BlockId b : blocks) t.entry(b);
+  EXPECT_EQ(t.private_bytes(kCapacity), before);
+}
+
+// --- partitioned tables: exact accounting -------------------------------------------------
+
+template <class Table>
+size_t grown_bytes(Table& t, uint32_t n) {
+  size_t base = t.private_bytes(0);
+  for (BlockId b = 0; b < n; ++b) t.entry(b);
+  return t.private_bytes(0) - base;
+}
+
+TEST(HashChained, MemoryIsNodesAndBuckets) {
+  PartitionedTable<ChainedStore> t(kCapacity, no_options());
+  // Empty: the partition array only (64 cache-line aligned partitions; empty maps allocate
+  // nothing).
+  EXPECT_EQ(t.private_bytes(0), t.reserved_bytes());
+  EXPECT_EQ(t.private_bytes(0), 64 * 128u);
+  const uint32_t n = kKeys;
+  size_t bytes = grown_bytes(t, n);
+  // 24-byte nodes, and at least one 8-byte bucket per node (max load factor 1), at most
+  // about 2.2 (libstdc++ grows to the next prime past 2x).
+  EXPECT_GE(bytes, size_t{n} * (24 + 8));
+  EXPECT_LE(bytes, size_t{n} * (24 + 8 * 3));
+}
+
+TEST(HashOpen, MemoryIsSlotsControlBytesAndSlab) {
+  PartitionedTable<OpenStore> t(kCapacity, no_options());
+  const uint32_t n = kKeys;
+  size_t bytes = grown_bytes(t, n);
+  // Slab: 8 bytes per entry (chunk slack at most one 4 KB chunk per partition). Map: 16-byte
+  // slots plus a control byte at a load between 7/16 and 7/8.
+  EXPECT_GE(bytes, size_t{n} * 8 + size_t{n} * 17 * 8 / 7);
+  EXPECT_LE(bytes, size_t{n} * 8 + 64 * 4096 + size_t{n} * 17 * 16 / 7 + 64 * 64);
+}
+
+template <class Table>
+void reset_keeps_zero_entries() {
+  Table t(kCapacity, no_options());
+  std::vector<Entry*> got;
+  for (BlockId b = 0; b < 1000; ++b) got.push_back(&t.entry(b));
+  size_t bytes = t.private_bytes(0);
+  t.reset();
+  // The memory stays (stale threads may hold the entries): same objects, still zero.
+  EXPECT_EQ(t.private_bytes(0), bytes);
+  for (BlockId b = 0; b < 1000; ++b) {
+    ASSERT_EQ(&t.entry(b), got[b]);
+    ASSERT_EQ(got[b]->load(), 0u);
+  }
+  size_t visited = 0;
+  t.for_each_entry([&](BlockId b, const Entry& e) {
+    ++visited;
+    EXPECT_EQ(&e, got[b]);
+  });
+  EXPECT_EQ(visited, 1000u);
+}
+
+TEST(HashChained, ResetKeepsZeroEntries) { reset_keeps_zero_entries<PartitionedTable<ChainedStore>>(); }
+TEST(HashOpen, ResetKeepsZeroEntries) { reset_keeps_zero_entries<PartitionedTable<OpenStore>>(); }
+
+TEST(EntrySlab, ChunksDoubleAndNeverMove) {
+  ByteCounter counter;
+  {
+    EntrySlab slab(&counter);
+    EXPECT_EQ(slab.size(), 0u);
+    std::vector<Entry*> got;
+    for (int i = 0; i < 5000; ++i) {
+      Entry& e = slab.allocate();
+      e.store(static_cast<uint64_t>(i) + 1);
+      got.push_back(&e);
+    }
+    EXPECT_EQ(slab.size(), 5000u);
+    int i = 0;
+    slab.for_each([&](Entry& e) {
+      ASSERT_EQ(&e, got[i]);
+      ASSERT_EQ(e.load(), static_cast<uint64_t>(i) + 1);
+      ++i;
+    });
+    EXPECT_EQ(i, 5000);
+    // 16 + 32 + ... + 512 = 1008, then 512-entry chunks: 1008 + 8 x 512 = 5104 >= 5000.
+    EXPECT_GE(counter.bytes(), 5104 * sizeof(Entry));
+    EXPECT_LE(counter.bytes(), 5104 * sizeof(Entry) + 64 * sizeof(void*) * 2);
+  }
+  EXPECT_EQ(counter.bytes(), 0u) << "every chunk returned";
+}
+
+// --- the lock-free table -----------------------------------------------------------------
+
+TEST(HashLockFree, SizingRule) {
+  LockFreeHashTable small(1000, no_options());
+  EXPECT_EQ(small.slots(), 2048u);  // the power of two >= 2 x capacity
+  EXPECT_EQ(small.max_size(), 1536u);
+  EXPECT_EQ(small.reserved_bytes(), 2048u * 16);
+  LockFreeHashTable one(1, no_options());
+  EXPECT_EQ(one.slots(), 4u);  // the minimum
+  EXPECT_EQ(one.max_size(), 3u);
+  EXPECT_EQ(&one.entry(0), &one.entry(0));
+  LockFreeHashTable big(uint64_t{1} << 32, no_options());
+  EXPECT_EQ(big.slots(), LockFreeHashTable::kMaxSlots);
+  EXPECT_EQ(big.max_size(), LockFreeHashTable::kMaxSlots / 4 * 3);
+  EXPECT_EQ(big.private_bytes(0), 0u) << "reserved, not backed";
+  for (uint64_t bad : {uint64_t{0}, uint64_t{2}, uint64_t{48}, uint64_t{1} << 33}) {
+    try {
+      LockFreeHashTable t(1000, bad);
+      ADD_FAILURE() << "slot limit " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    }
+  }
+}
+
+TEST(HashLockFree, FullTableRefusesNewBlocksOnly) {
+  LockFreeHashTable t(1000, /*max_slots=*/64);
+  ASSERT_EQ(t.slots(), 64u);
+  ASSERT_EQ(t.max_size(), 48u);
+  std::vector<Entry*> got;
+  for (BlockId b = 0; b < 48; ++b) got.push_back(&t.entry(b));
+  for (BlockId b = 48; b < 60; ++b) {
+    testing::expect_error(ErrorCode::kPoolFull, [&] { t.entry(b); });
+  }
+  EXPECT_EQ(t.size(), 48u);
+  for (BlockId b = 0; b < 48; ++b) ASSERT_EQ(&t.entry(b), got[b]) << "existing blocks still found";
+  // After a reset (drop) the table is empty again.
+  t.reset();
+  EXPECT_EQ(t.size(), 0u);
+  for (BlockId b = 100; b < 148; ++b) t.entry(b);
+  testing::expect_error(ErrorCode::kPoolFull, [&] { t.entry(200); });
+}
+
+// Threads race to fill a small table with distinct and shared blocks: exactly max_size()
+// blocks get a slot, each exactly one, and every other insert fails promptly (no hang, no
+// overwrite).
+TEST(HashLockFree, ConcurrentFillStopsAtTheLimit) {
+  constexpr int kThreads = 6;
+  for (int round = 0; round < 20; ++round) {
+    LockFreeHashTable t(1 << 16, /*max_slots=*/256);
+    std::latch start(kThreads);
+    std::vector<std::vector<std::pair<BlockId, Entry*>>> got(kThreads);
+    std::atomic<uint64_t> refused{0};
+    std::vector<std::thread> threads;
+    for (int id = 0; id < kThreads; ++id) {
+      threads.emplace_back([&, id] {
+        std::mt19937_64 rng(kSeed + round * kThreads + id);
+        start.arrive_and_wait();
+        for (int i = 0; i < 400; ++i) {
+          BlockId b = static_cast<BlockId>(rng() % 600);  // overlapping between threads
+          try {
+            Entry& e = t.entry(b);
+            got[id].emplace_back(b, &e);
+          } catch (const Error& e) {
+            ASSERT_EQ(e.code(), ErrorCode::kPoolFull);
+            refused.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(t.size(), t.max_size());
+    EXPECT_GT(refused.load(), 0u);
+    std::map<BlockId, Entry*> owner;
+    for (const auto& v : got) {
+      for (auto [b, e] : v) {
+        auto [it, fresh] = owner.emplace(b, e);
+        ASSERT_EQ(it->second, e) << "block " << b << " has two entries";
+      }
+    }
+    std::set<Entry*> distinct;
+    for (auto [b, e] : owner) {
+      ASSERT_EQ(&t.entry(b), e);
+      distinct.insert(e);
+    }
+    EXPECT_EQ(distinct.size(), owner.size());
+    EXPECT_EQ(owner.size(), t.max_size());
+  }
+}
+
+TEST(HashLockFree, ResetReturnsMemory) {
+  LockFreeHashTable t(kCapacity, no_options());
+  for (BlockId b = 0; b < 2000; ++b) t.entry(b);
+  EXPECT_GT(t.private_bytes(0), 2000u * 16);  // scattered: far more than the slots used
+  t.reset();
+  EXPECT_EQ(t.private_bytes(0), 0u);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.entry(5).load(), 0u);
+  EXPECT_EQ(t.size(), 1u);
+}
+
+// --- in the pool: memory follows the pages touched, not the resident pages -----------------
+
+template <class Translation>
+void pool_memory_follows_pages_touched(size_t min_bytes_per_page) {
+  testing::TempDir dir;
+  auto pool = BasicBufferPool<Translation>::open(testing::small_options(dir.path(), 16));
+  SpaceId s = pool->create_space("s");
+  const uint64_t pages = 2000;
+  testing::fill_space(*pool, s, pages, [](uint64_t b) { return b; });
+  testing::expect_space(*pool, s, pages, [](uint64_t b) { return b; });
+  PoolStats st = pool->stats();
+  EXPECT_LE(st.resident_pages, 16u);
+  EXPECT_GE(st.translation_private_bytes, pages * min_bytes_per_page);
+  pool->check_invariants();
+  pool->drop_space(s);
+  pool->check_invariants();
+}
+
+TEST(HashChained, PoolMemoryFollowsPagesTouched) {
+  pool_memory_follows_pages_touched<HashChainedTranslation>(32);
+}
+TEST(HashOpen, PoolMemoryFollowsPagesTouched) { pool_memory_follows_pages_touched<HashOpenTranslation>(25); }
+TEST(HashLockFree, PoolMemoryFollowsPagesTouched) {
+  pool_memory_follows_pages_touched<HashLockFreeTranslation>(16);
+}
+
+}  // namespace
+}  // namespace calico::translation
