@@ -46,8 +46,12 @@
 // (entry.h, "Version ABA"). The pool never poisons these pages (eviction.h skips it for
 // kPagesInPlace) and discards a victim while it is still latched, so a fault that reloads the
 // page cannot be wiped by a late discard. Writes into the region happen only under the
-// exclusive latch or by the kernel's O_DIRECT read of a loading page; if memory runs out the
-// read fails (kIoError) instead of faulting in user space.
+// exclusive latch (allocation's zeroing, writers) or by the kernel's O_DIRECT read of a
+// loading page; memory is taken at that moment (MAP_NORESERVE: nothing is committed ahead),
+// so running out of memory is the kernel's OOM handling, as for any anonymous memory.
+// A read that fails (I/O error, checksum) leaves its page's memory in place until the page
+// is next loaded and evicted or the space is dropped (the pool's failure paths do not
+// discard); the contents are never used.
 //
 // The 2 MB problem (measured on Linux 6.18, THP "madvise" mode, defrag "madvise",
 // khugepaged max_ptes_none 511; tests/translation/vmcache_test.cc prints the numbers):
@@ -81,7 +85,8 @@
 // pages one per 2 MB cost VmPTE +2052 kB, still +2052 kB after each page's DONTNEED, +4 kB
 // after a DONTNEED of the whole range; 64 MB of huge pages, VmPTE +128 kB. The entry-level
 // figure (8 bytes per present 4 KB PTE, 8 per huge PMD) is a lower bound that ignores this
-// 4 KB granularity; page_tables() reports it too.
+// 4 KB granularity; page_tables() reports it too. Kernels without CONFIG_PT_RECLAIM (before
+// 6.14) free page tables only at munmap, so there the figure undercounts after a reset().
 //
 // Thread safety: states are atomics (entry.h protocols); touched bits are set with fetch_or;
 // page() and discard() need no lock (the pool calls discard with the page's exclusive latch
