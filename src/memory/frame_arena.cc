@@ -4,14 +4,13 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <algorithm>
 #include <string>
 
 #include "calico/checks.h"
 #include "calico/error.h"
+#include "memory/virtual_region.h"
 
 namespace calico::memory {
 
@@ -52,27 +51,6 @@ FrameArena::~FrameArena() {
   if (reserved_ != nullptr) munmap(reserved_, reserved_bytes_);
 }
 
-size_t FrameArena::huge_page_bytes() const {
-  FILE* f = std::fopen("/proc/self/smaps", "re");
-  if (f == nullptr) return 0;
-  auto lo = reinterpret_cast<uintptr_t>(base_);
-  uintptr_t hi = lo + bytes_;
-  char line[512];
-  bool inside = false;
-  size_t total_kb = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    uintptr_t start, end;
-    // Mapping headers are "start-end perms ..."; no field line parses as two hex numbers
-    // joined by '-'.
-    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &start, &end) == 2) {
-      inside = start < hi && end > lo;
-      continue;
-    }
-    size_t kb;
-    if (inside && std::sscanf(line, "AnonHugePages: %zu kB", &kb) == 1) total_kb += kb;
-  }
-  std::fclose(f);
-  return std::min(total_kb * 1024, bytes_);
-}
+size_t FrameArena::huge_page_bytes() const { return smaps_bytes(base_, bytes_, "AnonHugePages"); }
 
 }  // namespace calico::memory

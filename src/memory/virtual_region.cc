@@ -5,7 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -111,6 +114,34 @@ size_t VirtualRegion::private_bytes(size_t offset, size_t len) const {
   }
   close(fd);
   return pages * kOsPageBytes;
+}
+
+size_t smaps_bytes(const std::byte* base, size_t len, std::string_view field) {
+  FILE* f = std::fopen("/proc/self/smaps", "re");
+  if (f == nullptr) return 0;
+  auto lo = reinterpret_cast<uintptr_t>(base);
+  uintptr_t hi = lo + len;
+  char line[512];
+  bool inside = false;
+  size_t total_kb = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    uintptr_t start, end;
+    // Mapping headers are "start-end perms ..."; no field line parses as two hex numbers
+    // joined by '-'.
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &start, &end) == 2) {
+      inside = start < hi && end > lo;
+      continue;
+    }
+    if (!inside) continue;
+    std::string_view l(line);
+    size_t kb;
+    if (l.size() > field.size() && l.substr(0, field.size()) == field && l[field.size()] == ':' &&
+        std::sscanf(line + field.size() + 1, " %zu kB", &kb) == 1) {
+      total_kb += kb;
+    }
+  }
+  std::fclose(f);
+  return std::min(total_kb * 1024, len);
 }
 
 }  // namespace calico::memory

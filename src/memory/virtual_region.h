@@ -1,6 +1,7 @@
 // VirtualRegion: address space reserved with mmap(MAP_NORESERVE), backed lazily by the OS.
 //
-// Entry points: reserve(), punch(), reset(), resident_bytes().
+// Entry points: reserve(), punch(), reset(), resident_bytes(), private_bytes();
+// smaps_bytes() for any range of the process.
 //
 // Invariants:
 //  - The region is private anonymous memory. Until a byte is written it reads as zero and is
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace calico::memory {
 
@@ -57,5 +59,11 @@ class VirtualRegion {
   std::byte* base_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// The sum of `field` (e.g. "AnonHugePages", "Rss") over the mappings of /proc/self/smaps
+// that overlap [base, base + len), in bytes, capped at len. smaps reports whole mappings, so
+// the figure is exact only for a range that is mappings of its own (guarded or with flags
+// unlike its neighbours'). 0 when smaps cannot be read.
+size_t smaps_bytes(const std::byte* base, size_t len, std::string_view field);
 
 }  // namespace calico::memory

@@ -8,9 +8,9 @@
 //      (victim). Pinned, latched, loading pages are passed over.
 //   2. Write all dirty victims in one io_uring batch (trailer stamped under the latch).
 //      A victim whose write fails is unlatched and kept, still dirty: nothing is lost.
-//   3. For each written or clean victim: seed the frame's next version, clear its owner,
-//      zero the entry, release the punch reference (the last one punches the entries' page),
-//      and give the frame to the free list.
+//   3. For each written or clean victim: (pages in place: discard the page, still latched)
+//      seed the frame's next version, clear its owner, zero the entry, release the punch
+//      reference (the last one punches the entries' page), and give the frame to the free list.
 #pragma once
 
 // Part of buffer_pool_impl.h (which includes this file at its end, with the includes and
@@ -134,15 +134,20 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
       translation::unlock_exclusive(e, v.held, /*bump_version=*/false);  // kept, still dirty
       continue;
     }
+    if constexpr (T::kPagesInPlace) {
+      // The page's memory goes back to the OS while the latch is still held: once the entry
+      // is zero, a fault may read the page into the same address, which a later discard
+      // would wipe. No poison: the address is the page's own, and a discarded page reads as
+      // zeros (a reader that skipped validation sees an empty page).
+      v.space->table.discard(v.pid.block());
+    }
     pool::FrameMeta& m = meta_[v.frame];
     m.version_seed.store(v.held.version() + 1, std::memory_order_relaxed);
     m.dirty.store(0, std::memory_order_relaxed);
     m.owner.store(0, std::memory_order_release);
     e.store(0, std::memory_order_release);
     if (v.space->table.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-    if constexpr (T::kPagesInPlace) {
-      v.space->table.discard(v.pid.block());  // the page's memory goes back to the OS
-    } else if constexpr (CALICO_CHECKS_LEVEL >= 2) {
+    if constexpr (!T::kPagesInPlace && CALICO_CHECKS_LEVEL >= 2) {
       // Poison: a reader that skipped validation now sees garbage, not a plausible page.
       std::memset(frames_.frame(v.frame), 0xA5, options_.page_size);
     }
