@@ -4,28 +4,16 @@
 // find its key with the value that encodes it.
 #include <fmt/format.h>
 
-#include <memory>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "index/btree.h"
 #include "kv/kv_adapter.h"
 #include "micro.h"
 #include "micro_data.h"
 #include "variants/registry.h"
 
 namespace calico::bench {
-namespace {
-
-template <class Pool>
-struct TreeTarget {
-  micro::ScratchPool<Pool> pool;
-  std::optional<index::BasicBTree<Pool>> tree;  // destroyed before the pool
-};
-
-}  // namespace
 
 int run_micro_btree(const MicroBTreeConfig& cfg) {
   const micro::Common& common = cfg.common;
@@ -55,24 +43,15 @@ int run_micro_btree(const MicroBTreeConfig& cfg) {
       opt.data_dir = common.data_dir + "/" + name;
       opt.page_size = 4096;
       opt.pool_bytes = pool_mb << 20;
-      auto t = std::make_shared<TreeTarget<Pool>>();
-      t->pool = micro::open_scratch_pool<Pool>(opt);
-      t->tree.emplace(index::BasicBTree<Pool>::create(*t->pool, "btree"));
-      load_ycsb_tree(*t->tree, cfg.records, cfg.value_bytes);
+      auto t = load_ycsb_tree<Pool>(opt, cfg.records, cfg.value_bytes);
       micro::require_resident(*t->pool, name);
       tree_pages = t->pool->space_blocks(t->tree->space());
       if (!common.quiet) std::fprintf(stderr, "%s: loaded %llu tree pages\n", name.c_str(), (unsigned long long)tree_pages);
-      const size_t value_bytes = cfg.value_bytes;
       cases.push_back({name, "ycsb-c uniform",
-                       [t, &keys, value_bytes]() {
+                       [t, &keys]() {
                          micro::RunOutcome o{keys.size(), 0};
                          std::string value;
-                         char key[kv::kKeyBytes];
-                         for (uint64_t k : keys) {
-                           kv::encode_key(k, key);
-                           bool found = t->tree->lookup(std::string_view(key, kv::kKeyBytes), &value);
-                           o.failures += !found || !kv::check_value(value, k, value_bytes);
-                         }
+                         for (uint64_t k : keys) o.failures += !t->read(k, &value);
                          return o;
                        },
                        micro::pool_json(*t->pool)});

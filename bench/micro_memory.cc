@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "index/btree.h"
 #include "kv/kv_adapter.h"
 #include "machine.h"
 #include "micro.h"
@@ -31,30 +30,12 @@ namespace calico::bench {
 namespace {
 
 template <class Pool>
-struct TreeOnDisk {
-  micro::ScratchPool<Pool> pool;
-  std::optional<index::BasicBTree<Pool>> tree;  // destroyed before the pool
-  uint64_t failures = 0;
-  std::string key, value;
-
-  void read(uint64_t k, size_t value_bytes) {
-    key.resize(kv::kKeyBytes);
-    kv::encode_key(k, key.data());
-    failures += !tree->lookup(key, &value) || !kv::check_value(value, k, value_bytes);
-  }
-};
-
-template <class Pool>
-std::unique_ptr<TreeOnDisk<Pool>> load_tree(const MicroMemoryConfig& cfg, const std::string& dir, uint64_t records) {
+std::shared_ptr<YcsbTree<Pool>> load_tree(const MicroMemoryConfig& cfg, const std::string& dir, uint64_t records) {
   PoolOptions opt;
   opt.data_dir = cfg.common.data_dir + "/" + dir;
   opt.page_size = 4096;
   opt.pool_bytes = cfg.pool_mb << 20;
-  auto t = std::make_unique<TreeOnDisk<Pool>>();
-  t->pool = micro::open_scratch_pool<Pool>(opt);
-  t->tree.emplace(index::BasicBTree<Pool>::create(*t->pool, "btree"));
-  load_ycsb_tree(*t->tree, records, cfg.value_bytes);
-  return t;
+  return load_ycsb_tree<Pool>(opt, records, cfg.value_bytes);
 }
 
 // One measurement of translation memory, as a JSON object body.
@@ -127,15 +108,17 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
         auto t = load_tree<Pool>(cfg, name, records);
         std::mt19937_64 rng(common.seed);
         ZipfGenerator zipf(std::max<uint64_t>(records, 2), cfg.theta);
-        for (uint64_t i = 0; i < cfg.sweep_lookups; ++i) t->read(fnv1a64(zipf.next(rng)) % records, cfg.value_bytes);
+        uint64_t bad = 0;
+        std::string value;
+        for (uint64_t i = 0; i < cfg.sweep_lookups; ++i) bad += !t->read(fnv1a64(zipf.next(rng)) % records, &value);
         MemoryPoint p = MemoryPoint::of(*t->pool, t->tree->space());
-        failures += t->failures;
+        failures += bad;
         std::optional<double> rec = p.reclaimed();
         fmt::print("{:>22}", fmt::format("{} KB{}", kb(p.private_bytes),
                                          rec ? fmt::format(" ({:.0f}%)", 100 * *rec) : std::string()));
         std::fflush(stdout);
         points += fmt::format(R"({}{{"data_mb":{},"records":{},"failures":{},{}}})", points.empty() ? "" : ",", mb,
-                              records, t->failures, p.json());
+                              records, bad, p.json());
       }
     });
     fmt::print("\n");
@@ -157,6 +140,7 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
       ZipfGenerator zipf(records0, cfg.theta);
       std::uniform_real_distribution<double> coin(0, 1);
       uint64_t next_key = records0;
+      uint64_t bad = 0;
       std::string samples, value;
       std::vector<MemoryPoint> marks;
       auto sample = [&](uint64_t op) {
@@ -168,31 +152,31 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
       sample(0);
       for (uint64_t op = 1; op <= cfg.moving_ops; ++op) {
         if (op <= uniform_ops) {
-          t->read(uniform(rng), cfg.value_bytes);
+          bad += !t->read(uniform(rng), &value);
         } else if (coin(rng) < 0.05) {
           std::string key(kv::kKeyBytes, '\0');
           kv::encode_key(next_key, key.data());
           kv::make_value(next_key, 0, cfg.value_bytes, &value);
-          t->failures += !t->tree->insert(key, value);
+          bad += !t->tree->insert(key, value);
           ++next_key;
         } else {
           uint64_t rank = zipf.next(rng);
-          t->read(rank >= next_key ? 0 : next_key - 1 - rank, cfg.value_bytes);
+          bad += !t->read(rank >= next_key ? 0 : next_key - 1 - rank, &value);
         }
         if (op % every == 0 || op == uniform_ops || op == cfg.moving_ops) sample(op);
       }
-      failures += t->failures;
+      failures += bad;
       std::string line = fmt::format("{:<18}", name);
       for (const MemoryPoint& p : marks) {
         std::optional<double> rec = p.reclaimed();
         line += fmt::format("{:>20}", fmt::format("{} KB{}", kb(p.private_bytes),
                                                   rec ? fmt::format(" ({:.0f}%)", 100 * *rec) : std::string()));
       }
-      fmt::print("{}   {} inserts, {} failures\n", line, next_key - records0, t->failures);
+      fmt::print("{}   {} inserts, {} failures\n", line, next_key - records0, bad);
       std::fflush(stdout);
       append_json(common, fmt::format(R"({{"experiment":"memory_moving","translation":"{}","params":{{{},)"
                                       R"("records":{},"uniform_ops":{}}},"samples":[{}],"failures":{},"machine":{{{}}}}})",
-                                      name, params, records0, uniform_ops, samples, t->failures, machine_json()));
+                                      name, params, records0, uniform_ops, samples, bad, machine_json()));
     });
   }
   fmt::print("self-check failures (missing keys, wrong values, failed inserts): {}\n", failures);

@@ -32,6 +32,16 @@ double number(const std::string& line, const std::string& key) {
   return std::stod(m[1]);
 }
 
+// Every timed line: no failed self-check, 2 runs, `ops` operations over them, a time.
+void expect_timed(const std::vector<std::string>& lines, double ops_per_run) {
+  for (const auto& l : lines) {
+    EXPECT_EQ(number(l, "failures"), 0) << l;
+    EXPECT_EQ(number(l, "runs"), 2) << l;
+    EXPECT_EQ(number(l, "ops"), 2 * ops_per_run) << l;
+    EXPECT_GT(number(l, "median_ns_per_op"), 0) << l;
+  }
+}
+
 bench::micro::Common tiny_common(const testing::TempDir& dir) {
   bench::micro::Common c;
   c.translations = {"array", "direct"};
@@ -51,12 +61,7 @@ TEST(MicroSmoke, ScanSumsMatchTheLoadedRows) {
   ASSERT_EQ(bench::run_scan(cfg), 0);
   auto lines = lines_with(cfg.common.json_path, R"("experiment":"scan")");
   ASSERT_EQ(lines.size(), 8u) << "2 translations x {sequential, random} x {optimistic, pinned}";
-  for (const auto& l : lines) {
-    EXPECT_EQ(number(l, "failures"), 0) << l;
-    EXPECT_EQ(number(l, "runs"), 2) << l;
-    EXPECT_EQ(number(l, "ops"), 2 * number(l, "pages")) << "every run visits every page: " << l;
-    EXPECT_GT(number(l, "median_ns_per_op"), 0) << l;
-  }
+  expect_timed(lines, number(lines[0], "pages"));  // every run visits every page
   EXPECT_NE(lines[0].find(R"("speedup":{"array":)"), std::string::npos);
 }
 
@@ -69,11 +74,8 @@ TEST(MicroSmoke, BTreeLookupsFindEveryKey) {
   ASSERT_EQ(bench::run_micro_btree(cfg), 0);
   auto lines = lines_with(cfg.common.json_path, R"("experiment":"btree")");
   ASSERT_EQ(lines.size(), 2u);
-  for (const auto& l : lines) {
-    EXPECT_EQ(number(l, "failures"), 0) << l;
-    EXPECT_EQ(number(l, "ops"), 2 * 5000) << l;
-    EXPECT_GT(number(l, "tree_pages"), 20000 * 128 / 4096) << l;
-  }
+  expect_timed(lines, 5000);
+  for (const auto& l : lines) EXPECT_GT(number(l, "tree_pages"), 20000 * 128 / 4096) << l;
 }
 
 bench::MicroBfsConfig tiny_graph(const testing::TempDir& dir) {
@@ -91,11 +93,7 @@ TEST(MicroSmoke, BfsVisitsTheExpectedCountWithAndWithoutPrefetch) {
   ASSERT_EQ(bench::run_micro_bfs(cfg), 0);
   auto lines = lines_with(cfg.common.json_path, R"("experiment":"bfs")");
   ASSERT_EQ(lines.size(), 4u) << "2 translations x prefetch off/on";
-  for (const auto& l : lines) {
-    EXPECT_EQ(number(l, "failures"), 0) << l;
-    // 44 random neighbours: the graph is connected, every query visits `visits` nodes.
-    EXPECT_EQ(number(l, "ops"), 2 * 3 * 200) << l;
-  }
+  expect_timed(lines, 3 * 200);  // 44 random neighbours: connected, every query visits 200
 }
 
 TEST(MicroSmoke, AblationStepsAgreeOnTheSearch) {
@@ -104,7 +102,7 @@ TEST(MicroSmoke, AblationStepsAgreeOnTheSearch) {
   ASSERT_EQ(bench::run_micro_ablation(cfg), 0);
   auto lines = lines_with(cfg.common.json_path, R"("experiment":"ablation")");
   ASSERT_GE(lines.size(), 4u);
-  for (const auto& l : lines) EXPECT_EQ(number(l, "failures"), 0) << l;
+  expect_timed(lines, 3 * 200);
   EXPECT_NE(lines.back().find(R"("translation":"+ group prefetch")"), std::string::npos);
   EXPECT_NE(lines.back().find(R"("speedup":{"first":)"), std::string::npos);
 }
