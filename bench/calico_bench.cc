@@ -1,14 +1,39 @@
 // calico_bench: the benchmark driver. One subcommand per experiment.
 //   demo   the README's main job (bench/demo.h)
-//   scan   heap SUM scans, sequential and random page order (Table 2) (bench/scan.h)
 //   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb.h)
+//   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
+//          the translation microbenchmarks on every translation variant (bench/micro.h)
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <exception>
 
 #include "demo.h"
+#include "index/graph.h"
+#include "micro.h"
 #include "scan.h"
+#include "variants/registry.h"
 #include "ycsb.h"
+
+namespace {
+
+// The options every microbenchmark takes (micro_harness.h, Common).
+void add_micro_options(CLI::App* a, calico::bench::micro::Common& c) {
+  a->add_option("--translations", c.translations,
+                fmt::format("translation variants, comma list (default: all of {})",
+                            fmt::join(calico::variants::translation_names(), ",")))
+      ->delimiter(',');
+  a->add_option("--repeat", c.repeat, "timed rounds after the warm-up (variants interleaved in each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  a->add_option("--data-dir", c.data_dir, "directory for the pools' files (one subdirectory each)")->capture_default_str();
+  a->add_option("--json", c.json_path, "append one JSON line per translation and workload to this file");
+  a->add_option("--seed", c.seed, "random seed")->capture_default_str();
+  a->add_flag("!--no-counters", c.counters, "do not read hardware counters (perf_event_open)");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Calico buffer manager benchmarks"};
@@ -51,22 +76,64 @@ int main(int argc, char** argv) {
   y->add_flag("--keep-data", ycsb.keep_data, "keep the data directories afterwards");
 
   calico::bench::ScanConfig scan;
-  CLI::App* sc = app.add_subcommand("scan", "heap SUM scans in sequential and random page order (calico.txt Table 2)");
-  sc->add_option("--data-dir", scan.data_dir, "directory for the data files")->capture_default_str();
-  sc->add_option("--data-mb", scan.data_mb, "heap size")->capture_default_str()->check(CLI::Range(1, 1 << 22));
+  CLI::App* sc = app.add_subcommand("scan", "heap SUM scans, sequential and random page order, per translation "
+                                            "(calico.txt Table 2, Figure 1a/b)");
+  sc->alias("micro-scan");
+  add_micro_options(sc, scan.common);
+  sc->add_option("--data-mb", scan.data_mb, "heap size per translation")->capture_default_str()->check(CLI::Range(1, 1 << 22));
   sc->add_option("--pool-mb", scan.pool_mb, "pool size (0: data + 25% + 64 MB, all resident)")->capture_default_str();
   sc->add_option("--page-size", scan.page_size, "page size in bytes")->capture_default_str()->check(CLI::IsMember({4096, 8192, 16384}));
   sc->add_option("--row-bytes", scan.row_bytes, "row size in bytes")->capture_default_str()->check(CLI::Range(16, 16000));
-  sc->add_option("--repeat", scan.repeat, "measured runs per variant (interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
   sc->add_option("--prefetch-distance", scan.prefetch_distance, "group prefetch distance in pages (0 = off)")->capture_default_str()->check(CLI::Range(0, 256));
-  sc->add_option("--seed", scan.seed, "random seed")->capture_default_str();
-  sc->add_option("--json", scan.json_path, "append one JSON line per variant to this file");
+  sc->add_flag("!--no-pinned", scan.pinned, "skip the pinned (shared latch) workloads");
+
+  calico::bench::MicroBTreeConfig bt;
+  CLI::App* mb = app.add_subcommand("micro-btree", "YCSB-C uniform B+tree lookups per translation (calico.txt Table 3, Figure 1c)");
+  add_micro_options(mb, bt.common);
+  mb->add_option("--records", bt.records, "records bulk-loaded")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  mb->add_option("--value-bytes", bt.value_bytes, "value size in bytes")->capture_default_str()->check(CLI::Range(16, 500));
+  mb->add_option("--lookups", bt.lookups, "lookups per run")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  mb->add_option("--pool-mb", bt.pool_mb, "pool size (0: sized from the records, all resident)")->capture_default_str();
+
+  calico::bench::MicroBfsConfig bfs;
+  auto add_graph_options = [](CLI::App* a, calico::bench::MicroBfsConfig& g) {
+    a->add_option("--nodes", g.nodes, "graph nodes (one 4 KB page each)")->capture_default_str()->check(CLI::Range(1u, 1u << 28));
+    a->add_option("--degree", g.degree, "random neighbours per node")->capture_default_str()->check(CLI::Range(1u, calico::index::GraphFormat::kMaxDegree));
+    a->add_option("--visits", g.visits, "nodes visited per BFS query")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+    a->add_option("--queries", g.queries, "BFS queries (random roots) per run")->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+    a->add_option("--pool-mb", g.pool_mb, "pool size (0: graph + 25% + 64 MB, all resident)")->capture_default_str();
+  };
+  CLI::App* mf = app.add_subcommand("micro-bfs", "graph BFS per translation, group prefetch off/on (calico.txt Table 4, Figure 1d, Table 6)");
+  add_micro_options(mf, bfs.common);
+  add_graph_options(mf, bfs);
+
+  calico::bench::MicroBfsConfig abl;
+  CLI::App* ma = app.add_subcommand("micro-ablation", "hash_open -> array 4 KB pinned -> + huge pages -> + optimistic -> "
+                                                      "+ group prefetch, on the BFS (calico.txt Figure 11)");
+  add_micro_options(ma, abl.common);
+  add_graph_options(ma, abl);
+
+  calico::bench::MicroMemoryConfig mem;
+  CLI::App* mm = app.add_subcommand("micro-memory", "translation memory as data grows and as the hot set moves (calico.txt Figure 10)");
+  add_micro_options(mm, mem.common);
+  mm->add_option("--data-mb", mem.data_mb, "B+tree sizes of the size sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  mm->add_option("--pool-mb", mem.pool_mb, "pool size (smaller than the data)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  mm->add_option("--value-bytes", mem.value_bytes, "value size in bytes")->capture_default_str()->check(CLI::Range(16, 500));
+  mm->add_option("--theta", mem.theta, "Zipf skew of the size sweep's lookups and of read-latest")->capture_default_str()->check(CLI::Range(0.01, 0.999));
+  mm->add_option("--sweep-lookups", mem.sweep_lookups, "YCSB-C lookups per size")->capture_default_str();
+  mm->add_option("--moving-data-mb", mem.moving_data_mb, "initial B+tree size of the moving hot set")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  mm->add_option("--moving-ops", mem.moving_ops, "operations of the moving hot set (1/3 uniform, then YCSB-D)")->capture_default_str();
+  mm->add_option("--samples", mem.samples, "translation memory samples over the moving run")->capture_default_str()->check(CLI::Range(1u, 100000u));
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return calico::bench::run_demo(demo);
     if (y->parsed()) return calico::bench::run_ycsb(ycsb);
     if (sc->parsed()) return calico::bench::run_scan(scan);
+    if (mb->parsed()) return calico::bench::run_micro_btree(bt);
+    if (mf->parsed()) return calico::bench::run_micro_bfs(bfs);
+    if (ma->parsed()) return calico::bench::run_micro_ablation(abl);
+    if (mm->parsed()) return calico::bench::run_micro_memory(mem);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;

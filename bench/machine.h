@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,10 +42,20 @@ inline std::string build_flags() {
   );
 }
 
+// `s` with quotes and backslashes escaped, for a JSON string.
+inline std::string json_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
 // JSON object body (no braces) describing the machine.
 inline std::string machine_json() {
-  return fmt::format(R"("cpu":"{}","cores":{},"memory_bytes":{},"build":"{}")", cpu_model(),
-                     std::thread::hardware_concurrency(), memory_bytes(), build_flags());
+  return fmt::format(R"("cpu":"{}","cores":{},"memory_bytes":{},"build":"{}")", json_escape(cpu_model()),
+                     std::thread::hardware_concurrency(), memory_bytes(), json_escape(build_flags()));
 }
 
 }  // namespace calico::bench

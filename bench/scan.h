@@ -1,25 +1,28 @@
-// scan: the heap-scan experiment of calico.txt Table 2. SUM over one 8-byte column of
-// fixed-size rows (1024 bytes in 8 KB pages by default), pages visited in block order
-// (sequential) and in a random permutation (B-tree-leaf-like order), with optimistic or
-// pinned page reads, everything resident. Reports pages/s and bytes/s next to the machine's
-// measured single-thread memory read bandwidth, and checks every sum.
+// scan: the heap-scan experiment of calico.txt Table 2 / Figure 1a-b on every translation
+// variant (micro.h lists the sibling experiments). SUM over one 8-byte column of fixed-size
+// rows (1024 bytes in 8 KB pages by default), pages visited in block order (sequential) and
+// in one random permutation (B-tree-leaf-like order), with optimistic reads (and, unless
+// disabled, shared pins), everything resident. Each translation gets its own pool loaded
+// with identical rows; the runs are interleaved (micro_harness.h). Reports ns per page,
+// pages/s, speedups against array and direct, counters, and the machine's single-thread
+// memory read bandwidth for scale; checks every sum.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "micro_harness.h"
+
 namespace calico::bench {
 
 struct ScanConfig {
-  std::string data_dir = "./calico-scan-data";
-  uint64_t data_mb = 1024;
-  uint64_t pool_mb = 0;  // 0: data + 25% + 64 MB (everything resident)
+  micro::Common common;
+  uint64_t data_mb = 1024;  // per translation
+  uint64_t pool_mb = 0;     // 0: data + 25% + 64 MB (everything resident)
   size_t page_size = 8192;
   size_t row_bytes = 1024;
-  unsigned repeat = 5;
   uint32_t prefetch_distance = 0;
-  uint64_t seed = 42;
-  std::string json_path;
+  bool pinned = true;       // also run the pinned (shared latch) workloads
 };
 
 // Returns 0 on success, 1 when a sum was wrong.

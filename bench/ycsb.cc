@@ -46,15 +46,6 @@ namespace {
 constexpr uint64_t kLatencySampleEvery = 16;  // sample one operation in 16 (steady_clock x2)
 constexpr uint64_t kMaxScanLength = 100;      // YCSB E: scan lengths uniform in 1..100
 
-uint64_t fnv1a64(uint64_t x) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (int i = 0; i < 8; ++i) {
-    h ^= (x >> (8 * i)) & 0xff;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 }  // namespace
 
 // State shared by the threads of runs on one database.
@@ -353,15 +344,6 @@ struct Row {
   std::string distribution;
   std::vector<RunResult> runs;
 };
-
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
 
 template <class F>
 double median_of(const std::vector<RunResult>& runs, F f) {

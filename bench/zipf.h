@@ -39,4 +39,15 @@ class ZipfGenerator {
   double theta_, zeta_n_, alpha_, eta_;
 };
 
+// YCSB's scrambling hash (FNV-1a 64 over the 8 bytes): a Zipf rank -> fnv1a64(rank) % n
+// spreads the hot items over the key space (YCSB's ScrambledZipfianGenerator).
+inline uint64_t fnv1a64(uint64_t x) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < 8; ++i) {
+    h ^= (x >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 }  // namespace calico::bench

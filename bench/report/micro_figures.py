@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Turns the JSON lines of the translation microbenchmarks (calico_bench scan, micro-btree,
+micro-bfs, micro-ablation, micro-memory; bench/micro.h) into a Markdown report with figures:
+
+  Figure 1   (calico.txt Figure 1a-d)  throughput per translation: sequential scan, random
+             scan, B-tree lookup, graph BFS                      -> fig1_translation_overhead.png
+  Tables 2-4 medians, speedups vs array and direct, counters per operation
+  Table 6    group prefetch gain per translation (BFS)
+  Figure 10  translation memory: size sweep and moving hot set   -> fig10_translation_memory.png
+  Figure 11  ablation: cumulative speedups                        -> fig11_ablation.png
+
+Usage: micro_figures.py RESULTS.jsonl [more.jsonl ...] [--md docs/micro.md] [--png-dir docs/micro]
+       [--command "how the results were produced"]
+When a (experiment, workload, translation) appears more than once, the last line wins.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+TIMED = ("scan", "btree", "bfs", "ablation")
+
+
+def load(paths):
+    timed, memory = {}, {}
+    order = []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                r = json.loads(line)
+                exp = r.get("experiment")
+                if exp in TIMED:
+                    key = (exp, r["workload"], r["translation"])
+                    if key not in timed:
+                        order.append(key)
+                    timed[key] = r
+                elif exp in ("memory_size", "memory_moving"):
+                    memory[(exp, r["translation"])] = r
+    return [timed[k] for k in order], memory
+
+
+def fmt(x, digits=2, suffix=""):
+    return "n/a" if x is None else f"{x:.{digits}f}{suffix}"
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def workloads_of(records, exp):
+    seen = []
+    for r in records:
+        if r["experiment"] == exp and r["workload"] not in seen:
+            seen.append(r["workload"])
+    return seen
+
+
+def timed_table(records, exp, workload):
+    rows = []
+    for r in records:
+        if r["experiment"] != exp or r["workload"] != workload:
+            continue
+        c = r.get("counters_per_op") or {}
+        sp = r.get("speedup", {})
+        rows.append([r["translation"], f"{r['median_ns_per_op']:.1f}", f"{r['ops_per_s'] / 1e6:.3f}"] +
+                    [fmt(sp.get(b), 3, "x") for b in sp] +
+                    [fmt(c.get("ipc")), fmt(c.get("instructions"), 0), fmt(c.get("llc_misses")),
+                     fmt(c.get("dtlb_misses")), r["runs"], r["failures"]])
+    first = next(r for r in records if r["experiment"] == exp and r["workload"] == workload)
+    op = first["op"]
+    headers = (["translation", f"ns/{op}", f"M{op}s/s"] + [f"vs {b}" for b in first.get("speedup", {})] +
+               ["IPC", f"instr/{op}", f"LLC miss/{op}", f"dTLB miss/{op}", "runs", "failures"])
+    return table(headers, rows)
+
+
+def figure1(records, path):
+    panels = [("scan", "sequential optimistic", "(a) sequential scan", "Mpages/s"),
+              ("scan", "random optimistic", "(b) random scan", "Mpages/s"),
+              ("btree", "ycsb-c uniform", "(c) B-tree lookup (YCSB-C)", "Mlookups/s"),
+              ("bfs", "bfs", "(d) graph BFS", "Mnodes/s")]
+    panels = [p for p in panels if any(r["experiment"] == p[0] and r["workload"] == p[1] for r in records)]
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    for ax, (exp, wl, title, unit) in zip(axes[0], panels):
+        rs = [r for r in records if r["experiment"] == exp and r["workload"] == wl]
+        names = [r["translation"] for r in rs]
+        vals = [r["ops_per_s"] / 1e6 for r in rs]
+        colors = ["#999999" if n == "direct" else "#d62728" if n == "array" else "#1f77b4" for n in names]
+        bars = ax.bar(names, vals, color=colors)
+        for b, r in zip(bars, rs):
+            s = r.get("speedup", {}).get("array")
+            if s is not None:
+                ax.annotate(f"{1 / s:.2f}x" if s else "", (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=8)
+        ax.set_title(title)
+        ax.set_ylabel(unit)
+        ax.tick_params(axis="x", rotation=45)
+    fig.suptitle("Translation overhead (labels: time relative to array; direct = no translation)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def figure11(records, path):
+    rs = [r for r in records if r["experiment"] == "ablation"]
+    if not rs:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    vals = [r["speedup"].get("first") or 0 for r in rs]
+    bars = ax.bar([r["translation"] for r in rs], vals, color="#2ca02c")
+    for b, v in zip(bars, vals):
+        ax.annotate(f"{v:.2f}x", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
+                    fontsize=8)
+    ax.set_ylabel("cumulative speedup")
+    ax.set_title("Ablation on the graph BFS (Figure 11)")
+    ax.tick_params(axis="x", rotation=20)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def figure10(memory, path):
+    sizes = {t: r for (e, t), r in memory.items() if e == "memory_size"}
+    moving = {t: r for (e, t), r in memory.items() if e == "memory_moving"}
+    if not sizes and not moving:
+        return False
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    flat = None
+    for t, r in sizes.items():
+        xs = [p["data_mb"] for p in r["points"]]
+        ax.plot(xs, [p["translation_private_bytes"] / 2**20 for p in r["points"]], marker="o", label=t)
+        flat = (xs, [p["flat_bytes"] / 2**20 for p in r["points"]])
+    if flat:
+        ax.plot(flat[0], flat[1], "k--", label="flat array (no reclaiming)")
+    ax.set_xlabel("data (MB of records)")
+    ax.set_ylabel("translation memory (MB, private)")
+    ax.set_title("(a) as data grows (YCSB-C Zipf)")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    switch = None
+    for t, r in moving.items():
+        ax.plot([s["op"] for s in r["samples"]], [s["translation_private_bytes"] / 2**20 for s in r["samples"]],
+                label=t)
+        switch = r["params"].get("uniform_ops")
+    if switch:
+        ax.axvline(switch, color="k", linestyle=":", label="uniform -> YCSB-D (read latest)")
+    ax.set_xlabel("operations")
+    ax.set_ylabel("translation memory (MB, private)")
+    ax.set_title("(b) as the hot set moves")
+    ax.legend(fontsize=8)
+    fig.suptitle("Translation memory (Figure 10)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def table6(records):
+    bfs = [r for r in records if r["experiment"] == "bfs"]
+    rows = []
+    for t in dict.fromkeys(r["translation"] for r in bfs):
+        no = next((r for r in bfs if r["translation"] == t and r["workload"] == "bfs"), None)
+        yes = next((r for r in bfs if r["translation"] == t and r["workload"] != "bfs"), None)
+        if not no or not yes:
+            continue
+        cn, cy = no.get("counters_per_op") or {}, yes.get("counters_per_op") or {}
+        rows.append([t, f"{no['median_ns_per_op'] / yes['median_ns_per_op']:.3f}x",
+                     f"{no['median_ns_per_op']:.1f} -> {yes['median_ns_per_op']:.1f}",
+                     f"{fmt(cn.get('cycles'), 0)} -> {fmt(cy.get('cycles'), 0)}",
+                     f"{fmt(cn.get('llc_misses'), 1)} -> {fmt(cy.get('llc_misses'), 1)}"])
+    return table(["translation", "speedup", "ns/node no -> yes", "cycles/node", "LLC miss/node"], rows)
+
+
+def memory_tables(memory):
+    out = []
+    sizes = {t: r for (e, t), r in memory.items() if e == "memory_size"}
+    if sizes:
+        any_r = next(iter(sizes.values()))
+        cols = [p["data_mb"] for p in any_r["points"]]
+        rows = []
+        for t, r in sizes.items():
+            cells = []
+            for p in r["points"]:
+                rec = p.get("reclaimed_fraction")
+                cells.append(f"{p['translation_private_bytes'] / 1024:.0f} KB" +
+                             (f" ({100 * rec:.0f}%)" if rec is not None else ""))
+            rows.append([t] + cells + [sum(p["failures"] for p in r["points"])])
+        flat = [f"{p['flat_bytes'] / 1024:.0f} KB" for p in any_r["points"]]
+        rows.append(["*flat array*"] + flat + [""])
+        pr = any_r["params"]
+        out.append(f"Size sweep: pool {pr['pool_mb']} MB, {pr['sweep_lookups']} YCSB-C lookups (scrambled Zipf "
+                   f"{pr['theta']}) after a bulk load; private translation memory (reclaimed vs a flat array "
+                   f"where the variant punches):\n")
+        out.append(table(["translation"] + [f"{c} MB data" for c in cols] + ["failures"], rows))
+    moving = {t: r for (e, t), r in memory.items() if e == "memory_moving"}
+    if moving:
+        rows = []
+        for t, r in moving.items():
+            s = r["samples"]
+            u = r["params"]["uniform_ops"]
+            mid = min(s, key=lambda x: abs(x["op"] - u))
+
+            def cell(p):
+                rec = p.get("reclaimed_fraction")
+                return f"{p['translation_private_bytes'] / 1024:.0f} KB" + (
+                    f" ({100 * rec:.0f}%)" if rec is not None else "")
+
+            rows.append([t, cell(s[0]), cell(mid), cell(s[-1]), f"{s[-1]['blocks']}",
+                         f"{s[-1]['translation_reserved_bytes'] / 2**20:.0f} MB", s[-1]["punches"], r["failures"]])
+        pr = next(iter(moving.values()))["params"]
+        out.append(f"\nMoving hot set: {pr['moving_data_mb']} MB of records ({pr['records']}) on a {pr['pool_mb']} MB "
+                   f"pool; {pr['uniform_ops']} uniform reads, then YCSB-D (95% read latest, 5% insert) up to "
+                   f"{pr['moving_ops']} operations:\n")
+        out.append(table(["translation", "after load", "after uniform reads", "end (read latest)", "blocks",
+                          "reserved", "punches", "failures"], rows))
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("jsonl", nargs="+")
+    ap.add_argument("--md", default="docs/micro.md")
+    ap.add_argument("--png-dir", default="docs/micro")
+    ap.add_argument("--command", default="scripts/micro.sh")
+    a = ap.parse_args()
+    records, memory = load(a.jsonl)
+    if not records and not memory:
+        sys.exit("micro_figures.py: no microbenchmark records in " + ", ".join(a.jsonl))
+    os.makedirs(a.png_dir, exist_ok=True)
+    rel = os.path.relpath(a.png_dir, os.path.dirname(os.path.abspath(a.md)) or ".")
+    machine = (records[0] if records else next(iter(memory.values())))["machine"]
+    md = [f"# Translation microbenchmarks (calico.txt sections 3, 6.5, 6.6)\n",
+          f"Generated {datetime.date.today()} by `bench/report/micro_figures.py` from the JSON lines of "
+          f"`{a.command}`. Machine: {machine['cpu']}, {machine['cores']} cores, "
+          f"{machine['memory_bytes'] / 2**30:.1f} GiB; build: {machine['build']}.\n",
+          "Single-threaded, everything resident (each run checks that its pool never evicted), one pool per "
+          "translation loaded with identical data and the same index code; a warm-up, then interleaved "
+          "repeats; medians. *vs X* is X's time divided by this time (above 1: faster than X); `direct` "
+          "(no translation at all) is the ceiling. Counters are per operation, `n/a` where the machine has "
+          "no perf_event_open (deterministic cache-miss counts: run a command under "
+          "`valgrind --tool=cachegrind --cache-sim=yes`).\n"]
+    fig1 = os.path.join(a.png_dir, "fig1_translation_overhead.png")
+    if figure1(records, fig1):
+        md.append(f"## Figure 1: translation overhead across workloads\n\n![Figure 1]({rel}/{os.path.basename(fig1)})\n")
+    titles = {"scan": "Table 2: heap SUM scan (8-byte column of 1024-byte rows, 8 KB pages)",
+              "btree": "Table 3: B-tree point lookups (YCSB-C, uniform)",
+              "bfs": "Table 4: graph BFS (optimistic reads)",
+              "ablation": "Figure 11: ablation on the graph BFS"}
+    for exp in TIMED:
+        wls = workloads_of(records, exp)
+        if not wls:
+            continue
+        p = next(r for r in records if r["experiment"] == exp)["params"]
+        md.append(f"## {titles[exp]}\n\nParameters: " + ", ".join(f"{k}={v}" for k, v in p.items()) + "\n")
+        if exp == "ablation":
+            fig11 = os.path.join(a.png_dir, "fig11_ablation.png")
+            if figure11(records, fig11):
+                md.append(f"![Figure 11]({rel}/{os.path.basename(fig11)})\n")
+        for wl in wls:
+            md.append(f"**{wl}**\n\n" + timed_table(records, exp, wl) + "\n")
+        if exp == "bfs":
+            md.append("### Table 6: group prefetch gain (BFS time without / with prefetch)\n\n" + table6(records) + "\n")
+    if memory:
+        fig10 = os.path.join(a.png_dir, "fig10_translation_memory.png")
+        figure10(memory, fig10)
+        md.append(f"## Figure 10: translation memory\n\n![Figure 10]({rel}/{os.path.basename(fig10)})\n\n" +
+                  memory_tables(memory) + "\n")
+    failures = sum(r["failures"] for r in records) + sum(r.get("failures", 0) for r in memory.values())
+    md.append(f"Self-check failures over all runs: {failures}.\n")
+    os.makedirs(os.path.dirname(os.path.abspath(a.md)), exist_ok=True)
+    with open(a.md, "w") as f:
+        f.write("\n".join(md))
+    print(f"wrote {a.md} and figures in {a.png_dir}")
+
+
+if __name__ == "__main__":
+    main()

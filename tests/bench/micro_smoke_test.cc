@@ -1,0 +1,141 @@
+// Smoke runs of the translation microbenchmarks (bench/micro.h) at tiny sizes on `array` and
+// `direct`: each must pass its own checks (sums, found keys, identical BFS results across
+// variants and runs) and write the JSON lines the report script reads. Correctness only,
+// never timings.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "micro.h"
+#include "scan.h"
+#include "support/test_util.h"
+
+namespace calico {
+namespace {
+
+std::vector<std::string> lines_with(const std::string& path, const std::string& needle) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+// The number after "key": in a JSON line (first occurrence); -1 when absent.
+double number(const std::string& line, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex("\"" + key + "\":(-?[0-9.eE+]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+// Every timed line: no failed self-check, 2 runs, `ops` operations over them, a time.
+void expect_timed(const std::vector<std::string>& lines, double ops_per_run) {
+  for (const auto& l : lines) {
+    EXPECT_EQ(number(l, "failures"), 0) << l;
+    EXPECT_EQ(number(l, "runs"), 2) << l;
+    EXPECT_EQ(number(l, "ops"), 2 * ops_per_run) << l;
+    EXPECT_GT(number(l, "median_ns_per_op"), 0) << l;
+  }
+}
+
+bench::micro::Common tiny_common(const testing::TempDir& dir) {
+  bench::micro::Common c;
+  c.translations = {"array", "direct"};
+  c.repeat = 2;
+  c.data_dir = dir.sub("data");
+  c.json_path = dir.sub("micro.jsonl");
+  c.quiet = true;
+  return c;
+}
+
+TEST(MicroSmoke, ScanSumsMatchTheLoadedRows) {
+  testing::TempDir dir;
+  bench::ScanConfig cfg;
+  cfg.common = tiny_common(dir);
+  cfg.data_mb = 2;
+  cfg.prefetch_distance = 4;
+  ASSERT_EQ(bench::run_scan(cfg), 0);
+  auto lines = lines_with(cfg.common.json_path, R"("experiment":"scan")");
+  ASSERT_EQ(lines.size(), 8u) << "2 translations x {sequential, random} x {optimistic, pinned}";
+  expect_timed(lines, number(lines[0], "pages"));  // every run visits every page
+  EXPECT_NE(lines[0].find(R"("speedup":{"array":)"), std::string::npos);
+}
+
+TEST(MicroSmoke, BTreeLookupsFindEveryKey) {
+  testing::TempDir dir;
+  bench::MicroBTreeConfig cfg;
+  cfg.common = tiny_common(dir);
+  cfg.records = 20000;
+  cfg.lookups = 5000;
+  ASSERT_EQ(bench::run_micro_btree(cfg), 0);
+  auto lines = lines_with(cfg.common.json_path, R"("experiment":"btree")");
+  ASSERT_EQ(lines.size(), 2u);
+  expect_timed(lines, 5000);
+  for (const auto& l : lines) EXPECT_GT(number(l, "tree_pages"), 20000 * 128 / 4096) << l;
+}
+
+bench::MicroBfsConfig tiny_graph(const testing::TempDir& dir) {
+  bench::MicroBfsConfig cfg;
+  cfg.common = tiny_common(dir);
+  cfg.nodes = 600;
+  cfg.visits = 200;
+  cfg.queries = 3;
+  return cfg;
+}
+
+TEST(MicroSmoke, BfsVisitsTheExpectedCountWithAndWithoutPrefetch) {
+  testing::TempDir dir;
+  bench::MicroBfsConfig cfg = tiny_graph(dir);
+  ASSERT_EQ(bench::run_micro_bfs(cfg), 0);
+  auto lines = lines_with(cfg.common.json_path, R"("experiment":"bfs")");
+  ASSERT_EQ(lines.size(), 4u) << "2 translations x prefetch off/on";
+  expect_timed(lines, 3 * 200);  // 44 random neighbours: connected, every query visits 200
+}
+
+TEST(MicroSmoke, AblationStepsAgreeOnTheSearch) {
+  testing::TempDir dir;
+  bench::MicroBfsConfig cfg = tiny_graph(dir);
+  ASSERT_EQ(bench::run_micro_ablation(cfg), 0);
+  auto lines = lines_with(cfg.common.json_path, R"("experiment":"ablation")");
+  ASSERT_GE(lines.size(), 4u);
+  expect_timed(lines, 3 * 200);
+  EXPECT_NE(lines.back().find(R"("translation":"+ group prefetch")"), std::string::npos);
+  EXPECT_NE(lines.back().find(R"("speedup":{"first":)"), std::string::npos);
+}
+
+TEST(MicroSmoke, MemoryIsSampledForEvictingTranslations) {
+  testing::TempDir dir;
+  bench::MicroMemoryConfig cfg;
+  cfg.common = tiny_common(dir);
+  cfg.data_mb = {2, 4};
+  cfg.pool_mb = 1;
+  cfg.sweep_lookups = 3000;
+  cfg.moving_data_mb = 2;
+  cfg.moving_ops = 6000;
+  cfg.samples = 6;
+  ASSERT_EQ(bench::run_micro_memory(cfg), 0);
+  auto sizes = lines_with(cfg.common.json_path, R"("experiment":"memory_size")");
+  ASSERT_EQ(sizes.size(), 1u) << "direct is skipped";
+  EXPECT_NE(sizes[0].find(R"("translation":"array")"), std::string::npos);
+  EXPECT_NE(sizes[0].find(R"("data_mb":4,)"), std::string::npos);
+  EXPECT_GT(number(sizes[0], "translation_private_bytes"), 0);
+  auto moving = lines_with(cfg.common.json_path, R"("experiment":"memory_moving")");
+  ASSERT_EQ(moving.size(), 1u);
+  EXPECT_EQ(number(moving[0], "failures"), 0);
+  EXPECT_NE(moving[0].find(R"("phase":"latest")"), std::string::npos);
+  EXPECT_NE(moving[0].find(R"("op":6000,)"), std::string::npos);
+}
+
+TEST(MicroSmoke, UnknownTranslationIsAnError) {
+  testing::expect_error(ErrorCode::kInvalidArgument,
+                        [] { bench::micro::select_translations({"array", "no_such"}, true, "test"); });
+  EXPECT_EQ(bench::micro::select_translations({"direct", "array", "array"}, false, "test"),
+            std::vector<std::string>{"array"});
+}
+
+}  // namespace
+}  // namespace calico
