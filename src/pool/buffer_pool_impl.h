@@ -27,6 +27,7 @@
 #include "pool/catalog.h"
 #include "pool/eviction.h"
 #include "pool/pool_support.h"
+#include "pool/promotion.h"
 
 namespace calico {
 
