@@ -167,6 +167,11 @@ struct OptimisticRead {
 //     static constexpr bool kDirect;        // optimistic reads go to frame block + 1 with no
 //                         //   lookup, no residency check, no validation (the physical limit;
 //                         //   faults load block b into frame b + 1; never evicts)
+//     class FramePredictor;  // optional (predictive translation, pool/prediction.h): per pool,
+//                         //   FramePredictor(num_frames), FrameId preferred_frame(PageId);
+//                         //   with kPromoteOneIn/kDemoteOneIn. Faults take the preferred frame
+//                         //   when free, pins prefetch it before the lookup, and hits move
+//                         //   pages into it (pool/promotion.h). Compiled out for the others.
 //   };
 //
 // Everything else (latching protocol, faults, CLOCK eviction, I/O, prefetch, flush) is

@@ -126,6 +126,18 @@ class PredictiveTable {
   // The space was dropped: see the header. Pre: every entry is zero.
   void reset();
 
+  // Calls fn(block, entry) for every slot (check_invariants, tests; racy unless quiescent).
+  template <class Fn>
+  void for_each_entry(Fn&& fn) const {
+    for (uint64_t i = 0; i <= mask_; ++i) {
+      const Bucket& b = buckets_[i];
+      if (uint64_t k = b.key.load(std::memory_order_acquire); k != 0) fn(static_cast<BlockId>(k - 1), b.entry);
+      for (Node* n = b.next.load(std::memory_order_acquire); n != nullptr; n = n->next.load(std::memory_order_acquire)) {
+        fn(static_cast<BlockId>(n->key.load(std::memory_order_acquire) - 1), n->entry);
+      }
+    }
+  }
+
   // Tests and reports: slots in use, overflow nodes, the longest chain (slots, inlined one
   // included). Racy unless quiescent.
   struct Shape {
