@@ -47,6 +47,7 @@
 #include "pool/clock.h"
 #include "pool/frame_meta.h"
 #include "pool/free_list.h"
+#include "pool/prediction.h"
 #include "pool/space.h"
 #include "translation/array.h"
 #include "translation/entry.h"
@@ -166,6 +167,11 @@ struct OptimisticRead {
 //     static constexpr bool kDirect;        // optimistic reads go to frame block + 1 with no
 //                         //   lookup, no residency check, no validation (the physical limit;
 //                         //   faults load block b into frame b + 1; never evicts)
+//     class FramePredictor;  // optional (predictive translation, pool/prediction.h): per pool,
+//                         //   FramePredictor(num_frames), FrameId preferred_frame(PageId);
+//                         //   with kPromoteOneIn/kDemoteOneIn. Faults take the preferred frame
+//                         //   when free, pins prefetch it before the lookup, and hits move
+//                         //   pages into it (pool/promotion.h). Compiled out for the others.
 //   };
 //
 // Everything else (latching protocol, faults, CLOCK eviction, I/O, prefetch, flush) is
@@ -252,6 +258,20 @@ class BasicBufferPool {
   static constexpr int kOptimisticAttempts = 8;
   static constexpr size_t kTrailerBytes = 16;
 
+  // Tests and diagnostics: the frame holding pid now, kInvalidFrame when it is not resident.
+  // Racy unless the pool is quiescent. Errors: as pins (kUnknownSpace, kPageOutOfRange).
+  FrameId frame_of(PageId pid) {
+    Space* space;
+    return translation::load(entry_for(pid, &space)).frame();
+  }
+  // Predictive translations (pool/prediction.h, pool/promotion.h): the frame a page should
+  // live in, and how many pages were moved into (promoted) or out of (demoted) such frames.
+  FrameId preferred_frame(PageId pid) const requires pool::Predicting<Translation> {
+    return predictor_.preferred_frame(pid);
+  }
+  uint64_t promotions() const requires pool::Predicting<Translation> { return moves_.promotions.load(); }
+  uint64_t demotions() const requires pool::Predicting<Translation> { return moves_.demotions.load(); }
+
  private:
   explicit BasicBufferPool(const PoolOptions& options);
 
@@ -292,6 +312,45 @@ class BasicBufferPool {
   }
   [[noreturn]] void throw_out_of_range(PageId pid) const;
 
+  // Predictive translations only; compiled out (constant results) for the other policies.
+  // predict: the page's preferred frame, its first line prefetched before the lookup resolves,
+  // so that the frame and the bucket load overlap (Listing 3 of the paper).
+  FrameId predict(PageId pid) const {
+    if constexpr (pool::Predicting<Translation>) {
+      FrameId f = predictor_.preferred_frame(pid);
+      __builtin_prefetch(frames_.frame(f));
+      return f;
+    } else {
+      (void)pid;
+      return kInvalidFrame;
+    }
+  }
+  // A hit on a resident, unlatched page outside its predicted frame: with probability
+  // 1/kPromoteOneIn try to move it there (try_promote). True when the entry may have changed
+  // and the caller must reload it.
+  bool promote_on_hit(Space* space, PageId pid, translation::Entry& e, translation::EntryWord w,
+                      FrameId predicted) {
+    if constexpr (pool::Predicting<Translation>) {
+      if (w.frame() == predicted || !w.resident() || !w.unlatched()) [[likely]] return false;
+      if (!pool::promotion_draw(Translation::kPromoteOneIn)) [[likely]] return false;
+      try_promote(space, pid, e, w, predicted);
+      return true;
+    } else {
+      (void)space, (void)pid, (void)e, (void)w, (void)predicted;
+      return false;
+    }
+  }
+  // pool/promotion.h. Never waits; returns whether the page now lives in `target`.
+  [[gnu::noinline]] bool try_promote(Space* space, PageId pid, translation::Entry& e,
+                                     translation::EntryWord seen, FrameId target)
+    requires pool::Predicting<Translation>;
+  // Copies the exclusively latched page `pid` (word `held`) into frame `to` (taken, owner 0)
+  // and publishes it there; frees nothing (pool/promotion.h).
+  void move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to)
+    requires pool::Predicting<Translation>;
+  // After a move out of held.frame(): seeds, clears, poisons and frees that frame.
+  void release_moved_frame(translation::EntryWord held) requires pool::Predicting<Translation>;
+
   // Slow path shared by every access that found the entry not usable: faults the page in
   // when it is evicted, helps asynchronous reads complete, or backs off while latched.
   void wait_or_fault(Space* space, PageId pid, translation::Entry& e,
@@ -328,6 +387,9 @@ class BasicBufferPool {
   std::unique_ptr<pool::FrameMeta[]> meta_;
   pool::FreeList free_list_;
   translation::SpaceDirectory<Space> directory_;
+  // Predictive translations: preferred frames and move counters (empty for the others).
+  [[no_unique_address]] const typename pool::PredictorOf<Translation>::type predictor_{frames_.num_frames()};
+  [[no_unique_address]] mutable pool::MoveCountersOf<Translation> moves_;
 
   mutable std::mutex spaces_mutex_;  // creation/drop, the catalog, spaces_
   std::vector<std::unique_ptr<Space>> spaces_;  // every space ever opened (type-stable)
@@ -373,10 +435,12 @@ class BasicBufferPool {
 
 template <class T>
 inline SharedGuard BasicBufferPool<T>::pin_shared(PageId pid) {
+  const FrameId predicted = predict(pid);
   Space* space;
   translation::Entry& e = entry_for(pid, &space);
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(e);
+    if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
     if (translation::try_lock_shared(e, w)) [[likely]] {
       return SharedGuard(&e, page_data(space, pid, w.frame()), pid);
     }
@@ -386,10 +450,12 @@ inline SharedGuard BasicBufferPool<T>::pin_shared(PageId pid) {
 
 template <class T>
 inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive(PageId pid) {
+  const FrameId predicted = predict(pid);
   Space* space;
   translation::Entry& e = entry_for(pid, &space);
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(e);
+    if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
     if (translation::try_lock_exclusive(e, w)) [[likely]] {
       translation::EntryWord held = w.with_state(translation::kExclusive);
       return ExclusiveGuard(&e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
@@ -405,10 +471,12 @@ inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid) {
     return OptimisticRead{frames_.frame(static_cast<FrameId>(pid.block()) + 1), &direct_entry_,
                           translation::EntryWord{0}, pid};
   }
+  const FrameId predicted = predict(pid);
   Space* space;
   translation::Entry& e = entry_for(pid, &space);
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(e);
+    if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
     if (w.resident() && w.state() != translation::kExclusive) [[likely]] {
       if (w.state() == translation::kMarked) [[unlikely]] {
         // Second chance: an access clears CLOCK's mark (the only write, and a rare one).

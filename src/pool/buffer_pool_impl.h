@@ -28,6 +28,7 @@
 #include "io/io_ring.h"
 #include "pool/catalog.h"
 #include "pool/pool_support.h"
+#include "pool/promotion.h"
 
 namespace calico {
 
@@ -722,6 +723,22 @@ void BasicBufferPool<T>::check_invariants() const {
   if (owned + free_list_.size() + reading != n) {
     fail(std::to_string(owned) + " owned + " + std::to_string(free_list_.size()) + " free + " +
          std::to_string(reading) + " being read != " + std::to_string(n) + " frames (a frame leaked)");
+  }
+
+  // Entries -> frames for tables that enumerate their slots (hash tables): every resident
+  // entry's frame is owned by its page (kIoPending and loading entries have no frame yet).
+  if constexpr (requires(const typename T::Table& t) { t.for_each_entry([](BlockId, const translation::Entry&) {}); }) {
+    std::lock_guard lock(spaces_mutex_);
+    for (const auto& s : spaces_) {
+      if (!s->alive.load()) continue;
+      s->table.for_each_entry([&](BlockId b, const translation::Entry& e) {
+        EntryWord w = translation::load(e);
+        if (w.resident() && (w.frame() > n || meta_[w.frame()].owner.load() != PageId(s->id, b).raw)) {
+          fail("entry of block " + std::to_string(b) + " in space " + s->name + " points to frame " +
+               std::to_string(w.frame()) + ", which it does not own");
+        }
+      });
+    }
   }
 
   // Entries -> frames, and hole-punch counts: for tables that can enumerate their entries

@@ -36,6 +36,13 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     FrameId want = T::preferred_frame(pid, frames_.num_frames());
     if (want != kInvalidFrame && free_list_.take(want)) return want;
   }
+  if constexpr (pool::Predicting<T>) {
+    // Predictive translation: a page is loaded into its preferred frame when that is free
+    // (pool/promotion.h moves it there later otherwise). The owner test skips the free
+    // list's lock when the frame is visibly taken.
+    FrameId want = predictor_.preferred_frame(pid);
+    if (meta_[want].owner.load(std::memory_order_relaxed) == 0 && free_list_.take(want)) return want;
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kPoolFullWaitMs);
   for (;;) {
     // Below the low watermark, make room ahead of need, unless another thread already is.

@@ -16,6 +16,7 @@
 #include "translation/hash_chained.h"
 #include "translation/hash_lockfree.h"
 #include "translation/hash_open.h"
+#include "translation/predictive.h"
 #include "translation/vmcache.h"
 
 namespace calico::variants {
@@ -26,7 +27,7 @@ struct TranslationList {};
 // Every translation, in report order: the ceiling first, then Calico, then the competitors.
 using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation,
                                         translation::HashChainedTranslation, translation::HashOpenTranslation,
-                                        translation::HashLockFreeTranslation,
+                                        translation::HashLockFreeTranslation, translation::PredictiveTranslation,
                                         translation::VmcacheTranslation, translation::Vmcache2mTranslation>;
 
 template <class... Ts>

@@ -1,0 +1,64 @@
+// The pool's side of predictive translation (translation/predictive.h, PrediCache): which
+// policies predict, and the per-pool state BasicBufferPool keeps for them. Everything here
+// is an empty type or compiled out for the other policies.
+//
+// Entry points:
+//   Predicting<T>       a policy with a FramePredictor (preferred frame of each page)
+//   PredictorOf<T>      T::FramePredictor, or NoPredictor (empty, [[no_unique_address]])
+//   MoveCounters        promotions and demotions done by this pool (tests, reports)
+//   promotion_draw(n)   true with probability 1/n (n a power of two): the thread's PRNG
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+
+#include "calico/page_id.h"
+
+namespace calico::pool {
+
+template <class T>
+concept Predicting = requires(const typename T::FramePredictor& p, PageId pid) {
+  { p.preferred_frame(pid) } -> std::same_as<FrameId>;
+  { T::kPromoteOneIn } -> std::convertible_to<uint32_t>;
+  { T::kDemoteOneIn } -> std::convertible_to<uint32_t>;
+};
+
+struct NoPredictor {
+  explicit NoPredictor(FrameId) {}
+};
+
+template <class T>
+struct PredictorOf {
+  using type = NoPredictor;
+};
+template <Predicting T>
+struct PredictorOf<T> {
+  using type = typename T::FramePredictor;
+};
+
+// Counted by the movers (pool/promotion.h); relaxed, approximate while moves run.
+struct MoveCounters {
+  std::atomic<uint64_t> promotions{0};  // pages copied into their preferred frame
+  std::atomic<uint64_t> demotions{0};   // pages copied out of a frame to make room
+};
+struct NoMoveCounters {};
+
+template <class T>
+using MoveCountersOf = std::conditional_t<Predicting<T>, MoveCounters, NoMoveCounters>;
+
+// xorshift64 per thread, seeded from the thread's stack address: cheap and good enough to
+// decide a 1/32 or 1/512 chance (no atomics, no shared line).
+inline bool promotion_draw(uint32_t one_in) {
+  thread_local uint64_t state = 0;
+  if (state == 0) {
+    int anchor;
+    state = (reinterpret_cast<uintptr_t>(&anchor) * 0x9E3779B97F4A7C15ULL) | 1;
+  }
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return (state & (uint64_t{one_in} - 1)) == 0;
+}
+
+}  // namespace calico::pool
