@@ -13,6 +13,7 @@
 #include "calico/buffer_pool.h"
 #include "calico/error.h"
 #include "translation/array.h"
+#include "translation/lipah.h"
 
 namespace calico::variants {
 
@@ -20,7 +21,8 @@ template <class... Ts>
 struct TranslationList {};
 
 // Every translation, in report order: the ceiling first, then Calico, then the competitors.
-using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation>;
+using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation,
+                                         translation::LipahTranslation>;
 
 template <class... Ts>
 std::vector<std::string> names_of(TranslationList<Ts...>) {
