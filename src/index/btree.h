@@ -575,10 +575,11 @@ class BasicBTree {
                std::byte* value_buf = nullptr, RacyResult* res = nullptr) {
     const size_t bytes = usable();
     if (path) path->clear();
-    Ref parent_ref{meta_pid(), cached_meta_frame()};
+    const FrameId meta_hint = cached_meta_frame();
+    Ref parent_ref{meta_pid(), meta_hint};
     OptimisticRead parent = read_ref(&parent_ref);
     if constexpr (kHints) {
-      if (parent_ref.frame != cached_meta_frame()) meta_frame_->store(parent_ref.frame, std::memory_order_relaxed);
+      if (parent_ref.frame != meta_hint) meta_frame_->store(parent_ref.frame, std::memory_order_relaxed);
     }
     alignas(8) std::byte meta_copy[sizeof(MetaPage)];
     copy_page_racy(meta_copy, parent.data, sizeof meta_copy);

@@ -16,8 +16,11 @@
 // one (HintedNodeRef, BasicBTree on a pool with kFrameHints: lipah, lipah.txt 4.1) adds a
 // 4-byte frame hint next to every child reference: a guess at the frame that holds the
 // child, checked by the pool before use (buffer_pool.h, read_optimistic_hinted), repaired
-// opportunistically and never made durable on purpose (any value, including 0, is valid).
-// The differences are marked [hinted] below.
+// opportunistically under the exclusive latch without marking the page dirty (it reaches
+// disk only with a write made for another reason), reset to 0 when its reference changes
+// (set_child, set_link), kept by splits, merges and compaction. Any value, including 0 (no
+// hint) and stale hints read from disk, is valid. The tree's metadata page holds the
+// root's hint (btree.h, MetaPage). The differences are marked [hinted] below.
 //
 // Page layout (offsets in bytes from the start of the page; all integers little endian):
 //
@@ -34,7 +37,8 @@
 //                     once, as part of the lower fence, and stripped from every slot's key
 //         link        leaf: right sibling block (0 = none; block 0 is the tree's metadata
 //                     page, never a node); inner: the upper (rightmost) child block
-//   24  [hinted] link_hint (4 bytes): frame hint of `link` (header = 28 bytes)
+//   24  [hinted] link_hint (4 bytes): frame hint of `link` (the upper child or the right
+//         sibling); the hinted header is 28 bytes
 //   24 [hinted: 28]  Slot[count] (12 bytes each), sorted by key:
 //         head        first 4 bytes of the key suffix, big endian, zero padded: comparing
 //                     heads as integers orders keys except on ties
