@@ -12,6 +12,10 @@
 //   optimistic_read(pid, fn)   runs fn on the page without pinning; validated, retried
 //   read_optimistic/validate   the same, split for optimistic lock coupling in indexes
 //   prefetch_group(pids, offs) hints: warm entries and frames, start reads of the rest
+//   try_pin_exclusive(pid)     the exclusive latch if it is free at once, else an empty guard
+//   *_hinted(pid, &frame)      frame hints (policies with kFrameHints, e.g. lipah): reads and
+//                              pins that skip the translation when the hinted frame holds pid
+//   repair_hint(holder, fn)    opportunistic hint repair (kFrameHints)
 //   flush()                    writes every dirty page, fsyncs files and the catalog
 //   stats()
 //
@@ -62,6 +66,12 @@ class IoRing;
 
 template <class Translation>
 class BasicBufferPool;
+
+namespace translation {
+// Whether policy T asks for frame hints (declares kFrameHints = true).
+template <class T>
+inline constexpr bool kHasFrameHints = requires { requires T::kFrameHints; };
+}  // namespace translation
 
 // SharedGuard: a shared pin. Movable; releases on destruction.
 class SharedGuard {
@@ -172,6 +182,10 @@ struct OptimisticRead {
 //                         //   with kPromoteOneIn/kDemoteOneIn. Faults take the preferred frame
 //                         //   when free, pins prefetch it before the lookup, and hits move
 //                         //   pages into it (pool/promotion.h). Compiled out for the others.
+//     static constexpr bool kFrameHints;    // optional (absent = false): references carry
+//                         //   frame hints (LIPAH, src/translation/lipah.h). The pool then
+//                         //   keeps per frame a pointer to its page's entry and offers the
+//                         //   *_hinted accesses and repair_hint. Requires !kPagesInPlace.
 //   };
 //
 // Everything else (latching protocol, faults, CLOCK eviction, I/O, prefetch, flush) is
@@ -182,6 +196,9 @@ class BasicBufferPool {
   using TranslationPolicy = Translation;
   using Space = pool::BasicSpace<typename Translation::Table>;
   static constexpr std::string_view kTranslationName = Translation::kName;
+  static constexpr bool kFrameHints = translation::kHasFrameHints<Translation>;
+  static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
+                "frame hints name frames of the frame arena");
 
   // Opens the data directory (creating it and an empty catalog if needed) and reopens every
   // space recorded in its catalog. Errors: kInvalidArgument (options), kPageSizeMismatch,
@@ -230,6 +247,64 @@ class BasicBufferPool {
            now.state() != translation::kExclusive;
   }
 
+  // The exclusive latch of pid if it can be taken at once: the page is resident and neither
+  // pinned nor latched. Otherwise an empty guard (held() == false); never waits, never
+  // faults. Errors: kUnknownSpace, kPageOutOfRange.
+  ExclusiveGuard try_pin_exclusive(PageId pid);
+
+  // --- frame hints (policies with kFrameHints; lipah.txt 3.1, 4.1, 4.4) -------------------
+  // A reference is (pid, frame hint). `*hint` may be anything (0, stale, out of range, read
+  // from disk): it is only followed after checks. When the hinted frame holds pid, the access
+  // touches the frame's metadata, the page's entry and the frame, never the translation
+  // table (PoolStats::hint_hits). Otherwise it falls back to the unhinted access (the table;
+  // a fault when evicted; PoolStats::hint_misses) and sets *hint to the frame it used, so
+  // that the caller can repair the stored hint (repair_hint).
+  //
+  // read_optimistic_hinted: as read_optimistic(pid); validate(r) as usual. Why the hinted
+  // path cannot accept a page other than pid (frames are reused, so think ABA):
+  //   The reader loads, in order: (1) meta[f].owner == pid (a filter only), (2) e = the
+  //   frame's entry pointer, (3) w = *e with w.frame() == f and not exclusive, (4) meta[f].owner
+  //   == pid again; later (5) validate(r): *e still shows w's frame and version.
+  //   Case e is pid's entry: (3) says pid was in f at (3), and (5) that it stayed there,
+  //   unmodified, until (5) (an eviction zeroes e, and a reload into f starts above w's
+  //   version: versions shown for one frame only grow, entry.h "Version ABA").
+  //   Case e is the entry of another page q (a stale pointer: q left f, or f changed hands
+  //   between (1) and (3)): (3) says q was in f at (3). If (5) succeeds, q stayed in f from
+  //   (3) to (5) (same argument), so no evictor of q took e's latch in between (it would have
+  //   left e exclusive, zero, or re-versioned), so meta[f].owner was q throughout: a loader
+  //   stores owner before publishing e (release; (3) acquires it), and the evictor clears it
+  //   only under e's exclusive latch (a load at (4) that sees the clear, or any later owner,
+  //   acquires that latch's CAS too, so (5) sees e latched or changed). Then (4) read q, not
+  //   pid: contradiction. Without (4) the hinted read could return q's bytes as pid's.
+  //   (1) alone is not enough: f may pass from pid to q between (1) and (2).
+  OptimisticRead read_optimistic_hinted(PageId pid, FrameId* hint)
+    requires kFrameHints;
+  // As pin_shared / pin_exclusive. Hinted path: latch e (reached as above) while it shows
+  // f, then check meta[f].owner == pid under the latch. A latched page cannot leave its frame,
+  // so the owner seen under the latch is the page of e; if it is not pid, the latch is
+  // released (unchanged, no version bump) and the access falls back.
+  SharedGuard pin_shared_hinted(PageId pid, FrameId* hint)
+    requires kFrameHints;
+  ExclusiveGuard pin_exclusive_hinted(PageId pid, FrameId* hint)
+    requires kFrameHints;
+
+  // Opportunistic hint repair (lipah.txt 4.4): if `holder` can be latched exclusively at once
+  // (try_pin_exclusive), runs write(std::byte* page) under the latch and returns its result
+  // (true: it wrote a hint; counted in PoolStats::hint_repairs); otherwise returns false.
+  // write may change only hint bytes (every use of a hint checks it). The page is not marked
+  // dirty: a frame hint rarely survives the page's next eviction, so it is not worth a write;
+  // it persists only if the page is written for another reason. The release bumps the
+  // version, as for every exclusive latch. Errors: those of try_pin_exclusive.
+  template <class Fn>
+  bool repair_hint(PageId holder, Fn&& write)
+    requires kFrameHints
+  {
+    ExclusiveGuard g = try_pin_exclusive(holder);
+    if (!g.held() || !write(g.data())) return false;
+    counters_.hint_repairs.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
   // Algorithm 4: prefetches the entries of pids, then the cache line at offsets[i] of each
   // resident page, then submits one batch of asynchronous reads for the evicted ones and
   // returns. Best effort: pages past a space's end, of unknown spaces, or for which no frame
@@ -256,6 +331,9 @@ class BasicBufferPool {
   const PoolOptions& options() const { return options_; }
 
   static constexpr int kOptimisticAttempts = 8;
+  // CAS attempts of the no-wait latches (try_pin_exclusive, the hinted pins' fast path)
+  // while the word keeps changing under them but stays latchable.
+  static constexpr int kTryLatchAttempts = 4;
   static constexpr size_t kTrailerBytes = 16;
 
   // Tests and diagnostics: the frame holding pid now, kInvalidFrame when it is not resident.
@@ -350,6 +428,44 @@ class BasicBufferPool {
     requires pool::Predicting<Translation>;
   // After a move out of held.frame(): seeds, clears, poisons and frees that frame.
   void release_moved_frame(translation::EntryWord held) requires pool::Predicting<Translation>;
+  // pin_shared / pin_exclusive that also report the frame they pinned.
+  SharedGuard pin_shared_at(PageId pid, FrameId* frame);
+  ExclusiveGuard pin_exclusive_at(PageId pid, FrameId* frame);
+
+  // Frame ownership changes (pool/README.md, "Frame ownership"). publish_owner: after the
+  // page is in frame f and before its entry is published; clear_owner: under the page's
+  // exclusive latch, before its entry is zeroed. With frame hints they also set / clear the
+  // frame's entry pointer (nothing else for other policies).
+  void publish_owner(FrameId f, PageId pid, translation::Entry& e) {
+    if constexpr (kFrameHints) frame_entries_[f].store(&e, std::memory_order_release);
+    meta_[f].owner.store(pid.raw, std::memory_order_release);
+  }
+  void clear_owner(FrameId f) {
+    meta_[f].owner.store(0, std::memory_order_release);
+    if constexpr (kFrameHints) frame_entries_[f].store(nullptr, std::memory_order_release);
+  }
+  // Frame hints: the entry pointer of frame f if f is a frame owned by pid (step (1) and (2)
+  // of the proof at read_optimistic_hinted), else nullptr.
+  translation::Entry* hinted_entry(PageId pid, FrameId f) const
+    requires kFrameHints
+  {
+    if (f - 1 >= frames_.num_frames()) return nullptr;  // kInvalidFrame (wraps) or past the end
+    if (!owned_by(f, pid)) return nullptr;
+    return frame_entries_[f].load(std::memory_order_acquire);
+  }
+  // The hinted pins' fast path: latches e (shared, or exclusive) while it shows frame f,
+  // then confirms meta[f].owner == pid under the latch. Returns e and sets *held to the word
+  // now in it (the guard's), or nullptr with nothing held.
+  template <bool kExclusiveLatch>
+  translation::Entry* latch_hinted(PageId pid, FrameId f, translation::EntryWord* held)
+    requires kFrameHints;
+  bool owned_by(FrameId f, PageId pid) const {
+    return meta_[f].owner.load(std::memory_order_acquire) == pid.raw;
+  }
+  void count_hint(bool hit) {
+    std::atomic<uint64_t>& c = hit ? thread_counter()->hint_hits : thread_counter()->hint_misses;
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   // Slow path shared by every access that found the entry not usable: faults the page in
   // when it is evicted, helps asynchronous reads complete, or backs off while latched.
@@ -366,8 +482,24 @@ class BasicBufferPool {
   // another thread is evicting, returns 0 at once. Throws kIoError when a write-back
   // failed (those pages stay, dirty).
   uint32_t evict_batch(bool wait);
-  // This thread's access counter in this pool (registered on first use).
-  std::atomic<uint64_t>* thread_accesses();
+  // This thread's counters in this pool (registered on first use). Only this thread writes
+  // them (relaxed load + store, no atomic read-modify-write); stats() sums them.
+  struct ThreadCounter {
+    std::thread::id thread;
+    std::atomic<uint64_t> accesses{0};     // translation lookups (entry_for)
+    std::atomic<uint64_t> hint_hits{0};    // hinted accesses that skipped the translation
+    std::atomic<uint64_t> hint_misses{0};  // hinted accesses that fell back to it
+  };
+  ThreadCounter* thread_counter() {
+    struct Registered {
+      uint64_t pool_uid = 0;
+      ThreadCounter* counter = nullptr;
+    };
+    thread_local Registered reg;
+    if (reg.pool_uid != uid_) [[unlikely]] reg = Registered{uid_, register_thread()};
+    return reg.counter;
+  }
+  ThreadCounter* register_thread();
   // Completes asynchronous reads until `e` is no longer kIoPending (or nothing is in flight).
   void help_async(const translation::Entry& e);
   void complete_async(uint64_t slot, int result);  // pre: async_mutex_ held
@@ -414,18 +546,20 @@ class BasicBufferPool {
   // faulting thread usually finds a frame without waiting for a write-back.
   const uint32_t low_watermark_;
 
-  struct ThreadCounter {
-    std::thread::id thread;
-    std::atomic<uint64_t> accesses{0};
-  };
   mutable std::mutex thread_counters_mutex_;
   std::vector<std::unique_ptr<ThreadCounter>> thread_counters_;  // one per thread ever used
 
   struct Counters {
     std::atomic<uint64_t> faults{0}, evictions{0}, write_backs{0}, punches{0},
-        prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0};
+        prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0}, hint_repairs{0};
   };
   mutable Counters counters_;
+  // Frame hints only: frame f's page's entry, or nullptr while f is free or loading.
+  // Written by publish_owner / clear_owner; read without latches by hinted accesses.
+  struct NoFrameEntries {};
+  [[no_unique_address]] std::conditional_t<kFrameHints, std::unique_ptr<std::atomic<translation::Entry*>[]>,
+                                           NoFrameEntries>
+      frame_entries_;
   // kDirect: the entry that direct optimistic reads point at (never written).
   static inline translation::Entry direct_entry_{0};
 };
@@ -435,6 +569,12 @@ class BasicBufferPool {
 
 template <class T>
 inline SharedGuard BasicBufferPool<T>::pin_shared(PageId pid) {
+  FrameId frame;
+  return pin_shared_at(pid, &frame);
+}
+
+template <class T>
+inline SharedGuard BasicBufferPool<T>::pin_shared_at(PageId pid, FrameId* frame) {
   const FrameId predicted = predict(pid);
   Space* space;
   translation::Entry& e = entry_for(pid, &space);
@@ -442,6 +582,7 @@ inline SharedGuard BasicBufferPool<T>::pin_shared(PageId pid) {
     translation::EntryWord w = translation::load(e);
     if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
     if (translation::try_lock_shared(e, w)) [[likely]] {
+      *frame = w.frame();
       return SharedGuard(&e, page_data(space, pid, w.frame()), pid);
     }
     wait_or_fault(space, pid, e, w, &spins);
@@ -450,6 +591,12 @@ inline SharedGuard BasicBufferPool<T>::pin_shared(PageId pid) {
 
 template <class T>
 inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive(PageId pid) {
+  FrameId frame;
+  return pin_exclusive_at(pid, &frame);
+}
+
+template <class T>
+inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_at(PageId pid, FrameId* frame) {
   const FrameId predicted = predict(pid);
   Space* space;
   translation::Entry& e = entry_for(pid, &space);
@@ -458,10 +605,103 @@ inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive(PageId pid) {
     if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
     if (translation::try_lock_exclusive(e, w)) [[likely]] {
       translation::EntryWord held = w.with_state(translation::kExclusive);
+      *frame = w.frame();
       return ExclusiveGuard(&e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
     }
     wait_or_fault(space, pid, e, w, &spins);
   }
+}
+
+template <class T>
+inline ExclusiveGuard BasicBufferPool<T>::try_pin_exclusive(PageId pid) {
+  Space* space;
+  translation::Entry& e = entry_for(pid, &space);
+  // A failed CAS means the word changed (a pin, CLOCK's mark): look again, a bounded number
+  // of times; a latched, pinned, evicted or loading page gives up at once.
+  for (int attempt = 0; attempt < kTryLatchAttempts; ++attempt) {
+    translation::EntryWord w = translation::load(e);
+    if (!w.resident() || !w.unlatched()) break;
+    if (translation::try_lock_exclusive(e, w)) {
+      translation::EntryWord held = w.with_state(translation::kExclusive);
+      return ExclusiveGuard(&e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
+    }
+  }
+  return ExclusiveGuard();
+}
+
+// --- frame hints (the proof is at the declaration of read_optimistic_hinted) --------------
+
+template <class T>
+inline OptimisticRead BasicBufferPool<T>::read_optimistic_hinted(PageId pid, FrameId* hint)
+  requires kFrameHints
+{
+  const FrameId f = *hint;
+  if (translation::Entry* e = hinted_entry(pid, f)) [[likely]] {   // (1), (2)
+    translation::EntryWord w = translation::load(*e);              // (3)
+    if (w.frame() == f && w.state() != translation::kExclusive && owned_by(f, pid)) [[likely]] {  // (4)
+      if (w.state() == translation::kMarked) [[unlikely]] {
+        translation::try_cas(*e, w, w.with_state(translation::kUnlocked));  // CLOCK's second chance
+      }
+      count_hint(true);
+      return OptimisticRead{frames_.frame(f), e, w, pid};
+    }
+  }
+  count_hint(false);
+  OptimisticRead r = read_optimistic(pid);
+  *hint = r.seen.frame();
+  return r;
+}
+
+template <class T>
+template <bool kExclusiveLatch>
+inline translation::Entry* BasicBufferPool<T>::latch_hinted(PageId pid, FrameId f, translation::EntryWord* held)
+  requires kFrameHints
+{
+  translation::Entry* e = hinted_entry(pid, f);
+  if (e == nullptr) return nullptr;
+  for (int attempt = 0; attempt < kTryLatchAttempts; ++attempt) {
+    translation::EntryWord w = translation::load(*e);
+    if (w.frame() != f) return nullptr;
+    if (!(kExclusiveLatch ? translation::try_lock_exclusive(*e, w) : translation::try_lock_shared(*e, w))) continue;
+    if (owned_by(f, pid)) [[likely]] {
+      *held = kExclusiveLatch ? w.with_state(translation::kExclusive) : w;
+      return e;
+    }
+    // e is another page's entry: give its latch back, unchanged (no version bump).
+    if constexpr (kExclusiveLatch) {
+      translation::unlock_exclusive(*e, w.with_state(translation::kExclusive), /*bump_version=*/false);
+    } else {
+      translation::unlock_shared(*e);
+    }
+    return nullptr;
+  }
+  return nullptr;
+}
+
+template <class T>
+inline SharedGuard BasicBufferPool<T>::pin_shared_hinted(PageId pid, FrameId* hint)
+  requires kFrameHints
+{
+  translation::EntryWord held;
+  if (translation::Entry* e = latch_hinted<false>(pid, *hint, &held)) [[likely]] {
+    count_hint(true);
+    return SharedGuard(e, frames_.frame(*hint), pid);
+  }
+  count_hint(false);
+  return pin_shared_at(pid, hint);
+}
+
+template <class T>
+inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_hinted(PageId pid, FrameId* hint)
+  requires kFrameHints
+{
+  translation::EntryWord held;
+  if (translation::Entry* e = latch_hinted<true>(pid, *hint, &held)) [[likely]] {
+    count_hint(true);
+    return ExclusiveGuard(e, held, frames_.frame(*hint), &meta_[*hint], pid);
+  }
+  count_hint(false);
+  return pin_exclusive_at(pid, hint);
 }
 
 template <class T>

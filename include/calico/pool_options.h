@@ -32,7 +32,8 @@ struct PoolOptions {
 };
 
 struct PoolStats {
-  uint64_t accesses = 0;          // page lookups: pins, optimistic attempts (a retry counts)
+  uint64_t accesses = 0;          // page accesses: pins, optimistic attempts (a retry counts),
+                                  // through the translation or a valid frame hint
   uint64_t hits = 0;              // accesses that did not read the page themselves
   uint64_t faults = 0;            // pages read synchronously
   uint64_t evictions = 0;
@@ -41,6 +42,10 @@ struct PoolStats {
   uint64_t prefetch_issued = 0;   // asynchronous reads submitted
   uint64_t prefetch_failed = 0;   // asynchronous reads that failed (the page stays evicted)
   uint64_t optimistic_fallbacks = 0;  // optimistic reads that gave up and pinned
+  // Frame hints (pools whose translation has kFrameHints, e.g. lipah; 0 for the others):
+  uint64_t hint_hits = 0;     // hinted accesses that went straight to the hinted frame
+  uint64_t hint_misses = 0;   // hinted accesses that fell back to the translation
+  uint64_t hint_repairs = 0;  // stale hints rewritten (repair_hint)
   uint64_t frames = 0;
   uint64_t free_frames = 0;
   uint64_t resident_pages = 0;

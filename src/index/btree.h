@@ -19,6 +19,15 @@
 //    value). Scans copy their leaf with copy_page_racy and validate before reading the copy.
 //    No atomic write on the happy path; a failed validation restarts from the root. Scans follow right-sibling links when the next leaf's lower fence equals
 //    the current leaf's upper fence, and re-descend otherwise.
+//  - Frame hints (Pool::kFrameHints, lipah.txt 4.1 and 4.4): nodes use the hinted format
+//    (btree_node.h: a frame hint next to every child id and sibling link; the metadata page
+//    holds the root's hint; the tree object caches the metadata page's frame). Descents,
+//    sibling reads and leaf latches use the pool's hinted accesses, which skip the
+//    translation when the hint is right and report the real frame when it is not. A stale
+//    hint is then repaired opportunistically: only if the page holding it can be latched
+//    exclusively at once (repair_hint: never waits, so no lock order is involved), the
+//    holder is re-searched under the latch and the hint rewritten if it still belongs to the
+//    same child; the page is not marked dirty. The descent holds no latch while repairing.
 //  - Writers descend the same way to find the leaf, then pin it exclusively and check that
 //    it is still a leaf whose fences cover the key (fences make a latched node
 //    self-identifying), else restart. A full leaf is split: latch parent, then node
@@ -69,15 +78,21 @@ struct MetaPage {
   uint32_t format_version;
   BlockId root;
   uint32_t height;  // levels: 1 = the root is a leaf
-  uint32_t reserved;
+  FrameId root_hint;  // hinted format: the root's frame hint (a guess; any value); else 0
   uint64_t entry_count;
 };
 static_assert(sizeof(MetaPage) == 32);
 inline constexpr uint64_t kBTreeMagic = 0x45455254424f4c43ull;  // "CLOBTREE" little endian
-inline constexpr uint32_t kBTreeFormatVersion = 1;
+// Node formats are not interchangeable: a tree is opened only by pools of its format.
+inline constexpr uint32_t kBTreeFormatVersion = 1;        // plain nodes
+inline constexpr uint32_t kBTreeHintedFormatVersion = 2;  // nodes with frame hints
 
 template <class Pool>
 class BasicBTree {
+  static constexpr bool kHints = Pool::kFrameHints;
+  using Node = BasicNodeRef<kHints>;
+  static constexpr uint32_t kFormatVersion = kHints ? kBTreeHintedFormatVersion : kBTreeFormatVersion;
+
  public:
   static constexpr int kMaxRestarts = 10000;  // per operation; see the header comment
   static constexpr double kBulkFill = 0.9;    // bulk_load fills nodes to 90% of a page
@@ -89,9 +104,9 @@ class BasicBTree {
     auto meta = pool.allocate(space);
     auto root = pool.allocate(space);
     CALICO_CHECK(meta.page_id().block() == 0 && root.page_id().block() == 1);
-    NodeRef::build(root.data(), pool.usable_page_size(), NodeType::kLeaf, 0, nullptr, nullptr, {}, 0);
+    Node::build(root.data(), pool.usable_page_size(), NodeType::kLeaf, 0, nullptr, nullptr, {}, 0);
     root.mark_dirty();
-    MetaPage m{kBTreeMagic, kBTreeFormatVersion, 1, 1, 0, 0};
+    MetaPage m{kBTreeMagic, kFormatVersion, 1, 1, 0, 0};
     std::memcpy(meta.data(), &m, sizeof m);
     meta.mark_dirty();
     return BasicBTree(pool, space, 0);
@@ -110,7 +125,7 @@ class BasicBTree {
       auto g = pool.pin_shared(PageId(space, 0));
       std::memcpy(&m, g.data(), sizeof m);
     }
-    if (m.magic != kBTreeMagic || m.format_version != kBTreeFormatVersion || m.root == 0 ||
+    if (m.magic != kBTreeMagic || m.format_version != kFormatVersion || m.root == 0 ||
         m.root >= pool.space_blocks(space) || m.height == 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   "space '" + std::string(space_name) + "' is not a B-tree (bad metadata page)",
@@ -120,7 +135,7 @@ class BasicBTree {
   }
 
   BasicBTree(BasicBTree&& o) noexcept
-      : pool_(o.pool_), space_(o.space_), count_(std::move(o.count_)) {}
+      : pool_(o.pool_), space_(o.space_), count_(std::move(o.count_)), meta_frame_(std::move(o.meta_frame_)) {}
   BasicBTree& operator=(BasicBTree&&) = delete;
   BasicBTree(const BasicBTree&) = delete;
   ~BasicBTree() {
@@ -152,7 +167,7 @@ class BasicBTree {
     alignas(8) std::byte value[kMaxValueBytes];
     for (int restarts = 0;; bump(&restarts)) {
       RacyResult r;
-      if (!descend<Mode::kValue>(key, false, 0, nullptr, [](PageId) {}, value, &r)) continue;
+      if (!descend<Mode::kValue>(key, false, 0, nullptr, [](PageId, FrameId) {}, value, &r)) continue;
       if (r.found) out->assign(reinterpret_cast<const char*>(value), r.value_len);
       return r.found;
     }
@@ -172,7 +187,7 @@ class BasicBTree {
     for (int restarts = 0;; bump(&restarts)) {
       auto g = latch_leaf(key);
       if (!g) continue;
-      NodeRef n(g->data(), usable());
+      Node n(g->data(), usable());
       bool found;
       size_t i = n.lower_bound(key, false, &found);
       if (!found) return false;
@@ -194,13 +209,16 @@ class BasicBTree {
     std::string pos(start);
     bool after = false;
     std::vector<NodeEntry> batch;
-    std::optional<PageId> next;  // right sibling of the last leaf, to try before descending
+    std::optional<Ref> next;  // right sibling of the last leaf, to try before descending
+    PageId last;              // the last leaf read
     int restarts = 0;
     for (;;) {
       bool has_upper = false;
       std::string upper;
       BlockId link = 0;
-      auto take = [&](const NodeRef& leaf, PageId) {
+      FrameId link_hint = kInvalidFrame;
+      PageId leaf_pid;
+      auto take = [&](const Node& leaf, PageId pid) {
         batch.clear();
         bool found;
         for (size_t i = leaf.lower_bound(pos, after, &found); i < leaf.count(); ++i) {
@@ -209,9 +227,11 @@ class BasicBTree {
         has_upper = !leaf.upper_infinite();
         upper.assign(leaf.upper_fence());
         link = leaf.link();
+        link_hint = leaf.hint_at(leaf.count());
+        leaf_pid = pid;
       };
       bool ok = false;
-      if (next) ok = read_sibling(*next, pos, take);
+      if (next) ok = read_sibling(last, *next, pos, take);
       if (!ok) ok = descend<Mode::kSnapshot>(pos, after, 0, nullptr, take);
       if (!ok) {
         bump(&restarts);
@@ -225,7 +245,8 @@ class BasicBTree {
       pos = std::move(upper);
       after = true;
       next.reset();
-      if (link != 0) next = PageId(space_, link);
+      last = leaf_pid;
+      if (link != 0) next = Ref{PageId(space_, link), link_hint};
     }
   }
 
@@ -255,7 +276,7 @@ class BasicBTree {
     }
     {
       auto gr = pool_->pin_shared(PageId(space_, m.root));
-      if (NodeRef(const_cast<std::byte*>(gr.data()), usable()).count() != 0) {
+      if (Node(const_cast<std::byte*>(gr.data()), usable()).count() != 0) {
         throw Error(ErrorCode::kInvalidArgument, "bulk_load: the tree is not empty");
       }
     }
@@ -289,7 +310,7 @@ class BasicBTree {
       auto g = new_page();
       std::string up = entries.back().key;
       if (pend_guard) {
-        NodeRef::build(pend_guard->data(), usable(), NodeType::kLeaf, 0,
+        Node::build(pend_guard->data(), usable(), NodeType::kLeaf, 0,
                        pend_lower_inf ? nullptr : &pend_lower, &level_nodes.back().upper,
                        pend_entries, g.page_id().block());
         pend_guard->mark_dirty();
@@ -304,13 +325,13 @@ class BasicBTree {
       lower_inf = false;
       pend_guard.emplace(std::move(g));
     };
-    size_t bytes = kHeaderBytes + 2 * kMaxKeyBytes;
+    size_t bytes = Node::kHeader + 2 * kMaxKeyBytes;
     for (It it = first; it != last; ++it) {
       std::string_view k(it->first), v(it->second);
       size_t add = kSlotBytes + k.size() + v.size();
       if (!entries.empty() && bytes + add > budget) {
         emit_leaf(false);
-        bytes = kHeaderBytes + 2 * kMaxKeyBytes;
+        bytes = Node::kHeader + 2 * kMaxKeyBytes;
       }
       entries.push_back({std::string(k), std::string(v)});
       bytes += add;
@@ -318,7 +339,7 @@ class BasicBTree {
     }
     emit_leaf(true);
     level_nodes.back().upper_inf = true;
-    NodeRef::build(pend_guard->data(), usable(), NodeType::kLeaf, 0,
+    Node::build(pend_guard->data(), usable(), NodeType::kLeaf, 0,
                    pend_lower_inf ? nullptr : &pend_lower, nullptr, pend_entries, 0);
     pend_guard->mark_dirty();
     pend_guard.reset();
@@ -331,20 +352,20 @@ class BasicBTree {
       bool plower_inf = true;
       while (i < level_nodes.size()) {
         // Children [i, j): slots for all but the last, which becomes the upper child.
-        size_t b = kHeaderBytes + 2 * kMaxKeyBytes;
+        size_t b = Node::kHeader + 2 * kMaxKeyBytes;
         size_t j = i + 1;
         while (j < level_nodes.size() &&
-               b + kSlotBytes + level_nodes[j - 1].upper.size() + 4 <= budget) {
-          b += kSlotBytes + level_nodes[j - 1].upper.size() + 4;
+               b + kSlotBytes + level_nodes[j - 1].upper.size() + Node::kChildBytes <= budget) {
+          b += kSlotBytes + level_nodes[j - 1].upper.size() + Node::kChildBytes;
           ++j;
         }
         std::vector<NodeEntry> es;
         for (size_t c = i; c + 1 < j; ++c) {
-          es.push_back({level_nodes[c].upper, encode_child(level_nodes[c].block)});
+          es.push_back({level_nodes[c].upper, encode_child_ref<kHints>(level_nodes[c].block)});
         }
         const Built& last_child = level_nodes[j - 1];
         auto g = pool_->allocate(space_);
-        NodeRef::build(g.data(), usable(), NodeType::kInner, static_cast<int>(height),
+        Node::build(g.data(), usable(), NodeType::kInner, static_cast<int>(height),
                        plower_inf ? nullptr : &plower, last_child.upper_inf ? nullptr : &last_child.upper,
                        es, last_child.block);
         g.mark_dirty();
@@ -405,7 +426,7 @@ class BasicBTree {
     // Sibling chain.
     for (size_t i = 0; i < leaves.size(); ++i) {
       std::vector<std::byte> buf = copy_shared(leaves[i]);
-      NodeRef n(buf.data(), usable());
+      Node n(buf.data(), usable());
       BlockId expect = i + 1 < leaves.size() ? leaves[i + 1] : 0;
       if (n.link() != expect) {
         fail("leaf " + std::to_string(leaves[i]) + ": right sibling " + std::to_string(n.link()) +
@@ -415,7 +436,7 @@ class BasicBTree {
     for (uint64_t b = 1; b < blocks; ++b) {
       if (seen[b]) continue;
       std::vector<std::byte> buf = copy_shared(static_cast<BlockId>(b));
-      if (NodeRef(buf.data(), usable()).type() != NodeType::kFree) {
+      if (Node(buf.data(), usable()).type() != NodeType::kFree) {
         fail("block " + std::to_string(b) + " is a node but unreachable");
       }
       ++st.free_pages;
@@ -433,7 +454,9 @@ class BasicBTree {
 
  private:
   BasicBTree(Pool& pool, SpaceId space, uint64_t count)
-      : pool_(&pool), space_(space), count_(std::make_unique<std::atomic<uint64_t>>(count)) {}
+      : pool_(&pool), space_(space), count_(std::make_unique<std::atomic<uint64_t>>(count)) {
+    if constexpr (kHints) meta_frame_ = std::make_unique<std::atomic<FrameId>>(kInvalidFrame);
+  }
 
   size_t usable() const { return pool_->usable_page_size(); }
   PageId meta_pid() const { return PageId(space_, 0); }
@@ -468,13 +491,80 @@ class BasicBTree {
     return buf;
   }
 
+  // A reference to a page as the tree follows it: the page id and, with frame hints, the
+  // frame hint stored next to it (kInvalidFrame: none).
+  struct Ref {
+    PageId pid;
+    FrameId frame = kInvalidFrame;
+  };
+  // Pool accesses through a reference: hinted when the pool has frame hints (ref->frame is
+  // then the frame actually used), else the plain ones (ref->frame untouched).
+  OptimisticRead read_ref(Ref* ref) {
+    if constexpr (kHints) {
+      return pool_->read_optimistic_hinted(ref->pid, &ref->frame);
+    } else {
+      return pool_->read_optimistic(ref->pid);
+    }
+  }
+  ExclusiveGuard pin_exclusive_ref(Ref* ref) {
+    if constexpr (kHints) {
+      return pool_->pin_exclusive_hinted(ref->pid, &ref->frame);
+    } else {
+      return pool_->pin_exclusive(ref->pid);
+    }
+  }
+  FrameId cached_meta_frame() const {
+    if constexpr (kHints) {
+      return meta_frame_->load(std::memory_order_relaxed);
+    } else {
+      return kInvalidFrame;
+    }
+  }
+
+  // Opportunistic repairs (frame hints; see the header comment). Each latches the page that
+  // holds the hint only if that succeeds at once, checks under the latch that the hint still
+  // belongs to the same reference, and writes it without marking the page dirty.
+  // The hint of `child` in `holder`: the metadata page (the root's hint) or the inner node
+  // whose search for key (with `after`) led to child.
+  void repair_child_hint(PageId holder, std::string_view key, bool after, const Ref& child)
+    requires kHints
+  {
+    const size_t bytes = usable();
+    pool_->repair_hint(holder, [&](std::byte* page) {
+      if (holder == meta_pid()) {
+        MetaPage m;
+        std::memcpy(&m, page, sizeof m);
+        if (m.magic != kBTreeMagic || m.root != child.pid.block()) return false;
+        std::memcpy(page + offsetof(MetaPage, root_hint), &child.frame, sizeof child.frame);
+        return true;
+      }
+      Node n(page, bytes);
+      if (!n.well_formed() || !n.is_inner() || !n.covers(key, after)) return false;
+      bool found;
+      return n.set_hint_if_child(n.lower_bound(key, after, &found), child.pid.block(), child.frame);
+    });
+  }
+  // The hint of leaf's right-sibling link.
+  void repair_link_hint(PageId leaf, const Ref& sibling)
+    requires kHints
+  {
+    pool_->repair_hint(leaf, [&](std::byte* page) {
+      Node n(page, usable());
+      if (!n.is_leaf() || n.link() != sibling.pid.block()) return false;
+      n.set_link_hint(sibling.frame);
+      return true;
+    });
+  }
+
   // Optimistic descent to the node at `stop_level` responsible for key (with `after`: for
   // the keys just above key). Each node is searched in place in its frame
   // (btree_racy_step: bounds-checked reads, used only once the node validates); the child
-  // id it yields touches the pool only after that validation. At the stop level:
-  //  - Mode::kLocate: calls at(pid);
+  // id it yields touches the pool only after that validation. With frame hints, each page is
+  // read through its reference's hint, and a hint found stale is repaired right after the
+  // parent that holds it validated (no latch is held meanwhile). At the stop level:
+  //  - Mode::kLocate: calls at(pid, frame) (frame: where the node was read; 0 without hints);
   //  - Mode::kValue (stop_level 0): the leaf lookup of key was done in place; its value
-  //    (when res->found) is in value_buf, copied out before validation; calls at(pid);
+  //    (when res->found) is in value_buf, copied out before validation; calls at(pid, frame);
   //  - Mode::kSnapshot: copies the node with copy_page_racy, validates, checks the copy
   //    (well_formed, covers) and calls at(snapshot, pid).
   // Returns false for "restart" (a validation failed or the tree changed). `path`, when
@@ -485,77 +575,95 @@ class BasicBTree {
                std::byte* value_buf = nullptr, RacyResult* res = nullptr) {
     const size_t bytes = usable();
     if (path) path->clear();
-    OptimisticRead parent = pool_->read_optimistic(meta_pid());
+    const FrameId meta_hint = cached_meta_frame();
+    Ref parent_ref{meta_pid(), meta_hint};
+    OptimisticRead parent = read_ref(&parent_ref);
+    if constexpr (kHints) {
+      if (parent_ref.frame != meta_hint) meta_frame_->store(parent_ref.frame, std::memory_order_relaxed);
+    }
     alignas(8) std::byte meta_copy[sizeof(MetaPage)];
     copy_page_racy(meta_copy, parent.data, sizeof meta_copy);
     if (!Pool::validate(parent)) return false;
     MetaPage m;
     std::memcpy(&m, meta_copy, sizeof m);
     if (m.magic != kBTreeMagic || m.root == 0) return false;
-    BlockId next = m.root;
+    Ref ref{PageId(space_, m.root), kHints ? m.root_hint : kInvalidFrame};
     RacyResult local;
     RacyResult* r = res ? res : &local;
     for (int depth = 0; depth < 64; ++depth) {
-      PageId pid(space_, next);
-      OptimisticRead cur = pool_->read_optimistic(pid);
+      const FrameId hint = ref.frame;
+      OptimisticRead cur = read_ref(&ref);
       if (!Pool::validate(parent)) return false;  // the pointer we followed is still current
+      if constexpr (kHints) {
+        if (ref.frame != hint) repair_child_hint(parent_ref.pid, key, after, ref);
+      }
       *r = RacyResult{};
-      RacyStep step = btree_racy_step(cur.data, bytes, key, after, stop_level,
-                                      mode == Mode::kValue ? value_buf : nullptr, r);
+      RacyStep step = btree_racy_step<kHints>(cur.data, bytes, key, after, stop_level,
+                                              mode == Mode::kValue ? value_buf : nullptr, r);
       if (!Pool::validate(cur)) return false;  // only now is `step` (and r) meaningful
       if (step == RacyStep::kRestart) return false;
-      if (path) path->push_back(pid);
+      if (path) path->push_back(ref.pid);
       if (step == RacyStep::kTarget) {
         if constexpr (mode == Mode::kSnapshot) {
           std::vector<std::byte>& buf = snapshot_buffer(bytes);
           copy_page_racy(buf.data(), cur.data, bytes);
           if (!Pool::validate(cur)) return false;
-          NodeRef n(buf.data(), bytes);
+          Node n(buf.data(), bytes);
           if (!n.well_formed() || !n.covers(key, after) || n.level() != stop_level) return false;
-          at(n, pid);
+          at(n, ref.pid);
         } else {
-          at(pid);
+          at(ref.pid, ref.frame);
         }
         return true;
       }
-      next = r->child;
-      if (next == 0) return false;
+      if (r->child == 0) return false;
       parent = cur;
+      parent_ref = ref;
+      ref = Ref{PageId(space_, r->child), r->hint};
     }
     return false;
   }
 
-  // The page id of the node at `level` responsible for key, or nullopt (restart).
-  std::optional<PageId> find(std::string_view key, int level) {
-    std::optional<PageId> out;
-    if (!descend<Mode::kLocate>(key, false, level, nullptr, [&](PageId pid) { out = pid; })) {
+  // The node at `level` responsible for key (with the frame it was read from), or nullopt
+  // (restart).
+  std::optional<Ref> find(std::string_view key, int level) {
+    std::optional<Ref> out;
+    if (!descend<Mode::kLocate>(key, false, level, nullptr, [&](PageId pid, FrameId f) { out = Ref{pid, f}; })) {
       return std::nullopt;
     }
     return out;
   }
 
-  // Reads leaf `pid` optimistically; calls take(snapshot, pid) and returns true when it is a
-  // leaf whose lower fence is exactly `pos` (the previous leaf's upper fence).
+  // Reads leaf `next` (the right sibling of leaf `left`) optimistically; calls take(snapshot,
+  // pid) and returns true when it is a leaf whose lower fence is exactly `pos` (left's upper
+  // fence). With frame hints, repairs left's link hint when it was stale.
   template <class Fn>
-  bool read_sibling(PageId pid, std::string_view pos, Fn&& take) {
+  bool read_sibling(PageId left, Ref next, std::string_view pos, Fn&& take) {
     const size_t bytes = usable();
     std::vector<std::byte>& buf = snapshot_buffer(bytes);
-    OptimisticRead r = pool_->read_optimistic(pid);
+    const FrameId hint = next.frame;
+    OptimisticRead r = read_ref(&next);
     copy_page_racy(buf.data(), r.data, bytes);
     if (!Pool::validate(r)) return false;
-    NodeRef n(buf.data(), bytes);
+    Node n(buf.data(), bytes);
     if (!n.well_formed() || !n.is_leaf() || n.lower_infinite() || n.lower_fence() != pos) return false;
-    take(n, pid);
+    if constexpr (kHints) {
+      if (next.frame != hint) repair_link_hint(left, next);
+    } else {
+      (void)left, (void)hint;
+    }
+    take(n, next.pid);
     return true;
   }
 
-  // Descends optimistically to the leaf covering `key` and latches it exclusively. nullopt
-  // when the tree changed under the descent (the page is no longer that leaf): restart.
-  std::optional<decltype(std::declval<Pool&>().pin_exclusive(PageId{}))> latch_leaf(std::string_view key) {
-    std::optional<PageId> leaf = find(key, 0);
+  // Descends optimistically to the leaf covering `key` and latches it exclusively (through
+  // the frame the descent read it from, with frame hints). nullopt when the tree changed
+  // under the descent (the page is no longer that leaf): restart.
+  std::optional<ExclusiveGuard> latch_leaf(std::string_view key) {
+    std::optional<Ref> leaf = find(key, 0);
     if (!leaf) return std::nullopt;
-    auto g = pool_->pin_exclusive(*leaf);
-    NodeRef n(g.data(), usable());
+    ExclusiveGuard g = pin_exclusive_ref(&*leaf);
+    Node n(g.data(), usable());
     if (!n.is_leaf() || !n.covers(key, false)) return std::nullopt;
     return g;
   }
@@ -565,7 +673,7 @@ class BasicBTree {
     for (int restarts = 0;; bump(&restarts)) {
       auto g = latch_leaf(key);
       if (!g) continue;
-      NodeRef n(g->data(), usable());
+      Node n(g->data(), usable());
       bool found;
       size_t i = n.lower_bound(key, false, &found);
       if (found && !overwrite) return false;
@@ -588,7 +696,7 @@ class BasicBTree {
   void split(std::string_view key, int level) {
     for (int restarts = 0;; bump(&restarts)) {
       std::vector<PageId> path;
-      if (!descend<Mode::kLocate>(key, false, level, &path, [](PageId) {})) continue;
+      if (!descend<Mode::kLocate>(key, false, level, &path, [](PageId, FrameId) {})) continue;
       PageId target = path.back();
       if (path.size() == 1) {
         if (split_root(key, level, target)) return;
@@ -596,19 +704,19 @@ class BasicBTree {
       }
       PageId parent_pid = path[path.size() - 2];
       auto gp = pool_->pin_exclusive(parent_pid);
-      NodeRef p(gp.data(), usable());
+      Node p(gp.data(), usable());
       if (!p.is_inner() || p.level() != level + 1 || !p.covers(key, false) ||
           p.child_for(key, false) != target.block()) {
         continue;
       }
       auto gt = pool_->pin_exclusive(target);
-      NodeRef t(gt.data(), usable());
+      Node t(gt.data(), usable());
       if (t.type() == NodeType::kFree || t.level() != level || !t.covers(key, false)) continue;
       if (t.count() < 2) return;
       std::vector<NodeEntry> all = t.entries();
       size_t mid = split_point(t, all);
       std::string sep = all[mid - 1].key;
-      if (!p.fits(sep, 4)) {
+      if (!p.fits(sep, Node::kChildBytes)) {
         gt.release();
         gp.release();
         split(key, level + 1);
@@ -617,10 +725,12 @@ class BasicBTree {
       auto gr = pool_->allocate(space_);  // before any change: an error leaves all intact
       BlockId right = gr.page_id().block();
       split_into(t, all, mid, sep, gr.data(), gr.page_id().block());
-      // Parent: the slot that pointed to target now points to right; sep -> target added.
+      // Parent: the slot that pointed to target now points to right; sep -> target added
+      // (with target's frame hint, if any; right's is unknown).
       bool found;
       size_t i = p.lower_bound(sep, false, &found);
       CALICO_CHECK(!found);
+      const FrameId target_hint = p.hint_at(i);
       if (i < p.count()) {
         CALICO_CHECK(p.child(i) == target.block());
         p.set_child(i, right);
@@ -628,7 +738,7 @@ class BasicBTree {
         CALICO_CHECK(p.link() == target.block());
         p.set_link(right);
       }
-      p.insert_at(i, sep, encode_child(target.block()));
+      p.insert_at(i, sep, encode_child_ref<kHints>(target.block(), target_hint));
       gr.mark_dirty();
       gt.mark_dirty();
       gp.mark_dirty();
@@ -644,11 +754,11 @@ class BasicBTree {
   void merge(std::string_view key) {
     for (int restarts = 0;; bump(&restarts)) {
       std::vector<PageId> path;
-      if (!descend<Mode::kLocate>(key, false, 0, &path, [](PageId) {})) continue;
+      if (!descend<Mode::kLocate>(key, false, 0, &path, [](PageId, FrameId) {})) continue;
       if (path.size() < 2) return;
       PageId leaf = path.back();
       auto gp = pool_->pin_exclusive(path[path.size() - 2]);
-      NodeRef p(gp.data(), usable());
+      Node p(gp.data(), usable());
       if (!p.is_inner() || p.level() != 1 || !p.covers(key, false) ||
           p.child_for(key, false) != leaf.block()) {
         continue;
@@ -669,12 +779,12 @@ class BasicBTree {
 
   // Merges children a and a + 1 of the latched parent p into child a when they fit in 3/4
   // of a page; latches left then right. Returns whether it merged (p is then modified).
-  bool merge_pair(NodeRef& p, size_t a) {
+  bool merge_pair(Node& p, size_t a) {
     BlockId left_b = p.child(a);
     BlockId right_b = a + 1 < p.count() ? p.child(a + 1) : p.link();
     auto gl = pool_->pin_exclusive(PageId(space_, left_b));
     auto gr = pool_->pin_exclusive(PageId(space_, right_b));
-    NodeRef l(gl.data(), usable()), r(gr.data(), usable());
+    Node l(gl.data(), usable()), r(gr.data(), usable());
     CALICO_CHECK(l.is_leaf() && r.is_leaf() && l.link() == right_b);
     std::vector<NodeEntry> all = l.entries();
     std::vector<NodeEntry> more = r.entries();
@@ -682,10 +792,10 @@ class BasicBTree {
     std::string lower(l.lower_fence()), upper(r.upper_fence());
     const std::string* lo = l.lower_infinite() ? nullptr : &lower;
     const std::string* up = r.upper_infinite() ? nullptr : &upper;
-    if (NodeRef::needed_bytes(lo, up, all.data(), all.data() + all.size()) > usable() * 3 / 4) {
+    if (Node::needed_bytes(lo, up, all.data(), all.data() + all.size()) > usable() * 3 / 4) {
       return false;
     }
-    NodeRef::build(l.data(), usable(), NodeType::kLeaf, 0, lo, up, all, r.link());
+    Node::build(l.data(), usable(), NodeType::kLeaf, 0, lo, up, all, r.link(), r.hint_at(r.count()));
     std::memset(r.data(), 0, usable());
     // Parent: drop the separator between them; whoever pointed to right points to left.
     p.remove_at(a);
@@ -707,7 +817,7 @@ class BasicBTree {
     std::memcpy(&m, gm.data(), sizeof m);
     if (m.root != root.block()) return false;
     auto gt = pool_->pin_exclusive(root);
-    NodeRef t(gt.data(), usable());
+    Node t(gt.data(), usable());
     if (t.level() != level || !t.covers(key, false)) return false;
     if (t.count() < 2) return true;
     auto gr = pool_->allocate(space_);
@@ -716,8 +826,8 @@ class BasicBTree {
     size_t mid = split_point(t, all);
     std::string sep = all[mid - 1].key;
     split_into(t, all, mid, sep, gr.data(), gr.page_id().block());
-    std::vector<NodeEntry> root_entries{{sep, encode_child(root.block())}};
-    NodeRef::build(gn.data(), usable(), NodeType::kInner, level + 1, nullptr, nullptr, root_entries,
+    std::vector<NodeEntry> root_entries{{sep, encode_child_ref<kHints>(root.block())}};
+    Node::build(gn.data(), usable(), NodeType::kInner, level + 1, nullptr, nullptr, root_entries,
                    gr.page_id().block());
     m.root = gn.page_id().block();
     m.height = static_cast<uint32_t>(level + 2);
@@ -731,7 +841,7 @@ class BasicBTree {
   }
 
   // Index mid (1..count-1) such that entries [0, mid) go left: half of the bytes each side.
-  size_t split_point(const NodeRef& t, const std::vector<NodeEntry>& all) const {
+  size_t split_point(const Node& t, const std::vector<NodeEntry>& all) const {
     size_t total = 0;
     for (const NodeEntry& e : all) total += e.key.size() + e.value.size() + kSlotBytes;
     size_t acc = 0, mid = 0;
@@ -748,7 +858,7 @@ class BasicBTree {
   // Rewrites t as the left half (keys <= sep) and builds the right half at right_page
   // (block right_block). Leaves: all[mid-1] is sep and stays left; the left links to the
   // right. Inner: all[mid-1] moves up as sep and its child becomes the left's upper child.
-  void split_into(NodeRef& t, std::vector<NodeEntry>& all, size_t mid, const std::string& sep,
+  void split_into(Node& t, std::vector<NodeEntry>& all, size_t mid, const std::string& sep,
                   std::byte* right_page, BlockId right_block) {
     CALICO_DCHECK(mid >= 1 && mid < all.size() && all[mid - 1].key == sep);
     std::string lower(t.lower_fence()), upper(t.upper_fence());
@@ -757,17 +867,21 @@ class BasicBTree {
     NodeType type = t.type();
     int level = t.level();
     BlockId link = t.link();
+    FrameId link_hint = t.hint_at(t.count());
     std::vector<NodeEntry> right_entries(std::make_move_iterator(all.begin() + static_cast<ptrdiff_t>(mid)),
                                          std::make_move_iterator(all.end()));
     all.resize(mid);
-    NodeRef::build(right_page, usable(), type, level, &sep, up, right_entries, link);
+    Node::build(right_page, usable(), type, level, &sep, up, right_entries, link, link_hint);
     if (type == NodeType::kLeaf) {
-      NodeRef::build(t.data(), usable(), type, level, lo, &sep, all, right_block);
+      Node::build(t.data(), usable(), type, level, lo, &sep, all, right_block);
     } else {
+      // The separator's child (and its hint, hinted format) becomes the left's upper child.
       BlockId left_upper;
-      std::memcpy(&left_upper, all.back().value.data(), 4);
+      FrameId left_upper_hint = kInvalidFrame;
+      std::memcpy(&left_upper, all.back().value.data(), sizeof left_upper);
+      if constexpr (kHints) std::memcpy(&left_upper_hint, all.back().value.data() + sizeof left_upper, sizeof left_upper_hint);
       all.pop_back();
-      NodeRef::build(t.data(), usable(), type, level, lo, &sep, all, left_upper);
+      Node::build(t.data(), usable(), type, level, lo, &sep, all, left_upper, left_upper_hint);
     }
   }
 
@@ -789,7 +903,7 @@ class BasicBTree {
     if ((*seen)[b]) fail(at + "reachable twice");
     (*seen)[b] = 1;
     std::vector<std::byte> buf = copy_shared(b);
-    NodeRef n(buf.data(), usable());
+    Node n(buf.data(), usable());
     if (!n.well_formed()) fail(at + "malformed");
     if (n.level() != level) fail(at + "level " + std::to_string(n.level()) + ", expected " + std::to_string(level));
     if (n.lower_infinite() != (lower == nullptr) || (lower && n.lower_fence() != *lower)) {
@@ -799,7 +913,7 @@ class BasicBTree {
       fail(at + "upper fence differs from the parent's separator");
     }
     std::string lo(n.lower_fence()), up(n.upper_fence());
-    if (n.h().prefix_len != NodeRef::common_prefix(lower ? &lo : nullptr, upper ? &up : nullptr)) {
+    if (n.h().prefix_len != Node::common_prefix(lower ? &lo : nullptr, upper ? &up : nullptr)) {
       fail(at + "prefix length is not the fences' common prefix");
     }
     std::string prev;
@@ -828,6 +942,10 @@ class BasicBTree {
   Pool* pool_;
   SpaceId space_;
   std::unique_ptr<std::atomic<uint64_t>> count_;
+  // Frame hints: the frame of the metadata page, as last seen (shared by the tree's users;
+  // relaxed, written only when it changed).
+  struct NoMetaFrame {};
+  [[no_unique_address]] std::conditional_t<kHints, std::unique_ptr<std::atomic<FrameId>>, NoMetaFrame> meta_frame_;
 };
 
 using BTree = BasicBTree<BufferPool>;

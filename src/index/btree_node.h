@@ -1,6 +1,7 @@
 // B+tree node layout: one slotted page (usable_page_size() bytes) viewed through NodeRef.
 //
 // Entry points:
+//   NodeRef / HintedNodeRef      the two node formats (BasicNodeRef<kHints>, see below)
 //   NodeRef::build(...)          writes a whole node from full keys (fences, prefix, slots)
 //   NodeRef::lower_bound(key)    binary search on 4-byte key heads, then on the suffixes
 //   NodeRef::insert_at / remove_at / set_child / compact   in-place edits (exclusive latch)
@@ -10,6 +11,16 @@
 //   copy_page_racy(dst, src, n)  copies a page during an optimistic section (scans);
 //                                with the btree_racy_ functions, the only code that reads a
 //                                page during an optimistic section
+//
+// Two formats. The plain one (NodeRef) is used on every pool without frame hints. The hinted
+// one (HintedNodeRef, BasicBTree on a pool with kFrameHints: lipah, lipah.txt 4.1) adds a
+// 4-byte frame hint next to every child reference: a guess at the frame that holds the
+// child, checked by the pool before use (buffer_pool.h, read_optimistic_hinted), repaired
+// opportunistically under the exclusive latch without marking the page dirty (it reaches
+// disk only with a write made for another reason), reset to 0 when its reference changes
+// (set_child, set_link), kept by splits, merges and compaction. Any value, including 0 (no
+// hint) and stale hints read from disk, is valid. The tree's metadata page holds the
+// root's hint (btree.h, MetaPage). The differences are marked [hinted] below.
 //
 // Page layout (offsets in bytes from the start of the page; all integers little endian):
 //
@@ -26,12 +37,15 @@
 //                     once, as part of the lower fence, and stripped from every slot's key
 //         link        leaf: right sibling block (0 = none; block 0 is the tree's metadata
 //                     page, never a node); inner: the upper (rightmost) child block
-//   24  Slot[count] (12 bytes each), sorted by key:
+//   24  [hinted] link_hint (4 bytes): frame hint of `link` (the upper child or the right
+//         sibling); the hinted header is 28 bytes
+//   24 [hinted: 28]  Slot[count] (12 bytes each), sorted by key:
 //         head        first 4 bytes of the key suffix, big endian, zero padded: comparing
 //                     heads as integers orders keys except on ties
 //         offset      of the suffix in the heap; the value follows the suffix
 //         key_len     suffix length (full key length - prefix_len)
 //         value_len   leaf: value bytes; inner: 4 (the child's BlockId)
+//                     [hinted] inner: 8 (the child's BlockId, then its frame hint)
 //   ... free space ...
 //   heap_begin .. usable end: fences and entries (suffix bytes, then value bytes)
 //
@@ -40,8 +54,9 @@
 // (key[count-1], upper]; a child's fences equal these bounds exactly.
 //
 // Limits: keys 1..kMaxKeyBytes (256), values 0..kMaxValueBytes (512). Worst case per entry
-// 12 + 256 + 512 = 780 bytes; with 24 + 2 x 256 bytes of header and fences, 4 such entries
-// take 3,656 of the 4,080 usable bytes of a 4 KB page (static_assert below).
+// 12 + 256 + 512 = 780 bytes (an inner entry: 12 + 256 + 8); with 24 + 2 x 256 bytes of
+// header and fences, 4 such entries take 3,656 of the 4,080 usable bytes of a 4 KB page
+// ([hinted] 28 + 2 x 256: 3,660; static_asserts below).
 #pragma once
 
 #include <algorithm>
@@ -99,6 +114,20 @@ inline constexpr size_t kHeaderBytes = sizeof(NodeHeader);
 inline constexpr size_t kMaxEntryBytes = kSlotBytes + kMaxKeyBytes + kMaxValueBytes;
 static_assert(kHeaderBytes + 2 * kMaxKeyBytes + 4 * kMaxEntryBytes <= 4096 - 16,
               "at least 4 maximal entries must fit in a 4 KB page");
+// The hinted format: the header ends with the link's frame hint; inner values are child + hint.
+inline constexpr size_t kLinkHintOffset = sizeof(NodeHeader);
+inline constexpr size_t kHintedHeaderBytes = kLinkHintOffset + sizeof(FrameId);
+static_assert(kHintedHeaderBytes == 28 && kHintedHeaderBytes % 4 == 0, "slots stay 4-byte aligned");
+static_assert(kHintedHeaderBytes + 2 * kMaxKeyBytes + 4 * kMaxEntryBytes <= 4096 - 16,
+              "at least 4 maximal entries must fit in a 4 KB page (hinted format)");
+static_assert(sizeof(BlockId) + sizeof(FrameId) <= kMaxValueBytes, "an inner entry is never the largest");
+
+// The constants of one format.
+template <bool kHints>
+struct NodeFormat {
+  static constexpr size_t kHeader = kHints ? kHintedHeaderBytes : kHeaderBytes;
+  static constexpr size_t kChildBytes = kHints ? sizeof(BlockId) + sizeof(FrameId) : sizeof(BlockId);
+};
 // Offsets are 16 bits: pages up to 64 KB.
 
 // Copies n bytes (a multiple of 8) of a page that a writer may be modifying. Used only
@@ -184,19 +213,22 @@ enum class RacyStep : uint8_t {
 };
 struct RacyResult {
   BlockId child = 0;       // kDescend
+  FrameId hint = 0;        // kDescend, hinted format: the child's frame hint
   uint16_t value_len = 0;  // kTarget with a value buffer, when found
   bool found = false;      // kTarget with a value buffer
 };
 
 // One step of an optimistic descent, on the page at p (size usable bytes) as it lies in its
 // frame: checks that it is a node covering key (with `after`: the keys just above key) at a
-// level >= stop_level; above stop_level finds the child for key (NodeRef::child_for); at
-// stop_level, when value_out is given (stop_level 0), looks key up and copies its value
-// (<= kMaxValueBytes) to value_out. The result means something only if the page's version
-// validates afterwards.
+// level >= stop_level; above stop_level finds the child for key (NodeRef::child_for) and,
+// in the hinted format, its frame hint; at stop_level, when value_out is given (stop_level
+// 0), looks key up and copies its value (<= kMaxValueBytes) to value_out. The result means
+// something only if the page's version validates afterwards.
+template <bool kHints = false>
 CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t size, std::string_view key,
                                                   bool after, int stop_level, std::byte* value_out,
                                                   RacyResult* out) {
+  using F = NodeFormat<kHints>;
   const uint8_t type = btree_racy_u8(p + offsetof(NodeHeader, type));
   const uint8_t level = btree_racy_u8(p + offsetof(NodeHeader, level));
   const uint8_t flags = btree_racy_u8(p + offsetof(NodeHeader, flags));
@@ -204,7 +236,7 @@ CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t siz
   const bool leaf = type == static_cast<uint8_t>(NodeType::kLeaf);
   if (!leaf && type != static_cast<uint8_t>(NodeType::kInner)) return RacyStep::kRestart;
   if (leaf != (level == 0) || level < stop_level) return RacyStep::kRestart;
-  if (count > (size - kHeaderBytes) / kSlotBytes) return RacyStep::kRestart;
+  if (count > (size - F::kHeader) / kSlotBytes) return RacyStep::kRestart;
   const char* k = key.data();
   const size_t kn = key.size();
   // Fences: lower < key <= upper (after: lower <= key < upper).
@@ -231,7 +263,7 @@ CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t siz
   const size_t sn = kn - prefix_len;
   uint32_t head = 0;
   for (size_t i = 0; i < 4; ++i) head = head << 8 | (i < sn ? static_cast<uint8_t>(s[i]) : 0u);
-  const std::byte* slots = p + kHeaderBytes;
+  const std::byte* slots = p + F::kHeader;
   size_t lo = 0, hi = count;
   bool found = false;
   while (lo < hi) {
@@ -257,13 +289,15 @@ CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t siz
   if (level > stop_level) {
     if (lo == count) {
       out->child = btree_racy_u32(p + offsetof(NodeHeader, link));
+      if constexpr (kHints) out->hint = btree_racy_u32(p + kLinkHintOffset);
     } else {
       const std::byte* sl = slots + lo * kSlotBytes;
       const size_t off = btree_racy_u16(sl + offsetof(Slot, offset));
       const size_t len = btree_racy_u16(sl + offsetof(Slot, key_len));
       const size_t vlen = btree_racy_u16(sl + offsetof(Slot, value_len));
-      if (vlen != 4 || off + len + 4 > size) return RacyStep::kRestart;
+      if (vlen != F::kChildBytes || off + len + F::kChildBytes > size) return RacyStep::kRestart;
       out->child = btree_racy_u32_unaligned(p + off + len);
+      if constexpr (kHints) out->hint = btree_racy_u32_unaligned(p + off + len + sizeof(BlockId));
     }
     return RacyStep::kDescend;
   }
@@ -300,22 +334,33 @@ struct NodeEntry {
   std::string value;
 };
 
-inline std::string encode_child(BlockId b) {
-  std::string s(4, '\0');
-  std::memcpy(s.data(), &b, 4);
+// The value of an inner entry: the child's block, then (hinted format) its frame hint.
+template <bool kHints>
+std::string encode_child_ref(BlockId b, FrameId hint = 0) {
+  std::string s(NodeFormat<kHints>::kChildBytes, '\0');
+  std::memcpy(s.data(), &b, sizeof b);
+  if constexpr (kHints) std::memcpy(s.data() + sizeof b, &hint, sizeof hint);
   return s;
 }
+inline std::string encode_child(BlockId b) { return encode_child_ref<false>(b); }
 
-// A view of one node page. Does not own the bytes; callers hold the page (exclusive guard
-// for edits, a shared guard or a validated private copy for reads).
-class NodeRef {
+// A view of one node page in format kHints (NodeRef: plain, HintedNodeRef: with frame
+// hints). Does not own the bytes; callers hold the page (exclusive guard for edits, a shared
+// guard or a validated private copy for reads). Frame hints may be rewritten under the
+// exclusive latch without marking the page dirty (BasicBufferPool::repair_hint).
+template <bool kHints>
+class BasicNodeRef {
  public:
-  NodeRef(std::byte* page, size_t size) : p_(page), size_(size) {
+  using Format = NodeFormat<kHints>;
+  static constexpr size_t kHeader = Format::kHeader;
+  static constexpr size_t kChildBytes = Format::kChildBytes;
+
+  BasicNodeRef(std::byte* page, size_t size) : p_(page), size_(size) {
     CALICO_DCHECK(size <= 65536 && size % 8 == 0);
   }
 
   NodeHeader& h() const { return *reinterpret_cast<NodeHeader*>(p_); }
-  Slot* slots() const { return reinterpret_cast<Slot*>(p_ + kHeaderBytes); }
+  Slot* slots() const { return reinterpret_cast<Slot*>(p_ + kHeader); }
   std::byte* data() const { return p_; }
   size_t size() const { return size_; }
 
@@ -325,7 +370,21 @@ class NodeRef {
   int level() const { return h().level; }
   uint16_t count() const { return h().count; }
   BlockId link() const { return h().link; }
-  void set_link(BlockId b) { h().link = b; }
+  // Also forgets the old link's frame hint (hinted format).
+  void set_link(BlockId b) {
+    h().link = b;
+    if constexpr (kHints) set_link_hint(kInvalidFrame);
+  }
+  FrameId link_hint() const
+    requires kHints
+  {
+    return load_u32(kLinkHintOffset);
+  }
+  void set_link_hint(FrameId f)
+    requires kHints
+  {
+    std::memcpy(p_ + kLinkHintOffset, &f, sizeof f);
+  }
 
   bool lower_infinite() const { return (h().flags & kLowerInfinite) != 0; }
   bool upper_infinite() const { return (h().flags & kUpperInfinite) != 0; }
@@ -343,15 +402,45 @@ class NodeRef {
     k.append(suffix(i));
     return k;
   }
-  BlockId child(size_t i) const {
-    CALICO_DCHECK(is_inner() && slots()[i].value_len == 4);
-    BlockId b;
-    std::memcpy(&b, p_ + slots()[i].offset + slots()[i].key_len, 4);
-    return b;
-  }
+  BlockId child(size_t i) const { return load_u32(child_offset(i)); }
+  // Also forgets the old child's frame hint (hinted format).
   void set_child(size_t i, BlockId b) {
-    CALICO_DCHECK(is_inner() && slots()[i].value_len == 4);
-    std::memcpy(p_ + slots()[i].offset + slots()[i].key_len, &b, 4);
+    std::memcpy(p_ + child_offset(i), &b, sizeof b);
+    if constexpr (kHints) set_child_hint(i, kInvalidFrame);
+  }
+  FrameId child_hint(size_t i) const
+    requires kHints
+  {
+    return load_u32(child_offset(i) + sizeof(BlockId));
+  }
+  void set_child_hint(size_t i, FrameId f)
+    requires kHints
+  {
+    std::memcpy(p_ + child_offset(i) + sizeof(BlockId), &f, sizeof f);
+  }
+  // The frame hint of position i: inner slot i's child for i < count; i == count: the link's
+  // (inner: the upper child; leaf: the right sibling). 0 in the plain format.
+  FrameId hint_at(size_t i) const {
+    if constexpr (kHints) {
+      return i < count() ? child_hint(i) : link_hint();
+    } else {
+      (void)i;
+      return kInvalidFrame;
+    }
+  }
+  // Sets the frame hint of child position i (0..count) if it still refers to `child`.
+  // Returns whether it did. Pre: an inner node.
+  bool set_hint_if_child(size_t i, BlockId child, FrameId f)
+    requires kHints
+  {
+    if (i < count()) {
+      if (this->child(i) != child) return false;
+      set_child_hint(i, f);
+    } else {
+      if (link() != child) return false;
+      set_link_hint(f);
+    }
+    return true;
   }
 
   // True when key lies in (lower, upper]; with `after`, when the keys just above `key`
@@ -399,11 +488,11 @@ class NodeRef {
   }
 
   size_t free_contiguous() const {
-    size_t slots_end = kHeaderBytes + size_t{count()} * kSlotBytes;
+    size_t slots_end = kHeader + size_t{count()} * kSlotBytes;
     return h().heap_begin >= slots_end ? h().heap_begin - slots_end : 0;
   }
   size_t free_total() const {
-    return size_ - kHeaderBytes - size_t{count()} * kSlotBytes - h().heap_live;
+    return size_ - kHeader - size_t{count()} * kSlotBytes - h().heap_live;
   }
   size_t used_bytes() const { return size_ - free_total(); }
   // Bytes an entry with this full key takes in this node.
@@ -446,18 +535,18 @@ class NodeRef {
     return out;
   }
 
-  // Rewrites the node with the same contents, removing heap holes.
+  // Rewrites the node with the same contents (hints included), removing heap holes.
   void compact() {
     std::string lower(lower_fence()), upper(upper_fence());
     build(p_, size_, type(), level(), lower_infinite() ? nullptr : &lower,
-          upper_infinite() ? nullptr : &upper, entries(), link());
+          upper_infinite() ? nullptr : &upper, entries(), link(), hint_at(count()));
   }
 
   // Bytes a node with these fences and entries needs (prefix stripping included).
   static size_t needed_bytes(const std::string* lower, const std::string* upper,
                              const NodeEntry* first, const NodeEntry* last) {
     size_t prefix = common_prefix(lower, upper);
-    size_t n = kHeaderBytes + (lower ? lower->size() : 0) + (upper ? upper->size() : 0);
+    size_t n = kHeader + (lower ? lower->size() : 0) + (upper ? upper->size() : 0);
     for (const NodeEntry* e = first; e != last; ++e) {
       n += kSlotBytes + e->key.size() - prefix + e->value.size();
     }
@@ -465,13 +554,16 @@ class NodeRef {
   }
 
   // Writes a complete node at page (size bytes). lower/upper null = infinite. entries are
-  // sorted full keys within the fences. Pre: the result fits (CALICO_CHECK).
+  // sorted full keys within the fences (inner values: encode_child_ref<kHints>). link_hint:
+  // the frame hint of link (hinted format; ignored by the plain one). Pre: the result fits
+  // (CALICO_CHECK).
   static void build(std::byte* page, size_t size, NodeType type, int level,
                     const std::string* lower, const std::string* upper,
-                    const std::vector<NodeEntry>& entries, BlockId link) {
+                    const std::vector<NodeEntry>& entries, BlockId link,
+                    FrameId link_hint = kInvalidFrame) {
     CALICO_CHECK(needed_bytes(lower, upper, entries.data(), entries.data() + entries.size()) <= size);
     std::vector<std::byte> tmp(size, std::byte{0});
-    NodeRef n(tmp.data(), size);
+    BasicNodeRef n(tmp.data(), size);
     NodeHeader& h = n.h();
     h.type = static_cast<uint8_t>(type);
     h.level = static_cast<uint8_t>(level);
@@ -490,6 +582,8 @@ class NodeRef {
     h.upper_len = static_cast<uint16_t>(upper ? upper->size() : 0);
     h.prefix_len = static_cast<uint16_t>(common_prefix(lower, upper));
     h.link = link;
+    if constexpr (kHints) n.set_link_hint(link_hint);
+    (void)link_hint;
     h.count = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
       n.insert_at(i, entries[i].key, entries[i].value);
@@ -513,7 +607,7 @@ class NodeRef {
       return false;
     }
     if ((x.type == static_cast<uint8_t>(NodeType::kLeaf)) != (x.level == 0)) return false;
-    size_t slots_end = kHeaderBytes + size_t{x.count} * kSlotBytes;
+    size_t slots_end = kHeader + size_t{x.count} * kSlotBytes;
     if (slots_end > x.heap_begin || x.heap_begin > size_) return false;
     auto in_heap = [&](size_t off, size_t len) { return off >= x.heap_begin && off + len <= size_; };
     if (!in_heap(x.lower_off, x.lower_len) || !in_heap(x.upper_off, x.upper_len)) return false;
@@ -521,7 +615,7 @@ class NodeRef {
     for (size_t i = 0; i < x.count; ++i) {
       const Slot& s = slots()[i];
       if (!in_heap(s.offset, size_t{s.key_len} + s.value_len)) return false;
-      if (x.type == static_cast<uint8_t>(NodeType::kInner) && s.value_len != 4) return false;
+      if (x.type == static_cast<uint8_t>(NodeType::kInner) && s.value_len != kChildBytes) return false;
     }
     return true;
   }
@@ -531,9 +625,22 @@ class NodeRef {
     CALICO_DCHECK(off + len <= size_);
     return std::string_view(reinterpret_cast<const char*>(p_ + off), len);
   }
+  // Offset of inner slot i's child id (its hint follows in the hinted format).
+  size_t child_offset(size_t i) const {
+    CALICO_DCHECK(is_inner() && i < count() && slots()[i].value_len == kChildBytes);
+    return size_t{slots()[i].offset} + slots()[i].key_len;
+  }
+  uint32_t load_u32(size_t off) const {
+    uint32_t v;
+    std::memcpy(&v, p_ + off, sizeof v);
+    return v;
+  }
 
   std::byte* p_;
   size_t size_;
 };
+
+using NodeRef = BasicNodeRef<false>;
+using HintedNodeRef = BasicNodeRef<true>;
 
 }  // namespace calico::index

@@ -54,6 +54,9 @@ BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
       pending_(options.async_depth),
       low_watermark_(std::min<uint32_t>(options.eviction_batch / 2, frames_.num_frames() / 4)) {
   for (uint32_t s = options.async_depth; s > 0; --s) free_slots_.push_back(s - 1);
+  if constexpr (kFrameHints) {
+    frame_entries_.reset(new std::atomic<translation::Entry*>[frames_.num_frames() + 1]());
+  }
 }
 
 template <class T>
@@ -134,30 +137,23 @@ typename BasicBufferPool<T>::Resolved BasicBufferPool<T>::resolve_slow(SpaceId i
   auto& c = translation::tls_path_cache;
   translation::Entry* flat = nullptr;
   if constexpr (T::kFlatEntries) flat = s->table.entries();
-  c = translation::PathCache{uid_, directory_.epoch(), id, flat, s->table.capacity(), s, thread_accesses()};
+  c = translation::PathCache{uid_, directory_.epoch(), id, flat, s->table.capacity(), s,
+                            &thread_counter()->accesses};
   return {c.entries, c.capacity, s};
 }
 
 template <class T>
-std::atomic<uint64_t>* BasicBufferPool<T>::thread_accesses() {
-  struct Registered {
-    uint64_t pool_uid = 0;
-    std::atomic<uint64_t>* accesses = nullptr;
-  };
-  thread_local Registered reg;
-  if (reg.pool_uid != uid_) {
-    std::lock_guard lock(thread_counters_mutex_);
-    std::thread::id me = std::this_thread::get_id();
-    auto it = std::find_if(thread_counters_.begin(), thread_counters_.end(),
-                           [&](const auto& tc) { return tc->thread == me; });
-    if (it == thread_counters_.end()) {
-      thread_counters_.push_back(std::make_unique<ThreadCounter>());
-      thread_counters_.back()->thread = me;
-      it = thread_counters_.end() - 1;
-    }
-    reg = Registered{uid_, &(*it)->accesses};
+typename BasicBufferPool<T>::ThreadCounter* BasicBufferPool<T>::register_thread() {
+  std::lock_guard lock(thread_counters_mutex_);
+  std::thread::id me = std::this_thread::get_id();
+  auto it = std::find_if(thread_counters_.begin(), thread_counters_.end(),
+                         [&](const auto& tc) { return tc->thread == me; });
+  if (it == thread_counters_.end()) {
+    thread_counters_.push_back(std::make_unique<ThreadCounter>());
+    thread_counters_.back()->thread = me;
+    it = thread_counters_.end() - 1;
   }
-  return reg.accesses;
+  return it->get();
 }
 
 template <class T>
@@ -264,7 +260,7 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
         }
         meta_[f].version_seed.store(w.version() + 1, std::memory_order_relaxed);
         meta_[f].dirty.store(0, std::memory_order_relaxed);
-        meta_[f].owner.store(0, std::memory_order_release);
+        clear_owner(f);
         e.store(0, std::memory_order_release);
         if (s->table.release_ref(owner.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
         free_list_.push(f);
@@ -348,7 +344,7 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
     throw;
   }
   meta_[f].dirty.store(0, std::memory_order_relaxed);
-  meta_[f].owner.store(pid.raw, std::memory_order_release);
+  publish_owner(f, pid, e);
   uint32_t seed = meta_[f].version_seed.load(std::memory_order_relaxed);
   e.store(EntryWord::make(f, seed, kUnlocked).raw, std::memory_order_release);
   counters_.faults.fetch_add(1, std::memory_order_relaxed);
@@ -413,7 +409,7 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
   }
   std::memset(page_data(space, pid, f), 0, options_.page_size);
   meta_[f].dirty.store(1, std::memory_order_relaxed);
-  meta_[f].owner.store(pid.raw, std::memory_order_release);
+  publish_owner(f, pid, e);
   EntryWord held = EntryWord::make(f, meta_[f].version_seed.load(std::memory_order_relaxed), kExclusive);
   e.store(held.raw, std::memory_order_release);
   return ExclusiveGuard(&e, held, page_data(space, pid, f), &meta_[f], pid);
@@ -537,7 +533,7 @@ void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
             io::verify_page(frame, options_.page_size, p.pid) != io::PageCheck::kMismatch;
   if (ok) {
     meta_[p.frame].dirty.store(0, std::memory_order_relaxed);
-    meta_[p.frame].owner.store(p.pid.raw, std::memory_order_release);
+    publish_owner(p.frame, p.pid, e);
     uint32_t seed = meta_[p.frame].version_seed.load(std::memory_order_relaxed);
     e.store(EntryWord::make(p.frame, seed, kUnlocked).raw, std::memory_order_release);
   } else {
@@ -647,7 +643,12 @@ PoolStats BasicBufferPool<T>::stats() const {
   PoolStats st;
   {
     std::lock_guard lock(thread_counters_mutex_);
-    for (const auto& tc : thread_counters_) st.accesses += tc->accesses.load(std::memory_order_relaxed);
+    for (const auto& tc : thread_counters_) {
+      st.hint_hits += tc->hint_hits.load(std::memory_order_relaxed);
+      st.hint_misses += tc->hint_misses.load(std::memory_order_relaxed);
+      st.accesses += tc->accesses.load(std::memory_order_relaxed);
+    }
+    st.accesses += st.hint_hits;  // an access through a valid hint looked nothing up
   }
   st.faults = counters_.faults.load();
   // Faults done for allocations or by threads that lost a race are still one read each.
@@ -658,6 +659,7 @@ PoolStats BasicBufferPool<T>::stats() const {
   st.prefetch_issued = counters_.prefetch_issued.load();
   st.prefetch_failed = counters_.prefetch_failed.load();
   st.optimistic_fallbacks = counters_.optimistic_fallbacks.load();
+  st.hint_repairs = counters_.hint_repairs.load();
   st.frames = frames_.num_frames();
   st.free_frames = free_list_.size();
   for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
@@ -707,6 +709,9 @@ void BasicBufferPool<T>::check_invariants() const {
     if (listed[f]++) fail("frame " + std::to_string(f) + " is in the free list twice");
     if (in_flight[f]) fail("frame " + std::to_string(f) + " is free and being read into");
     if (meta_[f].owner.load() != 0) fail("free frame " + std::to_string(f) + " has an owner");
+    if constexpr (kFrameHints) {
+      if (frame_entries_[f].load() != nullptr) fail("free frame " + std::to_string(f) + " has an entry pointer");
+    }
   }
   size_t owned = 0;
   for (FrameId f = 1; f <= n; ++f) {
@@ -717,6 +722,11 @@ void BasicBufferPool<T>::check_invariants() const {
     if (s == nullptr) fail("frame " + std::to_string(f) + " belongs to a dropped space");
     EntryWord w = translation::load(s->table.entry(pid.block()));
     if (w.frame() != f) fail("frame " + std::to_string(f) + " and its page's entry disagree");
+    if constexpr (kFrameHints) {
+      if (frame_entries_[f].load() != &s->table.entry(pid.block())) {
+        fail("frame " + std::to_string(f) + "'s entry pointer is not its page's entry");
+      }
+    }
     if (!w.unlatched()) fail("page in frame " + std::to_string(f) + " is still pinned or latched");
   }
   size_t reading = pending_pages.size();

@@ -151,7 +151,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     pool::FrameMeta& m = meta_[v.frame];
     m.version_seed.store(v.held.version() + 1, std::memory_order_relaxed);
     m.dirty.store(0, std::memory_order_relaxed);
-    m.owner.store(0, std::memory_order_release);
+    clear_owner(v.frame);
     e.store(0, std::memory_order_release);
     if (v.space->table.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
     if constexpr (!T::kPagesInPlace && CALICO_CHECKS_LEVEL >= 2) {

@@ -17,6 +17,7 @@
 #include "translation/hash_lockfree.h"
 #include "translation/hash_open.h"
 #include "translation/predictive.h"
+#include "translation/lipah.h"
 #include "translation/vmcache.h"
 
 namespace calico::variants {
@@ -28,7 +29,8 @@ struct TranslationList {};
 using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation,
                                         translation::HashChainedTranslation, translation::HashOpenTranslation,
                                         translation::HashLockFreeTranslation, translation::PredictiveTranslation,
-                                        translation::VmcacheTranslation, translation::Vmcache2mTranslation>;
+                                        translation::VmcacheTranslation, translation::Vmcache2mTranslation,
+                                        translation::LipahTranslation>;
 
 template <class... Ts>
 std::vector<std::string> names_of(TranslationList<Ts...>) {

@@ -256,17 +256,20 @@ TYPED_TEST(BTreeOnEveryTranslation, ConcurrentWritersAndReaders) {
 }
 
 // btree_racy_step on intact nodes agrees with NodeRef (covers, lower_bound, child_for,
-// value); on corrupted ones (random header/slot fields, random pages) it never reads
-// outside the page: the page and the value buffer are heap blocks of exactly their size, so
-// ASan catches any stray read or write.
-TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
+// value; the frame hint in the hinted format); on corrupted ones (random header/slot
+// fields, random pages) it never reads outside the page: the page and the value buffer are
+// heap blocks of exactly their size, so ASan catches any stray read or write.
+template <bool kHints>
+void in_place_search_matches_node_ref() {
   using index::NodeEntry;
-  using index::NodeRef;
+  using NodeRef = index::BasicNodeRef<kHints>;
   using index::NodeType;
   using index::RacyResult;
   using index::RacyStep;
   const size_t size = 4080;
   std::mt19937_64 rng(7);
+  // Hints are any 32-bit value (the plain format draws none, keeping its random sequence).
+  auto random_hint = [&] { return kHints ? static_cast<FrameId>(rng()) : kInvalidFrame; };
   std::unique_ptr<std::byte[]> page(new std::byte[size]);
   std::unique_ptr<std::byte[]> value(new std::byte[index::kMaxValueBytes]);
   std::vector<std::string> vocab = make_keys(rng, 400);
@@ -282,11 +285,12 @@ TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
     if (!lower_inf && !upper_inf && !(lower < upper)) continue;
     bool inner = rng() % 2 == 0;
     std::vector<NodeEntry> es;
-    size_t bytes = index::kHeaderBytes + lower.size() + upper.size();
+    size_t bytes = NodeRef::kHeader + lower.size() + upper.size();
     for (const std::string& k : vocab) {
       if ((!lower_inf && k <= lower) || (!upper_inf && k > upper)) continue;
       if (rng() % 2) continue;
-      std::string v = inner ? index::encode_child(static_cast<BlockId>(1 + rng() % 1000)) : random_value(rng, 60);
+      std::string v = inner ? index::encode_child_ref<kHints>(static_cast<BlockId>(1 + rng() % 1000), random_hint())
+                            : random_value(rng, 60);
       if (bytes + index::kSlotBytes + k.size() + v.size() > size) break;
       bytes += index::kSlotBytes + k.size() + v.size();
       es.push_back({k, v});
@@ -294,14 +298,14 @@ TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
     if (inner && !upper_inf && !es.empty() && es.back().key == upper) es.pop_back();  // keys < upper child's range
     NodeRef::build(page.get(), size, inner ? NodeType::kInner : NodeType::kLeaf, inner ? 1 : 0,
                    lower_inf ? nullptr : &lower, upper_inf ? nullptr : &upper, es,
-                   inner ? static_cast<BlockId>(5000 + round) : 0);
+                   inner ? static_cast<BlockId>(5000 + round) : 0, random_hint());
     NodeRef n(page.get(), size);
     ASSERT_TRUE(n.well_formed());
     for (int q = 0; q < 50; ++q) {
       std::string key = rng() % 4 == 0 ? make_keys(rng, 1)[0] : vocab[rng() % vocab.size()];
       bool after = rng() % 4 == 0;
       RacyResult r;
-      RacyStep st = index::btree_racy_step(page.get(), size, key, after, 0, inner ? nullptr : value.get(), &r);
+      RacyStep st = index::btree_racy_step<kHints>(page.get(), size, key, after, 0, inner ? nullptr : value.get(), &r);
       if (!n.covers(key, after)) {
         EXPECT_EQ(st, RacyStep::kRestart) << key;
         continue;
@@ -310,6 +314,8 @@ TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
       if (inner) {
         ASSERT_EQ(st, RacyStep::kDescend) << key;
         EXPECT_EQ(r.child, n.child_for(key, after)) << key;
+        bool found;
+        EXPECT_EQ(r.hint, n.hint_at(n.lower_bound(key, after, &found))) << key;
       } else {
         ASSERT_EQ(st, RacyStep::kTarget) << key;
         bool found;
@@ -324,7 +330,7 @@ TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
     // Corruption of the intact node: 1..3 random 16-bit fields in the header and the slots,
     // or a random page.
     const std::vector<std::byte> good(page.get(), page.get() + size);
-    const size_t limit = index::kHeaderBytes + size_t{n.count()} * index::kSlotBytes;
+    const size_t limit = NodeRef::kHeader + size_t{n.count()} * index::kSlotBytes;
     for (int c = 0; c < 200; ++c) {
       std::memcpy(page.get(), good.data(), size);
       if (c % 50 == 49) {
@@ -341,12 +347,14 @@ TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) {
       std::string key = !es.empty() && rng() % 4 != 0 ? es[rng() % es.size()].key : vocab[rng() % vocab.size()];
       RacyResult r;
       for (int stop = 0; stop <= 1; ++stop) {
-        index::btree_racy_step(page.get(), size, key, rng() % 2 == 0, stop, stop == 0 ? value.get() : nullptr, &r);
+        index::btree_racy_step<kHints>(page.get(), size, key, rng() % 2 == 0, stop, stop == 0 ? value.get() : nullptr, &r);
       }
     }
   }
   EXPECT_GT(checked, 1000);
 }
+TEST(BTree, InPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) { in_place_search_matches_node_ref<false>(); }
+TEST(BTree, HintedInPlaceSearchMatchesNodeRefAndStaysInBoundsOnGarbage) { in_place_search_matches_node_ref<true>(); }
 
 // Optimistic readers search nodes in place in their frames. On a tiny pool, with writers
 // that constantly split and merge leaves (values of 0..400 bytes, a third of the operations
