@@ -55,6 +55,12 @@ struct MemoryPoint {
     return punches ? std::optional<double>(1.0 - static_cast<double>(private_bytes) / static_cast<double>(flat_bytes()))
                    : std::nullopt;
   }
+  // "private KB (reclaimed %)" for the terminal.
+  std::string cell() const {
+    std::optional<double> rec = reclaimed();
+    return fmt::format("{:.0f} KB{}", static_cast<double>(private_bytes) / 1024,
+                       rec ? fmt::format(" ({:.0f}%)", 100 * *rec) : std::string());
+  }
   std::string json() const {
     return fmt::format(R"("blocks":{},"translation_private_bytes":{},"translation_mincore_bytes":{},)"
                        R"("translation_reserved_bytes":{},"punches":{},"flat_bytes":{},"reclaimed_fraction":{},)"
@@ -70,8 +76,6 @@ void append_json(const micro::Common& common, const std::string& line) {
   out << line << "\n";
   if (!out) throw std::runtime_error("cannot write " + common.json_path);
 }
-
-std::string kb(uint64_t bytes) { return fmt::format("{:.0f}", static_cast<double>(bytes) / 1024); }
 
 }  // namespace
 
@@ -115,9 +119,7 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
           for (uint64_t i = 0; i < cfg.sweep_lookups; ++i) bad += !t->read(fnv1a64(zipf.next(rng)) % records, &value);
           MemoryPoint p = MemoryPoint::of(*t->pool, t->tree->space());
           failures += bad;
-          std::optional<double> rec = p.reclaimed();
-          fmt::print("{:>22}", fmt::format("{} KB{}", kb(p.private_bytes),
-                                           rec ? fmt::format(" ({:.0f}%)", 100 * *rec) : std::string()));
+          fmt::print("{:>22}", p.cell());
           std::fflush(stdout);
           points += fmt::format(R"({}{{"data_mb":{},"records":{},"failures":{},{}}})", points.empty() ? "" : ",", mb,
                                 records, bad, p.json());
@@ -171,11 +173,7 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
         }
         failures += bad;
         std::string line = fmt::format("{:<18}", name);
-        for (const MemoryPoint& p : marks) {
-          std::optional<double> rec = p.reclaimed();
-          line += fmt::format("{:>20}", fmt::format("{} KB{}", kb(p.private_bytes),
-                                                    rec ? fmt::format(" ({:.0f}%)", 100 * *rec) : std::string()));
-        }
+        for (const MemoryPoint& p : marks) line += fmt::format("{:>20}", p.cell());
         fmt::print("{}   {} inserts, {} failures\n", line, next_key - records0, bad);
         std::fflush(stdout);
         append_json(common, fmt::format(R"({{"experiment":"memory_moving","translation":"{}","params":{{{},)"
