@@ -19,7 +19,8 @@
 // interleaved repeats (micro_harness.h). scripts/micro.sh runs them all and
 // bench/report/micro_figures.py turns the JSON lines into docs/micro.md and its figures.
 // Each run_* returns 0, or 1 when a self-check failed (a wrong sum, a missing key, a BFS
-// that differs between variants).
+// that differs between variants) or a variant could not be loaded (it is then reported as
+// SKIPPED, and the other variants still run). Bad options throw.
 #pragma once
 
 #include <cstdint>

@@ -31,12 +31,15 @@ int run_micro_ablation(const MicroBfsConfig& cfg) {
   const std::vector<uint32_t> roots = bfs_roots(cfg);
   BfsReference ref;
   std::vector<micro::Case> cases;
+  unsigned skipped = 0;  // variants that failed to load (load_or_skip)
   using index::GraphRead;
   const index::BfsOptions pinned{GraphRead::kPinned, false, cfg.visits};
   if (have_hash) {
-    variants::with_pool_type("hash_open", [&]<class Pool>() {
-      cases.push_back(bfs_case(load_graph<Pool>(cfg, "hash_open-4k", false), "hash_open 4KB pinned", "bfs", pinned,
-                               &roots, &ref));
+    skipped += !micro::load_or_skip("micro-ablation", "hash_open", common, [&] {
+      variants::with_pool_type("hash_open", [&]<class Pool>() {
+        cases.push_back(bfs_case(load_graph<Pool>(cfg, "hash_open-4k", false), "hash_open 4KB pinned", "bfs", pinned,
+                                 &roots, &ref));
+      });
     });
   }
   using ArrayPool = BufferPool;  // Calico's translation arrays
@@ -48,7 +51,7 @@ int run_micro_ablation(const MicroBfsConfig& cfg) {
   std::vector<micro::Result> results = micro::measure(cases, common);
   uint64_t failures =
       micro::report({"ablation", "node", graph_params_json(cfg), {"first", "previous"}}, results, common);
-  return failures == 0 ? 0 : 1;
+  return failures == 0 && skipped == 0 ? 0 : 1;
 }
 
 }  // namespace calico::bench

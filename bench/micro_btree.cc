@@ -36,25 +36,28 @@ int run_micro_btree(const MicroBTreeConfig& cfg) {
   for (uint64_t& k : keys) k = uniform(rng);
 
   std::vector<micro::Case> cases;
+  unsigned skipped = 0;  // variants that failed to load (load_or_skip)
   uint64_t tree_pages = 0;
   for (const std::string& name : names) {
-    variants::with_pool_type(name, [&]<class Pool>() {
-      PoolOptions opt;
-      opt.data_dir = common.data_dir + "/" + name;
-      opt.page_size = 4096;
-      opt.pool_bytes = pool_mb << 20;
-      auto t = load_ycsb_tree<Pool>(opt, cfg.records, cfg.value_bytes);
-      micro::require_resident(*t->pool, name);
-      tree_pages = t->pool->space_blocks(t->tree->space());
-      if (!common.quiet) std::fprintf(stderr, "%s: loaded %llu tree pages\n", name.c_str(), (unsigned long long)tree_pages);
-      cases.push_back({name, "ycsb-c uniform",
-                       [t, &keys]() {
-                         micro::RunOutcome o{keys.size(), 0};
-                         std::string value;
-                         for (uint64_t k : keys) o.failures += !t->read(k, &value);
-                         return o;
-                       },
-                       micro::pool_json(*t->pool)});
+    skipped += !micro::load_or_skip("micro-btree", name, common, [&] {
+      variants::with_pool_type(name, [&]<class Pool>() {
+        PoolOptions opt;
+        opt.data_dir = common.data_dir + "/" + name;
+        opt.page_size = 4096;
+        opt.pool_bytes = pool_mb << 20;
+        auto t = load_ycsb_tree<Pool>(opt, cfg.records, cfg.value_bytes);
+        micro::require_resident(*t->pool, name);
+        tree_pages = t->pool->space_blocks(t->tree->space());
+        if (!common.quiet) std::fprintf(stderr, "%s: loaded %llu tree pages\n", name.c_str(), (unsigned long long)tree_pages);
+        cases.push_back({name, "ycsb-c uniform",
+                         [t, &keys]() {
+                           micro::RunOutcome o{keys.size(), 0};
+                           std::string value;
+                           for (uint64_t k : keys) o.failures += !t->read(k, &value);
+                           return o;
+                         },
+                         micro::pool_json(*t->pool)});
+      });
     });
   }
   std::vector<micro::Result> results = micro::measure(cases, common);
@@ -64,7 +67,7 @@ int run_micro_btree(const MicroBTreeConfig& cfg) {
                    R"("pool_mb":{},"tree_pages":{},"distribution":"uniform")",
                    cfg.records, kv::kKeyBytes, cfg.value_bytes, cfg.lookups, pool_mb, tree_pages)},
       results, common);
-  return failures == 0 ? 0 : 1;
+  return failures == 0 && skipped == 0 ? 0 : 1;
 }
 
 }  // namespace calico::bench

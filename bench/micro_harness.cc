@@ -60,6 +60,24 @@ void print_banner(const std::string& title, const std::string& configuration) {
   std::fflush(stdout);
 }
 
+bool load_or_skip(const char* experiment, const std::string& translation, const Common& common,
+                  const std::function<void()>& load) {
+  try {
+    load();
+    return true;
+  } catch (const std::exception& e) {
+    fmt::print("SKIPPED {} on {}: {}\n", experiment, translation, e.what());
+    std::fflush(stdout);
+    if (!common.json_path.empty()) {
+      std::ofstream(common.json_path, std::ios::app)
+          << fmt::format(R"({{"experiment":"skipped","for":"{}","translation":"{}","reason":"{}","machine":{{{}}}}})",
+                         experiment, json_escape(translation), json_escape(e.what()), machine_json())
+          << "\n";
+    }
+    return false;
+  }
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -12,8 +12,8 @@
 //     counters per operation and the self-check failures: a terminal table and one JSON
 //     line per case.
 //
-// Entry points: select_translations, check_memory_budget, open_scratch_pool, measure,
-// report, print_banner. Single-threaded; everything here runs on the calling thread.
+// Entry points: select_translations, check_memory_budget, open_scratch_pool, load_or_skip,
+// measure, report, print_banner. Single-threaded; everything here runs on the calling thread.
 #pragma once
 
 #include <cstdint>
@@ -107,6 +107,12 @@ std::string pool_json(const Pool& pool) {
                      s.frames, pool.options().huge_pages, s.frame_huge_page_bytes, s.frame_bytes,
                      s.translation_private_bytes, s.resident_pages);
 }
+
+// Runs load() (which loads one variant and adds its cases); when it throws, prints
+// "SKIPPED", appends {"experiment":"skipped","for":experiment,...} to the JSON file and
+// returns false, so that one broken variant does not lose a long run of the others.
+bool load_or_skip(const char* experiment, const std::string& translation, const Common& common,
+                  const std::function<void()>& load);
 
 // What one run did: operations (pages, lookups, visited nodes) and failed self-checks.
 struct RunOutcome {

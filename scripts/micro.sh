@@ -28,9 +28,12 @@ BENCH="$ROOT/build-micro/calico_bench"
 JSON="$OUT/micro.jsonl"
 : > "$JSON"
 start=$(date +%s)
+failed=()
 for experiment in scan micro-btree micro-bfs micro-ablation micro-memory; do
   echo "=== $experiment ($(( $(date +%s) - start )) s so far)"
-  "$BENCH" "$experiment" --data-dir "$OUT/data" --json "$JSON" "$@" 2>&1 | tee "$OUT/$experiment.log"
+  # A failed self-check or a skipped variant fails the experiment, not the whole run.
+  "$BENCH" "$experiment" --data-dir "$OUT/data" --json "$JSON" "$@" 2>&1 | tee "$OUT/$experiment.log" ||
+    failed+=("$experiment")
 done
 rmdir "$OUT/data" 2> /dev/null || true  # each pool removes its own subdirectory
 echo "=== all experiments done in $(( $(date +%s) - start )) s"
@@ -39,3 +42,7 @@ PY=python3
 "$PY" -c 'import matplotlib' 2> /dev/null || PY=/usr/bin/python3  # Debian's python3-matplotlib
 "$PY" "$ROOT/bench/report/micro_figures.py" "$JSON" --md "$ROOT/docs/micro.md" --png-dir "$ROOT/docs/micro" \
   --command "scripts/micro.sh $*"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "micro.sh: FAILED (see the logs in $OUT): ${failed[*]}" >&2
+  exit 1
+fi

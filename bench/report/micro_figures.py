@@ -28,7 +28,7 @@ TIMED = ("scan", "btree", "bfs", "ablation")
 
 
 def load(paths):
-    timed, memory = {}, {}
+    timed, memory, skipped = {}, {}, []
     order = []
     for path in paths:
         with open(path) as f:
@@ -45,7 +45,9 @@ def load(paths):
                     timed[key] = r
                 elif exp in ("memory_size", "memory_moving"):
                     memory[(exp, r["translation"])] = r
-    return [timed[k] for k in order], memory
+                elif exp == "skipped":
+                    skipped.append(r)
+    return [timed[k] for k in order], memory, skipped
 
 
 def fmt(x, digits=2, suffix=""):
@@ -150,6 +152,7 @@ def figure10(memory, path):
     ax.set_xlabel("data (MB of records)")
     ax.set_ylabel("translation memory (MB, private)")
     ax.set_title("(a) as data grows (YCSB-C Zipf)")
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax = axes[1]
     switch = None
@@ -162,6 +165,7 @@ def figure10(memory, path):
     ax.set_xlabel("operations")
     ax.set_ylabel("translation memory (MB, private)")
     ax.set_title("(b) as the hot set moves")
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     fig.suptitle("Translation memory (Figure 10)", fontsize=10)
     fig.tight_layout()
@@ -238,7 +242,7 @@ def main():
     ap.add_argument("--png-dir", default="docs/micro")
     ap.add_argument("--command", default="scripts/micro.sh")
     a = ap.parse_args()
-    records, memory = load(a.jsonl)
+    records, memory, skipped = load(a.jsonl)
     if not records and not memory:
         sys.exit("micro_figures.py: no microbenchmark records in " + ", ".join(a.jsonl))
     os.makedirs(a.png_dir, exist_ok=True)
@@ -282,6 +286,10 @@ def main():
                   memory_tables(memory) + "\n")
     failures = sum(r["failures"] for r in records) + sum(r.get("failures", 0) for r in memory.values())
     md.append(f"Self-check failures over all runs: {failures}.\n")
+    if skipped:
+        md.append("Skipped (the variant failed to load; the others ran):\n\n" +
+                  table(["experiment", "translation", "reason"], [[r["for"], r["translation"], r["reason"]]
+                                                                  for r in skipped]) + "\n")
     os.makedirs(os.path.dirname(os.path.abspath(a.md)), exist_ok=True)
     with open(a.md, "w") as f:
         f.write("\n".join(md))

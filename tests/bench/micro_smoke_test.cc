@@ -65,6 +65,21 @@ TEST(MicroSmoke, ScanSumsMatchTheLoadedRows) {
   EXPECT_NE(lines[0].find(R"("speedup":{"array":)"), std::string::npos);
 }
 
+// A pool too small to hold the data: array evicts (not a resident measurement) and direct
+// runs out of frames; both are reported as skipped, and the run fails without throwing.
+TEST(MicroSmoke, VariantsThatCannotLoadAreSkippedAndFailTheRun) {
+  testing::TempDir dir;
+  bench::ScanConfig cfg;
+  cfg.common = tiny_common(dir);
+  cfg.data_mb = 2;
+  cfg.pool_mb = 1;
+  EXPECT_EQ(bench::run_scan(cfg), 1);
+  auto lines = lines_with(cfg.common.json_path, R"("experiment":"skipped")");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find(R"("for":"scan")"), std::string::npos) << lines[0];
+  EXPECT_TRUE(lines_with(cfg.common.json_path, R"("experiment":"scan")").empty());
+}
+
 TEST(MicroSmoke, BTreeLookupsFindEveryKey) {
   testing::TempDir dir;
   bench::MicroBTreeConfig cfg;
