@@ -49,7 +49,7 @@ struct CountingTable : translation::TranslationArray {
 };
 using CountingPool = BasicBufferPool<translation::BasicLipahTranslation<CountingTable>>;
 static_assert(!translation::BasicLipahTranslation<CountingTable>::kFlatEntries);
-static_assert(translation::LipahTranslation::kFlatEntries);
+static_assert(!translation::LipahTranslation::kFlatEntries);  // hash_open: every lookup hashes
 static_assert(LipahPool::kFrameHints && CountingPool::kFrameHints && !BufferPool::kFrameHints);
 
 auto stamp_of_block = [](uint64_t b) { return 1000 + b; };
