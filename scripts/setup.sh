@@ -8,7 +8,7 @@ APT_PACKAGES=(
   liburing-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev
   liblmdb-dev librocksdb-dev libwiredtiger-dev
-  python3-matplotlib
+  python3-matplotlib fio
 )
 
 missing=()
