@@ -45,6 +45,7 @@ int run_micro_btree(const MicroBTreeConfig& cfg) {
         opt.data_dir = common.data_dir + "/" + name;
         opt.page_size = 4096;
         opt.pool_bytes = pool_mb << 20;
+        opt.max_blocks_per_space = micro::space_capacity(opt.pool_bytes / opt.page_size);
         auto t = load_ycsb_tree<Pool>(opt, cfg.records, cfg.value_bytes);
         micro::require_resident(*t->pool, name);
         tree_pages = t->pool->space_blocks(t->tree->space());

@@ -47,6 +47,7 @@ std::shared_ptr<GraphTarget<Pool>> load_graph(const MicroBfsConfig& cfg, const s
   opt.data_dir = cfg.common.data_dir + "/" + dir_name;
   opt.page_size = 4096;
   opt.pool_bytes = graph_pool_mb(cfg) << 20;
+  opt.max_blocks_per_space = micro::space_capacity(opt.pool_bytes / opt.page_size);
   opt.huge_pages = huge_pages;
   auto t = std::make_shared<GraphTarget<Pool>>();
   t->pool = micro::open_scratch_pool<Pool>(opt);

@@ -16,6 +16,7 @@
 // measure, report, print_banner. Single-threaded; everything here runs on the calling thread.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -31,6 +32,15 @@
 #include "perf_counters.h"
 
 namespace calico::bench::micro {
+
+// The capacity every variant's space gets: a power of two >= 2 x the pages the data needs
+// (at least 2^16). The same for all variants; it sizes the fixed-size structures as the
+// papers do (hash_lockfree: 2 slots per block of capacity; vmcache: its data region)
+// instead of the 2^32 default, which would give the lock-free table 2^28 slots, scattered
+// over 4 GB.
+inline uint64_t space_capacity(uint64_t data_pages) {
+  return std::bit_ceil(std::max<uint64_t>(data_pages, uint64_t{1} << 15) * 2);
+}
 
 // Options every micro experiment takes (calico_bench micro-* --help).
 struct Common {

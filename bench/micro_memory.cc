@@ -35,6 +35,7 @@ std::shared_ptr<YcsbTree<Pool>> load_tree(const MicroMemoryConfig& cfg, const st
   opt.data_dir = cfg.common.data_dir + "/" + dir;
   opt.page_size = 4096;
   opt.pool_bytes = cfg.pool_mb << 20;
+  opt.max_blocks_per_space = micro::space_capacity(records / 8);  // >= the tree's pages (~records / 20)
   return load_ycsb_tree<Pool>(opt, records, cfg.value_bytes);
 }
 

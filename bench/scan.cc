@@ -70,6 +70,7 @@ int run_scan(const ScanConfig& cfg) {
         opt.data_dir = common.data_dir + "/" + name;
         opt.page_size = cfg.page_size;
         opt.pool_bytes = pool_mb << 20;
+        opt.max_blocks_per_space = micro::space_capacity(opt.pool_bytes / opt.page_size);
         auto t = std::make_shared<ScanTarget<Pool>>();
         t->pool = micro::open_scratch_pool<Pool>(opt);
         t->heap.emplace(BasicHeapFile<Pool>::create(*t->pool, "scan"));
