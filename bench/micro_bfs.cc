@@ -44,12 +44,15 @@ int run_micro_bfs(const MicroBfsConfig& cfg) {
   uint64_t failures = micro::report({"bfs", "node", graph_params_json(cfg)}, results, common);
   fmt::print("\nTable 6: group prefetch gain (BFS time without / with prefetch)\n");
   for (const std::string& name : names) {
-    double without = 0, with = 0;
+    const micro::Result* without = nullptr;
+    const micro::Result* with = nullptr;
     for (const micro::Result& r : results) {
       if (r.c->translation != name) continue;
-      (r.c->workload == "bfs" ? without : with) = r.median_ns;
+      (r.c->workload == "bfs" ? without : with) = &r;
     }
-    fmt::print("  {:<20}{:>8.3f}x   ({:.1f} -> {:.1f} ns/node)\n", name, with > 0 ? without / with : 0.0, without, with);
+    if (without == nullptr || with == nullptr) continue;
+    fmt::print("  {:<20}{:>8.3f}x   ({:.1f} -> {:.1f} ns/node, medians)\n", name,
+               micro::paired_speedup(*without, *with), without->median_ns, with->median_ns);
   }
   fmt::print("checked: every run visited {} nodes with the same digest\n", ref.visited);
   return failures == 0 && skipped == 0 ? 0 : 1;

@@ -67,6 +67,10 @@ void check_memory_budget(uint64_t bytes, const std::string& what);
 void print_banner(const std::string& title, const std::string& configuration);
 
 double median(std::vector<double> v);
+struct Result;
+// Speedup of r over base: the median over rounds of base's time / r's time in the same round
+// (paired, so that the machine's round-to-round drift cancels).
+double paired_speedup(const Result& base, const Result& r);
 
 // A pool on a fresh data directory that is thrown away with it: the deleter drops every
 // space (discarding dirty pages instead of flushing gigabytes nobody will read) and

@@ -16,6 +16,7 @@ When a (experiment, workload, translation) appears more than once, the last line
 import argparse
 import datetime
 import json
+import statistics
 import os
 import sys
 
@@ -47,7 +48,34 @@ def load(paths):
                     memory[(exp, r["translation"])] = r
                 elif exp == "skipped":
                     skipped.append(r)
-    return [timed[k] for k in order], memory, skipped
+    records = [timed[k] for k in order]
+    repair_speedups(records)
+    return records, memory, skipped
+
+
+def paired(base, r):
+    """Median over rounds of base's time / r's time in the same round (runs are interleaved,
+    so a round's ratio cancels the machine's drift in that round)."""
+    ratios = [b / x for b, x in zip(base["runs_ns_per_op"], r["runs_ns_per_op"]) if x > 0]
+    if not ratios:
+        return base["median_ns_per_op"] / r["median_ns_per_op"]
+    return statistics.median(ratios)
+
+
+def repair_speedups(records):
+    """Recomputes every speedup as a paired ratio from the runs (older JSON lines carry a ratio
+    of medians)."""
+    for i, r in enumerate(records):
+        group = [x for x in records if x["experiment"] == r["experiment"] and x["workload"] == r["workload"]]
+        for b in list(r.get("speedup", {})):
+            if b == "first":
+                base = group[0]
+            elif b == "previous":
+                k = group.index(r)
+                base = group[k - 1] if k > 0 else None
+            else:
+                base = next((x for x in group if x["translation"] == b), None)
+            r["speedup"][b] = paired(base, r) if base is not None else None
 
 
 def fmt(x, digits=2, suffix=""):
@@ -183,7 +211,7 @@ def table6(records):
         if not no or not yes:
             continue
         cn, cy = no.get("counters_per_op") or {}, yes.get("counters_per_op") or {}
-        rows.append([t, f"{no['median_ns_per_op'] / yes['median_ns_per_op']:.3f}x",
+        rows.append([t, f"{paired(no, yes):.3f}x",
                      f"{no['median_ns_per_op']:.1f} -> {yes['median_ns_per_op']:.1f}",
                      f"{fmt(cn.get('cycles'), 0)} -> {fmt(cy.get('cycles'), 0)}",
                      f"{fmt(cn.get('llc_misses'), 1)} -> {fmt(cy.get('llc_misses'), 1)}"])
@@ -254,7 +282,9 @@ def main():
           f"{machine['memory_bytes'] / 2**30:.1f} GiB; build: {machine['build']}.\n",
           "Single-threaded, everything resident (each run checks that its pool never evicted), one pool per "
           "translation loaded with identical data and the same index code; a warm-up, then interleaved "
-          "repeats; medians. *vs X* is X's time divided by this time (above 1: faster than X); `direct` "
+          "repeats; medians. *vs X* is the median over rounds of X's time divided by this time in the same "
+          "round (above 1: faster than X): rounds are interleaved and this VM drifts 2-3x from round to "
+          "round, equally for every variant, so paired ratios are far steadier than ratios of medians; `direct` "
           "(no translation at all) is the ceiling. Counters are per operation, `n/a` where the machine has "
           "no perf_event_open (deterministic cache-miss counts: run a command under "
           "`valgrind --tool=cachegrind --cache-sim=yes`).\n"]
