@@ -3,6 +3,7 @@
 //   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb.h)
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
 //          the translation microbenchmarks on every translation variant (bench/micro.h)
+//   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "micro.h"
 #include "scan.h"
 #include "variants/registry.h"
+#include "vector.h"
 #include "ycsb.h"
 
 namespace {
@@ -125,6 +127,41 @@ int main(int argc, char** argv) {
   mm->add_option("--moving-ops", mem.moving_ops, "operations of the moving hot set (1/3 uniform, then YCSB-D)")->capture_default_str();
   mm->add_option("--samples", mem.samples, "translation memory samples over the moving run")->capture_default_str()->check(CLI::Range(1u, 100000u));
 
+  calico::bench::VectorConfig vec;
+  CLI::App* v = app.add_subcommand("vector", "HNSW and IVF-Flat vector search on the pool: recall@k and QPS per ef_search / "
+                                             "nprobe, threads, translation and pool size; the Figure 11 ablation");
+  v->add_option("--dataset", vec.dataset, "clustered (generated, SIFT-like) or files (--base/--query[/--gt])")->capture_default_str()->check(CLI::IsMember({"clustered", "files"}));
+  v->add_option("--n", vec.n, "base vectors (clustered)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  v->add_option("--dim", vec.dim, "dimensions (clustered)")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", vec.clusters, "Gaussian clusters (clustered)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--queries", vec.queries, "query vectors (clustered)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--data-seed", vec.data_seed, "seed of the generator and of the index levels")->capture_default_str();
+  v->add_option("--metric", vec.metric, "l2, ip or cosine")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
+  v->add_option("--base", vec.base_path, ".fvecs/.bvecs base vectors (files)");
+  v->add_option("--query", vec.query_path, ".fvecs/.bvecs queries (files)");
+  v->add_option("--gt", vec.gt_path, ".ivecs ground truth (files; computed and cached when missing)");
+  v->add_option("--cache-dir", vec.cache_dir, "where generated datasets and ground truth are cached")->capture_default_str();
+  v->add_option("--index", vec.indexes, "hnsw, ivf (comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"hnsw", "ivf"}));
+  v->add_option("--M", vec.M, "HNSW links per node (2M on level 0)")->capture_default_str()->check(CLI::Range(2u, 256u));
+  v->add_option("--ef-construction", vec.ef_construction, "HNSW beam width while building")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
+  v->add_option("--ef", vec.ef, "HNSW ef_search sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 16));
+  v->add_option("--nlist", vec.nlist, "IVF lists (0: 4 sqrt(n) rounded down to a power of two)")->capture_default_str();
+  v->add_option("--nprobe", vec.nprobe, "IVF nprobe sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  v->add_option("--k", vec.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
+  v->add_option("--translations", vec.translations, fmt::format("translation variants, comma list (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
+  v->add_option("--threads", vec.threads, "search threads (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 256));
+  v->add_option("--build-threads", vec.build_threads, "threads inserting while building HNSW")->capture_default_str()->check(CLI::Range(1, 256));
+  v->add_option("--pool-fraction", vec.pool_fractions, "pool sizes: 0 = in memory, f in (0,1) = f x index bytes, O_DIRECT (comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--repeat", vec.repeat, "timed rounds after the warm-up (cases interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+  v->add_flag("!--no-optimistic", vec.optimistic, "pinned reads instead of optimistic ones");
+  v->add_flag("!--no-prefetch", vec.prefetch, "no group prefetch");
+  v->add_flag("--ablation", vec.ablation, "also run Figure 11 on HNSW: hash_open -> array 4 KB -> + huge pages -> + optimistic -> + prefetch");
+  v->add_option("--ablation-ef", vec.ablation_ef, "ef_search of the ablation")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
+  v->add_option("--data-dir", vec.data_dir, "where built indexes are kept and the per-run pool copies go")->capture_default_str();
+  v->add_option("--json", vec.json_path, "append one JSON line per case to this file");
+  v->add_flag("--rebuild", vec.rebuild, "build the indexes again even when a built copy exists");
+  v->add_flag("--build-only", vec.build_only, "build (or check) the indexes and stop");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return calico::bench::run_demo(demo);
@@ -134,6 +171,7 @@ int main(int argc, char** argv) {
     if (mf->parsed()) return calico::bench::run_micro_bfs(bfs);
     if (ma->parsed()) return calico::bench::run_micro_ablation(abl);
     if (mm->parsed()) return calico::bench::run_micro_memory(mem);
+    if (v->parsed()) return calico::bench::run_vector(vec);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;

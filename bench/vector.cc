@@ -1,0 +1,516 @@
+// calico_bench vector: see vector.h.
+#include "vector.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "calico/error.h"
+#include "data/dataset.h"
+#include "data/recall.h"
+#include "index/hnsw.h"
+#include "index/ivf.h"
+#include "machine.h"
+#include "micro_harness.h"
+#include "variants/registry.h"
+#include "vector/distance.h"
+
+namespace calico::bench {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using vector::Neighbor;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+uint32_t default_nlist(uint64_t n) {
+  return static_cast<uint32_t>(std::bit_floor(std::max<uint64_t>(16, static_cast<uint64_t>(4 * std::sqrt(double(n))))));
+}
+
+// The two index kinds behind one shape, so that building, opening and searching are written once.
+struct HnswKind {
+  static constexpr const char* kName = "hnsw";
+  static constexpr const char* kParam = "ef";
+  template <class Pool>
+  using Index = index::BasicHnsw<Pool>;
+  using State = index::HnswSearchState;
+  static uint64_t estimate_bytes(const VectorConfig& c, uint64_t n, uint32_t dim) {
+    return n * (uint64_t{dim} * 4 + uint64_t{c.M} * 8 + 96);
+  }
+  static std::string params_tag(const VectorConfig& c, uint64_t) {
+    return fmt::format("M{}-efc{}", c.M, c.ef_construction);
+  }
+  static std::string params_json(const VectorConfig& c, uint64_t) {
+    return fmt::format(R"("M":{},"ef_construction":{})", c.M, c.ef_construction);
+  }
+  static const std::vector<uint32_t>& sweep(const VectorConfig& c) { return c.ef; }
+  static index::HnswSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch) {
+    index::HnswSearchOptions o;
+    o.k = k;
+    o.ef = param;
+    o.optimistic = optimistic;
+    o.prefetch = prefetch;
+    return o;
+  }
+  // Adds every row, rows handed out to `threads` threads; prints progress every 5%.
+  template <class Pool>
+  static void build(Pool& pool, const VectorConfig& c, const data::Dataset& ds, vector::Metric metric) {
+    index::HnswParams p;
+    p.dim = ds.base.dim;
+    p.metric = metric;
+    p.M = c.M;
+    p.ef_construction = c.ef_construction;
+    p.seed = c.data_seed;
+    const uint64_t n = ds.base.rows;
+    auto h = Index<Pool>::create(pool, kName, p, static_cast<uint32_t>(n));
+    std::atomic<uint64_t> next{0};
+    const Clock::time_point t0 = Clock::now();
+    auto work = [&](unsigned t) {
+      uint64_t step = std::max<uint64_t>(1, n / 20);
+      for (uint64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+        h.add(static_cast<uint32_t>(i), ds.base.row(i));
+        if (t == 0 && i % step == 0 && i > 0) {
+          double s = seconds_since(t0);
+          fmt::print(stderr, "  hnsw build: {:>3.0f}% ({} of {} vectors, {:.0f}/s, ~{:.0f} s left)\n", 100.0 * i / n, i,
+                     n, i / s, s * (n - i) / i);
+        }
+      }
+    };
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < c.build_threads; ++t) workers.emplace_back(work, t);
+    work(0);
+    for (std::thread& w : workers) w.join();
+  }
+};
+
+struct IvfKind {
+  static constexpr const char* kName = "ivf";
+  static constexpr const char* kParam = "nprobe";
+  template <class Pool>
+  using Index = index::BasicIvf<Pool>;
+  using State = index::IvfSearchState;
+  static uint32_t nlist(const VectorConfig& c, uint64_t n) { return c.nlist ? c.nlist : default_nlist(n); }
+  static uint64_t estimate_bytes(const VectorConfig&, uint64_t n, uint32_t dim) {
+    return n * (uint64_t{dim} * 4 + 4) * 5 / 4;
+  }
+  static std::string params_tag(const VectorConfig& c, uint64_t n) { return fmt::format("nlist{}", nlist(c, n)); }
+  static std::string params_json(const VectorConfig& c, uint64_t n) {
+    return fmt::format(R"("nlist":{})", nlist(c, n));
+  }
+  static const std::vector<uint32_t>& sweep(const VectorConfig& c) { return c.nprobe; }
+  static index::IvfSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch) {
+    index::IvfSearchOptions o;
+    o.k = k;
+    o.nprobe = param;
+    o.optimistic = optimistic;
+    o.prefetch = prefetch;
+    return o;
+  }
+  template <class Pool>
+  static void build(Pool& pool, const VectorConfig& c, const data::Dataset& ds, vector::Metric metric) {
+    index::IvfParams p;
+    p.dim = ds.base.dim;
+    p.metric = metric;
+    p.nlist = nlist(c, ds.base.rows);
+    p.seed = c.data_seed;
+    int last = -1;
+    Index<Pool>::build(pool, kName, p, ds.base.values.data(), ds.base.rows, [&](uint64_t done, uint64_t total) {
+      int pct = total ? static_cast<int>(100 * done / total) : 100;
+      if (pct / 5 != last / 5) {
+        last = pct;
+        fmt::print(stderr, "  ivf build: {}% ({} of {})\n", pct, done, total);
+      }
+    });
+  }
+};
+
+// What built.json records about a built index.
+struct BuiltIndex {
+  std::string dir;
+  uint64_t bytes = 0;   // index pages x page size, every space
+  double build_s = 0;
+  unsigned build_threads = 0;
+};
+
+uint64_t pool_file_bytes(const std::string& dir) {
+  uint64_t total = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().filename() != "catalog" && e.path().filename() != "LOCK") {
+      total += e.file_size();
+    }
+  }
+  return total;
+}
+
+template <class Kind>
+BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::Metric metric) {
+  BuiltIndex b;
+  b.dir = fmt::format("{}/{}-{}-{}", c.data_dir, Kind::kName, ds.name, Kind::params_tag(c, ds.base.rows));
+  const std::string marker = b.dir + "/built.json";
+  if (!c.rebuild && fs::exists(marker)) {
+    std::ifstream in(marker);
+    std::string kind;
+    in >> kind >> b.bytes >> b.build_s >> b.build_threads;
+    if (kind == Kind::kName && b.bytes > 0) {
+      fmt::print("{}: reusing the index built in {:.1f} s ({} threads), {} MB, in {}\n", Kind::kName, b.build_s,
+                 b.build_threads, b.bytes >> 20, b.dir);
+      return b;
+    }
+  }
+  prepare_data_dir(b.dir);
+  using Pool = BufferPool;
+  PoolOptions opt;
+  opt.data_dir = b.dir;
+  const uint64_t estimate = Kind::estimate_bytes(c, ds.base.rows, ds.base.dim);
+  opt.pool_bytes = estimate * 3 / 2 + (uint64_t{256} << 20);
+  opt.max_blocks_per_space = micro::space_capacity(opt.pool_bytes / opt.page_size);
+  fmt::print("{}: building on {} ({} x {}), {} threads, pool {} MB ...\n", Kind::kName, ds.name, ds.base.rows,
+             ds.base.dim, c.build_threads, opt.pool_bytes >> 20);
+  std::fflush(stdout);
+  {
+    std::unique_ptr<Pool> pool = Pool::open(opt);
+    const Clock::time_point t0 = Clock::now();
+    Kind::build(*pool, c, ds, metric);
+    pool->flush();
+    b.build_s = seconds_since(t0);
+    if (pool->stats().evictions != 0) {
+      fmt::print("note: the build pool evicted {} pages (the estimate was low); the index is complete\n",
+                 pool->stats().evictions);
+    }
+  }
+  b.bytes = pool_file_bytes(b.dir);
+  b.build_threads = c.build_threads;
+  std::ofstream(marker) << Kind::kName << " " << b.bytes << " " << b.build_s << " " << b.build_threads << "\n";
+  fmt::print("{}: built in {:.1f} s, {} MB\n", Kind::kName, b.build_s, b.bytes >> 20);
+  return b;
+}
+
+// A pool opened on a private copy of a built index (the pool locks its directory; every
+// translation and pool size gets its own copy, removed with the pool).
+template <class Kind, class Pool>
+struct Target {
+  std::string label;
+  micro::ScratchPool<Pool> pool;
+  std::optional<typename Kind::template Index<Pool>> index;  // destroyed before the pool
+  double fraction = 0;
+  uint64_t pool_bytes = 0;
+};
+
+template <class Kind, class Pool>
+std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const BuiltIndex& b, const std::string& label,
+                                                double fraction, bool huge_pages) {
+  auto t = std::make_shared<Target<Kind, Pool>>();
+  t->label = label;
+  t->fraction = fraction;
+  PoolOptions opt;
+  opt.data_dir = fmt::format("{}/run/{}-{}-{}", c.data_dir, Kind::kName, label, fraction == 0 ? "mem" : fmt::format("{:.0f}pct", fraction * 100));
+  opt.huge_pages = huge_pages;
+  opt.direct_io = true;
+  opt.pool_bytes = fraction == 0 ? b.bytes + b.bytes / 4 + (uint64_t{64} << 20)
+                                 : std::max<uint64_t>(static_cast<uint64_t>(fraction * double(b.bytes)), uint64_t{4} << 20);
+  opt.pool_bytes = (opt.pool_bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
+  opt.max_blocks_per_space = micro::space_capacity(b.bytes / opt.page_size + 1);
+  t->pool_bytes = opt.pool_bytes;
+  prepare_data_dir(opt.data_dir);
+  fs::create_directories(fs::path(opt.data_dir).parent_path());
+  fs::copy(b.dir, opt.data_dir, fs::copy_options::recursive);
+  fs::remove(fs::path(opt.data_dir) / "built.json");
+  t->pool = micro::ScratchPool<Pool>(Pool::open(opt).release(), micro::ScratchPoolDeleter<Pool>{opt.data_dir});
+  t->index.emplace(Kind::template Index<Pool>::open(*t->pool, Kind::kName));
+  return t;
+}
+
+// Per case: the results of every run (the first is the reference the others must equal),
+// and each run's reads and wall time.
+struct CaseRecord {
+  std::string index, translation, workload;
+  double fraction = 0;
+  uint64_t pool_bytes = 0;
+  unsigned threads = 1;
+  uint32_t param = 0;
+  bool optimistic = true, prefetch = true, huge_pages = true;
+  std::vector<std::vector<Neighbor>> results, first;
+  std::vector<double> reads, seconds;
+  uint64_t mismatches = 0;
+};
+
+template <class Kind, class Pool>
+micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Dataset& ds, uint32_t k, uint32_t param,
+                        unsigned threads, bool optimistic, bool prefetch, std::shared_ptr<CaseRecord> rec) {
+  rec->results.resize(ds.queries.rows);
+  auto states = std::make_shared<std::vector<typename Kind::State>>();
+  for (unsigned i = 0; i < threads; ++i) states->emplace_back(*t->index);
+  const auto opts = Kind::options(k, param, optimistic, prefetch);
+  micro::Case c;
+  c.translation = rec->translation;
+  c.workload = rec->workload;
+  c.run = [t, &ds, states, opts, threads, rec]() -> micro::RunOutcome {
+    const uint64_t nq = ds.queries.rows;
+    const PoolStats before = t->pool->stats();
+    std::atomic<uint64_t> next{0};
+    auto work = [&](unsigned w) {
+      for (uint64_t q; (q = next.fetch_add(1, std::memory_order_relaxed)) < nq;) {
+        t->index->search(ds.queries.row(q), opts, (*states)[w], &rec->results[q]);
+      }
+    };
+    const Clock::time_point t0 = Clock::now();
+    std::vector<std::thread> workers;
+    for (unsigned w = 1; w < threads; ++w) workers.emplace_back(work, w);
+    work(0);
+    for (std::thread& w : workers) w.join();
+    rec->seconds.push_back(seconds_since(t0));
+    const PoolStats after = t->pool->stats();
+    rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
+    micro::RunOutcome out{nq, 0};
+    if (rec->first.empty()) {
+      rec->first = rec->results;
+    } else {
+      for (uint64_t q = 0; q < nq; ++q) {
+        if (rec->results[q] != rec->first[q]) ++out.failures;
+      }
+      rec->mismatches += out.failures;
+    }
+    return out;
+  };
+  return c;
+}
+
+std::string fraction_label(double f) { return f == 0 ? "mem" : fmt::format("{:.0f}%", f * 100); }
+
+// The medians over the timed runs (the last `repeat` of each record; the first is the warm-up).
+double timed_median(const std::vector<double>& v, unsigned repeat) {
+  std::vector<double> tail(v.end() - std::min<size_t>(v.size(), repeat), v.end());
+  return micro::median(tail);
+}
+
+void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
+            const data::Dataset& ds, const VectorConfig& c, const std::string& extra_json,
+            const std::vector<BuiltIndex>& built, const std::vector<std::string>& index_names) {
+  fmt::print("\n{:<6} {:<12} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9}\n", "index", "translation", "pool",
+             "thr", "param", "recall@" + std::to_string(c.k), "QPS", "ms/query", "vs array", "reads/q", "IOPS");
+  std::ofstream json;
+  if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const micro::Result& r = results[i];
+    const CaseRecord& rec = *recs[i];
+    const double recall = data::recall_at_k(rec.first, ds.ground_truth, c.k);
+    const double qps = 1e9 / r.median_ns;
+    const double reads = timed_median(rec.reads, c.repeat) / double(ds.queries.rows);
+    const double secs = timed_median(rec.seconds, c.repeat);
+    const double iops = timed_median(rec.reads, c.repeat) / secs;
+    std::string vs_array = "";
+    for (size_t j = 0; j < results.size(); ++j) {
+      const CaseRecord& o = *recs[j];
+      if (o.translation == "array" && o.index == rec.index && o.workload == rec.workload && o.huge_pages && o.optimistic == rec.optimistic && o.prefetch == rec.prefetch) {
+        vs_array = fmt::format("{:.2f}x", micro::paired_speedup(results[j], r));
+      }
+    }
+    fmt::print("{:<6} {:<12} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f}{}\n", rec.index,
+               rec.translation, fraction_label(rec.fraction), rec.threads, rec.param, recall, qps,
+               1e3 * rec.threads / qps, vs_array, reads, iops, rec.mismatches ? "  RESULTS DIFFER" : "");
+    if (json.is_open()) {
+      std::string qps_runs;
+      for (double ns : r.ns_per_op) qps_runs += (qps_runs.empty() ? "" : ",") + fmt::format("{:.1f}", 1e9 / ns);
+      const size_t bi = std::find(index_names.begin(), index_names.end(), rec.index) - index_names.begin();
+      json << fmt::format(
+          R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
+          R"("threads":{},"{}":{},"k":{},"optimistic":{},"prefetch":{},"huge_pages":{},"recall":{:.5f},"qps":{:.1f},)"
+          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"result_mismatches":{},)"
+          R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
+          rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
+          rec.param, c.k, rec.optimistic, rec.prefetch, rec.huge_pages, recall, qps, qps_runs, reads, iops,
+          rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
+          bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
+          machine_json())
+           << "\n";
+    }
+  }
+  std::fflush(stdout);
+}
+
+// The sweep of one index kind on every requested translation and pool size.
+template <class Kind>
+void add_sweep(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex& b,
+               std::vector<micro::Case>& cases, std::vector<std::shared_ptr<CaseRecord>>& recs, unsigned& skipped) {
+  for (double f : c.pool_fractions) {
+    for (const std::string& name : c.translations) {
+      if (f != 0 && (name == "direct" || name == "vmcache_2m")) {
+        fmt::print("note: {} is in-memory only (direct cannot evict; vmcache_2m splits huge pages on eviction); "
+                   "skipped at pool {}\n", name, fraction_label(f));
+        continue;
+      }
+      micro::Common common;
+      common.json_path = c.json_path;
+      skipped += !micro::load_or_skip("vector", name, common, [&] {
+        variants::with_pool_type(name, [&]<class Pool>() {
+          auto t = open_target<Kind, Pool>(c, b, name, f, true);
+          for (unsigned th : c.threads) {
+            for (uint32_t p : Kind::sweep(c)) {
+              auto rec = std::make_shared<CaseRecord>();
+              rec->index = Kind::kName;
+              rec->translation = name;
+              rec->fraction = f;
+              rec->pool_bytes = t->pool_bytes;
+              rec->threads = th;
+              rec->param = p;
+              rec->optimistic = c.optimistic;
+              rec->prefetch = c.prefetch;
+              rec->workload = fmt::format("{} {}={} t={} pool={}", Kind::kName, Kind::kParam, p, th, fraction_label(f));
+              cases.push_back(search_case(t, ds, c.k, p, th, c.optimistic, c.prefetch, rec));
+              recs.push_back(rec);
+            }
+          }
+        });
+      });
+    }
+  }
+}
+
+// Figure 11 on HNSW, in memory, 1 thread: each step adds one of Calico's techniques.
+void run_ablation(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex& b, std::vector<micro::Case>& cases,
+                  std::vector<std::shared_ptr<CaseRecord>>& recs) {
+  struct Step {
+    const char* label;
+    const char* translation;
+    bool huge, optimistic, prefetch;
+  };
+  const Step steps[] = {{"hash_open", "hash_open", false, false, false},
+                        {"array 4 KB frames", "array", false, false, false},
+                        {"+ huge pages", "array", true, false, false},
+                        {"+ optimistic reads", "array", true, true, false},
+                        {"+ group prefetch", "array", true, true, true}};
+  auto hash = open_target<HnswKind, BasicBufferPool<translation::HashOpenTranslation>>(c, b, "ablation-hash_open", 0, false);
+  auto small = open_target<HnswKind, BufferPool>(c, b, "ablation-array-4k", 0, false);
+  auto huge = open_target<HnswKind, BufferPool>(c, b, "ablation-array-2m", 0, true);
+  for (const Step& s : steps) {
+    auto rec = std::make_shared<CaseRecord>();
+    rec->index = "hnsw";
+    rec->translation = s.label;
+    rec->threads = 1;
+    rec->param = c.ablation_ef;
+    rec->optimistic = s.optimistic;
+    rec->prefetch = s.prefetch;
+    rec->huge_pages = s.huge;
+    rec->workload = "ablation";
+    if (std::string(s.translation) == "hash_open") {
+      rec->pool_bytes = hash->pool_bytes;
+      cases.push_back(search_case(hash, ds, c.k, c.ablation_ef, 1, s.optimistic, s.prefetch, rec));
+    } else {
+      auto t = s.huge ? huge : small;
+      rec->pool_bytes = t->pool_bytes;
+      cases.push_back(search_case(t, ds, c.k, c.ablation_ef, 1, s.optimistic, s.prefetch, rec));
+    }
+    recs.push_back(rec);
+  }
+}
+
+}  // namespace
+
+int run_vector(const VectorConfig& c) {
+  if (c.k == 0) throw Error(ErrorCode::kInvalidArgument, "--k must be at least 1");
+  for (double f : c.pool_fractions) {
+    if (!(f == 0 || (f > 0 && f < 1))) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("--pool-fraction {} : use 0 (in memory) or a value in (0, 1)", f));
+    }
+  }
+  for (const std::string& i : c.indexes) {
+    if (i != "hnsw" && i != "ivf") throw Error(ErrorCode::kInvalidArgument, "unknown index '" + i + "' (known: hnsw, ivf)");
+  }
+  const vector::Metric metric = vector::parse_metric(c.metric);
+  VectorConfig cfg = c;
+  cfg.translations = micro::select_translations(c.translations, true, "vector");
+
+  data::DatasetSpec spec;
+  if (c.dataset == "clustered") {
+    spec.kind = "clustered";
+    spec.n = c.n;
+    spec.dim = c.dim;
+    spec.clusters = c.clusters;
+    spec.queries = c.queries;
+    spec.seed = c.data_seed;
+  } else if (c.dataset == "files") {
+    spec.kind = "files";
+    spec.base_path = c.base_path;
+    spec.query_path = c.query_path;
+    spec.ground_truth_path = c.gt_path;
+  } else {
+    throw Error(ErrorCode::kInvalidArgument, "unknown dataset '" + c.dataset + "' (known: clustered, files)");
+  }
+  spec.metric = metric;
+  micro::print_banner("vector search on the pool (calico.txt 3.3, 5.1, 6.2, 6.6)",
+                      fmt::format("dataset {}; indexes {}; translations {}; pool {}; threads {}; k {}; {} repeats; "
+                                  "simd {}",
+                                  c.dataset == "clustered" ? fmt::format("clustered n={} dim={} clusters={}", c.n, c.dim, c.clusters) : c.base_path,
+                                  fmt::join(c.indexes, ","), fmt::join(cfg.translations, ","),
+                                  fmt::join(c.pool_fractions, ","), fmt::join(c.threads, ","), c.k, c.repeat,
+                                  vector::simd_level()));
+  const Clock::time_point t0 = Clock::now();
+  const data::Dataset ds = data::load_or_generate(spec, c.cache_dir);
+  fmt::print("dataset {}: {} x {} base, {} queries, ground truth top-{} ({:.1f} s)\n", ds.name, ds.base.rows,
+             ds.base.dim, ds.queries.rows, ds.ground_truth.dim, seconds_since(t0));
+  if (ds.ground_truth.dim < c.k) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("--k {} exceeds the ground truth's {} ids per query", c.k, ds.ground_truth.dim));
+  }
+
+  std::vector<BuiltIndex> built;
+  for (const std::string& i : c.indexes) {
+    built.push_back(i == "hnsw" ? ensure_built<HnswKind>(cfg, ds, metric) : ensure_built<IvfKind>(cfg, ds, metric));
+  }
+  if (c.build_only) return 0;
+
+  uint64_t resident = 0;
+  for (const BuiltIndex& b : built) {
+    for (double f : c.pool_fractions) resident += (f == 0 ? b.bytes * 5 / 4 : uint64_t(f * double(b.bytes))) * cfg.translations.size();
+  }
+  micro::check_memory_budget(resident, "vector");
+
+  std::vector<micro::Case> cases;
+  std::vector<std::shared_ptr<CaseRecord>> recs;
+  unsigned skipped = 0;
+  for (size_t i = 0; i < c.indexes.size(); ++i) {
+    if (c.indexes[i] == "hnsw") add_sweep<HnswKind>(cfg, ds, built[i], cases, recs, skipped);
+    else add_sweep<IvfKind>(cfg, ds, built[i], cases, recs, skipped);
+  }
+  micro::Common common;
+  common.repeat = c.repeat;
+  common.counters = false;
+  uint64_t failures = 0;
+  if (!cases.empty()) {
+    std::vector<micro::Result> results = micro::measure(cases, common);
+    report(results, recs, ds, c, "", built, c.indexes);
+    for (const micro::Result& r : results) failures += r.failures;
+  }
+  if (c.ablation) {
+    const auto it = std::find(c.indexes.begin(), c.indexes.end(), "hnsw");
+    if (it == c.indexes.end()) throw Error(ErrorCode::kInvalidArgument, "--ablation needs --index hnsw");
+    std::vector<micro::Case> acases;
+    std::vector<std::shared_ptr<CaseRecord>> arecs;
+    run_ablation(cfg, ds, built[it - c.indexes.begin()], acases, arecs);
+    std::vector<micro::Result> ar = micro::measure(acases, common);
+    fmt::print("\nFigure 11: ablation on HNSW (ef {}, 1 thread, in memory)\n", c.ablation_ef);
+    for (size_t i = 0; i < ar.size(); ++i) {
+      fmt::print("  {:<22}{:>10.1f} us/query  recall {:.4f}{}\n", arecs[i]->translation, ar[i].median_ns / 1e3,
+                 data::recall_at_k(arecs[i]->first, ds.ground_truth, c.k),
+                 i == 0 ? std::string() : fmt::format("  {:.2f}x over the previous step", micro::paired_speedup(ar[i - 1], ar[i])));
+      failures += ar[i].failures;
+    }
+    fmt::print("  in all: {:.2f}x\n", micro::paired_speedup(ar.front(), ar.back()));
+    report(ar, arecs, ds, c, R"("ablation":true,)", built, c.indexes);
+  }
+  return failures == 0 && skipped == 0 ? 0 : 1;
+}
+
+}  // namespace calico::bench

@@ -1,0 +1,71 @@
+// calico_bench vector: vector search on the pool (calico.txt sections 3.3, 5.1, 6.2, 6.6).
+//
+// One run:
+//   1. loads or generates the dataset (bench/data/: a SIFT-like clustered set or .fvecs /
+//      .ivecs files) with its exact ground truth, cached in --cache-dir;
+//   2. builds each index (HNSW, IVF-Flat) once with the array translation in
+//      <data-dir>/<index>-<dataset>-<params>/ and keeps it (build time, index size and the
+//      parameters in built.json next to it), so that later runs and every translation
+//      search the identical index; --rebuild forces a new build;
+//   3. copies the built files once per (translation, pool size) and opens a pool on each
+//      copy: "in memory" = pool larger than the index; a pool fraction f < 1 = pool of
+//      f x index bytes with O_DIRECT files (larger than memory);
+//   4. sweeps ef_search (HNSW) or nprobe (IVF) x threads; each case searches every query
+//      once, queries handed out to the threads one at a time; a warm-up run, then --repeat
+//      rounds with every case interleaved (micro_harness.h), medians;
+//   5. reports per case recall@k (against the ground truth), QPS, the speedup over array
+//      (paired per round), reads per query and achieved IOPS (pool faults + prefetch reads),
+//      as a terminal table and JSON lines;
+//   6. with --ablation, Figure 11 on HNSW: hash_open -> array 4 KB frames -> + huge pages ->
+//      + optimistic reads -> + group prefetch (1 thread, --ablation-ef).
+// The peers (hnswlib, faiss, usearch) run from bench/peers/vector_peers.py on the same data
+// files; scripts/vector.sh runs both, interleaved, and bench/report/vector_figures.py
+// draws recall-vs-QPS.
+// Returns 0, or 1 when a self-check failed (a run's results differ from the first run of
+// the same case). Bad options throw calico::Error / std::runtime_error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace calico::bench {
+
+struct VectorConfig {
+  // Dataset (bench/data/dataset.h).
+  std::string dataset = "clustered";  // "clustered" (generated) or "files"
+  uint64_t n = 1'000'000;
+  uint32_t dim = 128;
+  uint32_t clusters = 1000;
+  uint32_t queries = 1000;
+  uint64_t data_seed = 42;
+  std::string metric = "l2";
+  std::string base_path, query_path, gt_path;  // dataset == "files"
+  std::string cache_dir = "./calico-vector-data";
+  // Indexes.
+  std::vector<std::string> indexes = {"hnsw"};  // hnsw, ivf
+  uint32_t M = 16;
+  uint32_t ef_construction = 100;
+  std::vector<uint32_t> ef = {16, 32, 50, 100};
+  uint32_t nlist = 0;  // 0: 4 x sqrt(n), rounded to a power of two
+  std::vector<uint32_t> nprobe = {1, 2, 4, 8, 16, 32};
+  uint32_t k = 10;
+  // Runs.
+  std::vector<std::string> translations = {"array"};
+  std::vector<unsigned> threads = {1, 2};
+  unsigned build_threads = 2;
+  std::vector<double> pool_fractions = {0};  // 0: in memory; f in (0,1): pool = f x index bytes
+  unsigned repeat = 3;
+  bool optimistic = true;
+  bool prefetch = true;
+  bool ablation = false;
+  uint32_t ablation_ef = 50;
+  std::string data_dir = "./calico-vector-pools";
+  std::string json_path;
+  bool rebuild = false;
+  bool build_only = false;
+};
+
+int run_vector(const VectorConfig& cfg);
+
+}  // namespace calico::bench

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# scripts/vector.sh [OUTDIR]: the vector-search experiment of issue 5, end to end.
+#   1. sets up the machine (scripts/setup.sh: apt packages and the Python peers in .venv) and
+#      builds build-micro (release, CALICO_CHECKS_LEVEL=1, no tests);
+#   2. generates the dataset (SIFT-like, clustered) and its exact ground truth, builds
+#      Calico's HNSW and IVF-Flat once (calico_bench vector --build-only);
+#   3. in memory: ROUNDS rounds, each running Calico (calico_bench vector --repeat 1) and
+#      the peers (bench/peers/vector_peers.py --repeat 1: hnswlib, faiss HNSW and IVF,
+#      usearch) on the same files, alternating which goes first; the peers build once into
+#      OUTDIR/peer-indexes and reload afterwards;
+#   4. larger than memory: Calico's HNSW on LTM_TRANSLATIONS with the pool at LTM_FRACTIONS
+#      of the index (O_DIRECT), and usearch's memory-mapped view in a v1 memory cgroup
+#      limited to the same fraction of its index plus the interpreter's own footprint
+#      (measured first);
+#   5. the disk's 4 KB random-read IOPS at queue depth 1 and 2 (scripts/disk_iops.sh);
+#   6. the Figure 11 ablation on HNSW;
+#   7. bench/report/vector_figures.py -> docs/vector.md and docs/vector/*.png.
+# Everything goes to OUTDIR (default ./vector-results): vector.jsonl, logs, the dataset cache
+# (data/), the built indexes (pools/, peer-indexes/).
+#
+# Sizes and parameters (environment): N=1000000 DIM=128 CLUSTERS=1000 QUERIES=1000 M=16
+# EFC=100 EF=16,32,50,100 NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
+# TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
+# LTM_TRANSLATIONS=array,vmcache LTM_EF=50 SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1.
+# Needs a quiet machine; at the defaults about 1 hour on 2 cores (the builds take most), ~6 GB
+# of disk. The LTM part needs root and the cgroup v1 memory controller.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-vector-results}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+N=${N:-1000000} DIM=${DIM:-128} CLUSTERS=${CLUSTERS:-1000} QUERIES=${QUERIES:-1000}
+M=${M:-16} EFC=${EFC:-100} EF=${EF:-16,32,50,100} NPROBE=${NPROBE:-1,2,4,8,16,32}
+THREADS=${THREADS:-1,2} ROUNDS=${ROUNDS:-3} TRANSLATIONS=${TRANSLATIONS:-array}
+LTM_FRACTIONS=${LTM_FRACTIONS:-0.5,0.2,0.1} LTM_TRANSLATIONS=${LTM_TRANSLATIONS:-array,vmcache} LTM_EF=${LTM_EF:-50}
+
+bash "$ROOT/scripts/setup.sh"
+cmake -S "$ROOT" -B "$ROOT/build-micro" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=1 \
+  -DCALICO_BUILD_TESTS=OFF > /dev/null
+cmake --build "$ROOT/build-micro" --target calico_bench
+BENCH="$ROOT/build-micro/calico_bench"
+PY="$ROOT/.venv/bin/python"
+JSON="$OUT/vector.jsonl"
+start=$(date +%s)
+log() { echo "=== $* ($(( $(date +%s) - start )) s so far)"; }
+
+data=(--n "$N" --dim "$DIM" --clusters "$CLUSTERS" --queries "$QUERIES" --cache-dir "$OUT/data"
+      --data-dir "$OUT/pools" --M "$M" --ef-construction "$EFC")
+log "dataset and Calico's index builds"
+"$BENCH" vector "${data[@]}" --index hnsw,ivf --build-only 2>&1 | tee "$OUT/build.log"
+DSDIR=$(ls -d "$OUT"/data/clustered-n"$N"-d"$DIM"-c"$CLUSTERS"-q"$QUERIES"-*l2 | head -n1)
+NLIST=$(sed -n 's/^.*ivf-.*-nlist\([0-9]*\).*$/\1/p' "$OUT/build.log" | head -n1)
+NLIST=${NLIST:-$(ls -d "$OUT"/pools/ivf-*-nlist* | sed 's/.*nlist//' | head -n1)}
+peers=(--data-dir "$DSDIR" --M "$M" --ef-construction "$EFC" --ef "$EF" --nlist "$NLIST" --nprobe "$NPROBE"
+       --index-dir "$OUT/peer-indexes" --json "$JSON")
+
+run_calico() {
+  "$BENCH" vector "${data[@]}" --index hnsw,ivf --ef "$EF" --nprobe "$NPROBE" --threads "$THREADS" \
+    --translations "$TRANSLATIONS" --repeat 1 --json "$JSON" 2>&1 | tee -a "$OUT/memory.log"
+}
+run_peers() {
+  [ -n "${SKIP_PEERS:-}" ] && return 0
+  "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems hnswlib,faiss_hnsw,faiss_ivf,usearch \
+    --threads "$THREADS" --repeat 1 --warmup 1 2>&1 | tee -a "$OUT/memory.log"
+}
+for ((r = 1; r <= ROUNDS; r++)); do
+  log "in memory, round $r of $ROUNDS"
+  if (( r % 2 )); then run_calico; run_peers; else run_peers; run_calico; fi
+done
+
+if [ -z "${SKIP_LTM:-}" ]; then
+  log "larger than memory: Calico (pool at $LTM_FRACTIONS of the index)"
+  "$BENCH" vector "${data[@]}" --index hnsw --ef "$LTM_EF" --threads "$THREADS" --translations "$LTM_TRANSLATIONS" \
+    --pool-fraction "$LTM_FRACTIONS" --repeat 1 --json "$JSON" 2>&1 | tee "$OUT/ltm.log"
+  if [ -z "${SKIP_PEERS:-}" ]; then
+    log "larger than memory: usearch view (memory cgroup)"
+    "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems usearch_view --threads 1 --ef "$LTM_EF" \
+      --repeat 1 --warmup 0 --json /dev/null > /dev/null  # makes sure the saved index exists
+    bash "$ROOT/scripts/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$THREADS" "$M" "$EFC" \
+      2>&1 | tee -a "$OUT/ltm.log"
+  fi
+  log "disk IOPS"
+  bash "$ROOT/scripts/disk_iops.sh" "$OUT" "$JSON"
+fi
+
+if [ -z "${SKIP_ABLATION:-}" ]; then
+  log "ablation"
+  "$BENCH" vector "${data[@]}" --index hnsw --ef 50 --threads 1 --translations array --repeat "$ROUNDS" --ablation \
+    --json "$OUT/ablation.jsonl" 2>&1 | tee "$OUT/ablation.log"
+  grep '"ablation":true' "$OUT/ablation.jsonl" >> "$JSON" || true
+fi
+
+log "report"
+"$PY" "$ROOT/bench/report/vector_figures.py" "$JSON" --md "$ROOT/docs/vector.md" --png-dir "$ROOT/docs/vector" \
+  --command "N=$N ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS scripts/vector.sh"
