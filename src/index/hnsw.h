@@ -125,6 +125,7 @@ class HnswSearchState {
   explicit HnswSearchState(const HnswLayout& l)
       : capacity_(l.capacity),
         dim_(l.dim),
+        M_(l.M),
         visited_(l.capacity, 0),
         query_(l.dim),
         vec_(l.dim),
@@ -144,7 +145,7 @@ class HnswSearchState {
     return epoch_;
   }
 
-  uint32_t capacity_, dim_;
+  uint32_t capacity_, dim_, M_;  // the index it was made for (buffers are sized by them)
   std::vector<uint32_t> visited_;  // visited_[v] == epoch_: seen in the current layer search
   uint32_t epoch_ = 0;
   std::vector<vector::Neighbor> candidates_;  // min-heap (std::greater)
@@ -479,7 +480,7 @@ class BasicHnsw {
   }
 
   void check_state(const HnswSearchState& st) const {
-    if (st.capacity_ != layout_.capacity || st.dim_ != params_.dim) {
+    if (st.capacity_ != layout_.capacity || st.dim_ != params_.dim || st.M_ != params_.M) {
       throw Error(ErrorCode::kInvalidArgument, "hnsw search: the state was made for another index");
     }
   }
@@ -601,6 +602,24 @@ class BasicHnsw {
     return dist_(q, st.vec_.data(), params_.dim);
   }
 
+  // Touches every cache line of a vector at `at` (a hint: the bytes may be anything).
+  void prefetch_lines(const std::byte* at) const {
+    const size_t bytes = size_t{params_.dim} * 4;
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(at + off);
+  }
+
+  // The distance of q to node id, whose page read `r` was started (read_optimistic of id's
+  // page): copied from r and validated; on a failed validation read again (read_vector).
+  float distance_in(const float* q, uint32_t id, const OptimisticRead& r, HnswSearchState& st) const {
+    hnsw_detail::hnsw_racy_copy(st.vec_.data(), r.data + layout_.vector_offset(id), size_t{params_.dim} * 4);
+    if (!Pool::validate(r)) [[unlikely]] {
+      ++st.stats_.retries;
+      read_vector(id, true, st, st.vec_.data());
+    }
+    ++st.stats_.distances;
+    return dist_(q, st.vec_.data(), params_.dim);
+  }
+
   // One level of greedy descent: moves (*cur, *cur_d) to the closest neighbour on `level`
   // until none is closer. Ends: (distance, id) strictly decreases over a finite set.
   void greedy_step(const float* q, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* cur,
@@ -658,9 +677,24 @@ class BasicHnsw {
         pool_->prefetch_group(std::span<const PageId>(st.group_.data(), fresh),
                               std::span<const uint32_t>(st.offsets_.data(), fresh));
       }
+      const bool pipelined = prefetch && optimistic && level == 0;
+      OptimisticRead next;
+      if (pipelined && fresh > 0) next = pool_->read_optimistic(page_of(st.fresh_[0]));
       for (uint32_t i = 0; i < fresh; ++i) {
         const uint32_t v = st.fresh_[i];
-        const vector::Neighbor nb{distance_to(q, v, optimistic, st), v};
+        vector::Neighbor nb;
+        if (pipelined) {
+          // Software pipeline: start the next neighbour's read and prefetch every line of its
+          // vector (prefetch_group fetched only the first) before this one's distance.
+          const OptimisticRead r = next;
+          if (i + 1 < fresh) {
+            next = pool_->read_optimistic(page_of(st.fresh_[i + 1]));
+            prefetch_lines(next.data + layout_.vector_offset(st.fresh_[i + 1]));
+          }
+          nb = vector::Neighbor{distance_in(q, v, r, st), v};
+        } else {
+          nb = vector::Neighbor{distance_to(q, v, optimistic, st), v};
+        }
         if (res.size() < ef || nb < res.front()) {
           cand.push_back(nb);
           std::push_heap(cand.begin(), cand.end(), std::greater<>());
