@@ -360,9 +360,12 @@ class BasicHnsw {
     out->assign(st.results_.begin(), st.results_.begin() + n);
   }
 
-  // Whether node id was added (or is being added). Pre: id < capacity().
+  // Whether node id was added (or is being added). Errors: kInvalidArgument (id >= capacity).
   bool contains(uint32_t id) const {
-    CALICO_CHECK(id < layout_.capacity);
+    if (id >= layout_.capacity) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw contains: id " + std::to_string(id) + " >= capacity " +
+                                                   std::to_string(layout_.capacity));
+    }
     Lease lease(*shared_, layout_);
     return contains_node(id, *lease.state);
   }
