@@ -4,7 +4,7 @@
 // cluster k has a weight (rows fall in it with probability proportional to it, uniform in
 // [0.5, 1.5)), a spread sigma_k (uniform in [spread_min, spread_max)) and a random basis
 // A_k (dim x latent_dim, N(0, 1/latent_dim) entries). A row of cluster k is
-//     x = c_k + sigma_k * A_k z + noise * e,    z ~ N(0, I_latent), e ~ N(0, I_dim),
+//     x = c_k + sigma_k * A_k z + e,    z ~ N(0, I_latent), e_i iid uniform with std. dev. `noise`,
 // so that neighbourhoods have a low intrinsic dimension like SIFT descriptors have (an
 // isotropic 128-dimensional Gaussian is far harder than any real data set). With
 // `sift_range`, values are clamped to [0, 255] as SIFT's are (not rounded: exact distance
@@ -30,7 +30,7 @@ struct ClusteredParams {
   float box = 128.0f;        // centres uniform in [0, box)^dim
   float spread_min = 12.0f;  // per-cluster sigma along its latent directions
   float spread_max = 36.0f;
-  float noise = 3.0f;        // isotropic Gaussian noise added to every component
+  float noise = 3.0f;        // standard deviation of the (uniform) noise on every component
   bool sift_range = true;    // clamp to [0, 255]
 };
 

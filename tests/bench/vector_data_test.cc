@@ -3,11 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <regex>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "calico/error.h"
 #include "data/dataset.h"
@@ -361,6 +366,43 @@ TEST(Recall, HandMadeCases) {
   expect_error(ErrorCode::kInvalidArgument, [&] { recall_at_k({res({1})}, gt, 4); });
   expect_error(ErrorCode::kInvalidArgument, [&] { recall_at_k({res({1}), res({1})}, gt, 5); });
   expect_error(ErrorCode::kInvalidArgument, [&] { recall_at_k({res({1}), res({1})}, gt, 0); });
+}
+
+
+// End to end through the Python peers (bench/peers/vector_peers.py) on a tiny generated
+// dataset: every system builds, saves, reloads (usearch_view maps the saved file) and finds
+// the true neighbours. Needs the virtualenv that scripts/setup.sh makes; skipped (visibly)
+// without it.
+TEST(VectorPeers, ScriptRunsEverySystemOnATinyDataset) {
+  const fs::path root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path python = root / ".venv" / "bin" / "python";
+  if (!fs::exists(python)) GTEST_SKIP() << "no " << python << ": run scripts/setup.sh to install the Python peers";
+  TempDir dir;
+  const Dataset d = load_or_generate(small_spec(), dir.path());
+  const std::string log = dir.sub("peers.log"), json = dir.sub("peers.jsonl");
+  const std::string cmd = fmt::format(
+      "'{}' '{}' --data-dir '{}' --systems hnswlib,faiss_hnsw,faiss_ivf,usearch,usearch_view --M 8 "
+      "--ef-construction 64 --ef 64 --nlist 16 --nprobe 16 --threads 1 --repeat 1 --index-dir '{}' --json '{}' "
+      "> '{}' 2>&1",
+      python.string(), (root / "bench" / "peers" / "vector_peers.py").string(), d.dir, dir.sub("indexes"), json, log);
+  const int rc = std::system(cmd.c_str());
+  std::ifstream log_in(log);
+  const std::string log_text((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(rc, 0) << cmd << "\n" << log_text;
+  std::ifstream in(json);
+  std::string line;
+  std::vector<std::string> systems;
+  const std::regex system_re("\"system\": \"(\\w+)\""), recall_re("\"recall\": ([0-9.]+)");
+  while (std::getline(in, line)) {
+    std::smatch sm, rm;
+    ASSERT_TRUE(std::regex_search(line, sm, system_re)) << line;
+    ASSERT_TRUE(std::regex_search(line, rm, recall_re)) << line;
+    systems.push_back(sm[1]);
+    // 2000 points, a beam of 64 and every IVF list probed: (nearly) exact.
+    EXPECT_GE(std::stod(rm[1]), 0.95) << line;
+  }
+  EXPECT_EQ(systems, (std::vector<std::string>{"hnswlib", "faiss_hnsw", "faiss_ivf", "usearch", "usearch_view"}))
+      << log_text;
 }
 
 }  // namespace
