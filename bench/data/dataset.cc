@@ -1,5 +1,7 @@
 #include "data/dataset.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -62,11 +64,18 @@ Manifest read_manifest(const std::string& dir, const std::string& name) {
 }
 
 // Writes `path` through a temporary name and a rename: readers see the old file or the new one.
+// The temporary name holds the process id, so two processes making the same dataset at once
+// do not write into each other's files (the last rename wins; both files are equal).
 template <class WriteFn>
 void write_atomically(const std::string& path, WriteFn&& write) {
-  const std::string tmp = path + ".tmp";
-  write(tmp);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   std::error_code ec;
+  try {
+    write(tmp);
+  } catch (...) {
+    fs::remove(tmp, ec);  // best effort: never leave a partial file behind
+    throw;
+  }
   fs::rename(tmp, path, ec);
   if (ec) throw Error(ErrorCode::kIoError, fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
 }
