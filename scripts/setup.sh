@@ -8,7 +8,7 @@ APT_PACKAGES=(
   liburing-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev
   liblmdb-dev librocksdb-dev libwiredtiger-dev
-  python3-matplotlib fio
+  python3-matplotlib python3-venv fio
 )
 
 missing=()
@@ -25,4 +25,27 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all apt packages present"
+fi
+
+# Python peers of the vector-search benchmark (bench/peers/vector_peers.py): Debian's system
+# pip is externally managed (PEP 668), so they go into a virtualenv at <repo>/.venv, built on
+# Debian's /usr/bin/python3 (python3-venv above). hnswlib is an sdist: pip builds it with g++
+# and pybind11 (pulled as a build dependency). Only missing packages are installed.
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO_ROOT/.venv"
+PY_PACKAGES=(numpy hnswlib faiss-cpu usearch matplotlib)
+PY_MODULES=(numpy hnswlib faiss usearch matplotlib)  # import names, same order
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating the Python virtualenv $VENV"
+  /usr/bin/python3 -m venv "$VENV"
+fi
+py_missing=()
+for i in "${!PY_PACKAGES[@]}"; do
+  "$VENV/bin/python" -c "import ${PY_MODULES[$i]}" 2>/dev/null || py_missing+=("${PY_PACKAGES[$i]}")
+done
+if [ "${#py_missing[@]}" -gt 0 ]; then
+  echo "setup: pip installing ${py_missing[*]} into $VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${py_missing[@]}"
+else
+  echo "setup: all Python packages present in $VENV"
 fi

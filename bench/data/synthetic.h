@@ -1,0 +1,45 @@
+// A SIFT-like clustered generator for vector-search benchmarks.
+//
+// The model (all of it fixed by `seed`): `clusters` centres drawn uniformly in [0, box)^dim;
+// cluster k has a weight (rows fall in it with probability proportional to it, uniform in
+// [0.5, 1.5)), a spread sigma_k (uniform in [spread_min, spread_max)) and a random basis
+// A_k (dim x latent_dim, N(0, 1/latent_dim) entries). A row of cluster k is
+//     x = c_k + sigma_k * A_k z + e,    z ~ N(0, I_latent), e_i iid uniform with std. dev. `noise`,
+// so that neighbourhoods have a low intrinsic dimension like SIFT descriptors have (an
+// isotropic 128-dimensional Gaussian is far harder than any real data set). With
+// `sift_range`, values are clamped to [0, 255] as SIFT's are (not rounded: exact distance
+// ties would make recall ambiguous).
+//
+// Rows are drawn in fixed blocks of kBlockRows, each from its own RNG seeded by (seed,
+// stream, block), so the output depends on (params, rows, stream) only, never on the
+// number of threads. Base rows are stream 0, queries stream 1: queries come from the same
+// distribution but are not copies of base rows.
+#pragma once
+
+#include <cstdint>
+
+#include "data/vector_files.h"
+
+namespace calico::bench::data {
+
+struct ClusteredParams {
+  uint32_t dim = 128;
+  uint32_t clusters = 1000;
+  uint64_t seed = 42;
+  uint32_t latent_dim = 16;  // intrinsic dimension of a cluster (capped at dim)
+  float box = 128.0f;        // centres uniform in [0, box)^dim
+  float spread_min = 12.0f;  // per-cluster sigma along its latent directions
+  float spread_max = 36.0f;
+  float noise = 3.0f;        // standard deviation of the (uniform) noise on every component
+  bool sift_range = true;    // clamp to [0, 255]
+};
+
+inline constexpr uint64_t kBaseStream = 0;
+inline constexpr uint64_t kQueryStream = 1;
+
+// rows x p.dim vectors of stream `stream`, drawn with `threads` threads (0 = hardware
+// threads). Errors: kInvalidArgument for dim 0 or > kMaxDim, clusters 0, spreads that are
+// negative or out of order.
+FloatMatrix generate_clustered(const ClusteredParams& p, uint64_t rows, uint64_t stream, unsigned threads = 0);
+
+}  // namespace calico::bench::data

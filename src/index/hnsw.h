@@ -1,0 +1,843 @@
+// BasicHnsw<Pool>: a Hierarchical Navigable Small World graph (Malkov & Yashunin, "Efficient
+// and robust approximate nearest neighbor search using HNSW graphs") whose nodes live in
+// buffer-pool pages, so that the index can be larger than the pool and survives a restart.
+// The page format is in hnsw_layout.h.
+//
+// Principal entry points:
+//   BasicHnsw::create(pool, name, params, capacity)   a new, empty index in space `name`
+//   BasicHnsw::open(pool, name)                       an index written earlier (any process)
+//   add(id, v)                      inserts vector v as node id; thread-safe
+//   search(q, options, state, &out) the k approximate nearest neighbours; thread-safe
+//   size(), capacity(), dim(), params(), contains(id), check_structure()
+//
+// Algorithm (the paper's Algorithms 1, 2, 4, 5):
+//   - a node's top level is floor(-ln(U) / ln(M)) with U in (0, 1] drawn from a hash of
+//     (seed, id), so a build is deterministic given the insertion order; capped at
+//     max_level_cap - 1 (hnsw_layout.h);
+//   - insertion: greedy descent (ef = 1) from the entry point down to the node's level + 1,
+//     then on every level from min(level, max level) down to 0 a beam search with
+//     ef_construction whose whole result is the next level's entry set; neighbours are chosen
+//     by the heuristic (Algorithm 4, extendCandidates and keepPrunedConnections off), M on
+//     every level; each chosen neighbour gets a back link, and a list that overflows (2M on
+//     level 0, M above) is cut back by the same heuristic around its owner;
+//   - search: greedy descent to level 1, then a beam search with max(ef, k) on level 0; with
+//     `prefetch`, expanding a node first hands its unvisited neighbours' pages and vector
+//     offsets to pool.prefetch_group (calico.txt Algorithm 4, section 5.1).
+//   Distances are vector::distance_kernel(metric); cosine vectors (stored and queried) are
+//   normalised first and compared with the inner-product kernel.
+//
+// Concurrency and latching. Page latches are the node locks, and a thread never holds two:
+//   - add() writes the new node's record (vector, level, upper unit) under its level-0
+//     page's exclusive latch, with an empty list, and releases it; only then may a list
+//     name it (so a node is fully written before any other node links to it);
+//   - each list update (own list, back links) latches the list's page exclusive, merges,
+//     and releases. A list that overflows is shrunk from a snapshot without a latch (the
+//     heuristic reads other vectors), then written only if the list is still the snapshot,
+//     else redone (bounded by kMaxLinkAttempts; a failure there means another writer
+//     succeeded each time);
+//   - the entry point, max level, size and the upper-region bump counter are changed under
+//     the metadata page's exclusive latch; readers copy them optimistically;
+//   - searches (and the searches inside add) read pages optimistically: read_optimistic,
+//     copy through hnsw_racy_copy (bounds-checked before, every copied value checked after),
+//     validate; after Pool::kOptimisticAttempts failed validations the read is repeated under
+//     pin_shared. HnswSearchOptions::optimistic = false pins every read (the ablation).
+//   Upper-region pages are allocated under an in-process mutex (one BasicHnsw object per
+//   index per pool: two objects opened on one space in one pool would race on that counter).
+//   A node of a level above the current maximum becomes the entry point when its insertion
+//   ends; two such insertions at once may leave the higher levels sparser (never wrong).
+//   DirectTranslation pools do not validate optimistic reads: use them only for a built
+//   index that no thread modifies while others search (as every direct-pool benchmark does).
+//
+// Errors (calico::Error, kInvalidArgument unless noted; the index stays intact):
+//   create: dim 0, a record that does not fit a page, M < 2 or M > 256, metric out of range,
+//     capacity 0 or too large for the space; kSpaceExists. ef_construction below M is
+//     raised to M;
+//   open: a space that is not an HNSW of this format (or another page size); kUnknownSpace;
+//   add: id >= capacity, an id added before, a vector with NaN or infinity, a cosine vector
+//     of norm 0; kRestartLimit (see above); pool errors (kPoolFull, kIoError, ...);
+//   search: k == 0, a state made for another index, a query with NaN or infinity, a zero
+//     cosine query. ef < k is raised to k. Searching an empty index returns no results.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "calico/buffer_pool.h"
+#include "calico/checks.h"
+#include "calico/error.h"
+#include "index/hnsw_layout.h"
+#include "vector/distance.h"
+#include "vector/neighbor.h"
+
+namespace calico::index {
+
+struct HnswParams {
+  uint32_t dim = 0;
+  vector::Metric metric = vector::Metric::kL2;
+  uint32_t M = 16;                 // links per node on levels >= 1; 2M on level 0
+  uint32_t ef_construction = 100;  // beam width of insertion (raised to M)
+  uint64_t seed = 42;              // levels are drawn from hash(seed, id)
+};
+
+struct HnswSearchOptions {
+  uint32_t k = 10;
+  uint32_t ef = 50;         // beam width on level 0 (raised to k)
+  bool optimistic = true;   // false: every page read under a shared pin
+  bool prefetch = true;     // group prefetch of a node's unvisited neighbours (level 0)
+};
+
+// Counters of the work done with one HnswSearchState (searches and, for the states add()
+// uses internally, insertions). Cumulative until reset.
+struct HnswSearchStats {
+  uint64_t searches = 0;
+  uint64_t distances = 0;  // distance computations (vector reads)
+  uint64_t expanded = 0;   // neighbour lists read
+  uint64_t retries = 0;    // optimistic reads that failed validation
+};
+
+template <class Pool>
+class BasicHnsw;
+
+// A search's scratch space: visited marks (epochs, one u32 per node of the capacity),
+// candidate and result heaps, buffers for a list, a vector and a prefetch group. One per
+// thread, reused, so that a search allocates nothing once the heaps have grown to ef.
+class HnswSearchState {
+ public:
+  template <class Pool>
+  explicit HnswSearchState(const BasicHnsw<Pool>& index) : HnswSearchState(index.layout()) {}
+
+  const HnswSearchStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ private:
+  template <class>
+  friend class BasicHnsw;
+  explicit HnswSearchState(const HnswLayout& l)
+      : capacity_(l.capacity),
+        dim_(l.dim),
+        M_(l.M),
+        visited_(l.capacity, 0),
+        query_(l.dim),
+        vec_(l.dim),
+        links_(2 * l.M),
+        fresh_(2 * l.M),
+        group_(2 * l.M),
+        offsets_(2 * l.M),
+        snapshot_(2 * l.M),
+        rows_(size_t{2 * l.M + 1} * l.dim) {}
+
+  // Starts a new visited set; returns the epoch that marks "visited".
+  uint32_t next_epoch() {
+    if (++epoch_ == 0) {  // wrapped: forget every old mark
+      std::fill(visited_.begin(), visited_.end(), 0);
+      epoch_ = 1;
+    }
+    return epoch_;
+  }
+
+  uint32_t capacity_, dim_, M_;  // the index it was made for (buffers are sized by them)
+  std::vector<uint32_t> visited_;  // visited_[v] == epoch_: seen in the current layer search
+  uint32_t epoch_ = 0;
+  std::vector<vector::Neighbor> candidates_;  // min-heap (std::greater)
+  std::vector<vector::Neighbor> results_;     // max-heap (std::less), at most ef
+  std::vector<float> query_;                  // the (normalised) query or new vector
+  std::vector<float> vec_;                    // one vector read from a page
+  std::vector<uint32_t> links_, fresh_;       // a list; its unvisited members
+  std::vector<PageId> group_;                 // prefetch group
+  std::vector<uint32_t> offsets_;
+  // add() only: the layer result, the chosen neighbours, a list snapshot, merged lists,
+  // candidate rows (vectors) for the heuristic.
+  std::vector<vector::Neighbor> layer_, shrink_;
+  std::vector<uint32_t> chosen_, snapshot_, merged_;
+  std::vector<float> rows_;
+  HnswSearchStats stats_;
+};
+
+template <class Pool>
+class BasicHnsw {
+ public:
+  // Bounds every retry loop of a list update (see the file comment).
+  static constexpr uint32_t kMaxLinkAttempts = 10000;
+
+  // Creates space `name` with the metadata page and every level-0 page (zeroed: no node),
+  // ceil(capacity / per_page) of them, so that node ids map to pages by arithmetic.
+  static BasicHnsw create(Pool& pool, std::string_view name, const HnswParams& params, uint32_t capacity) {
+    HnswParams p = params;
+    const int metric = static_cast<int>(p.metric);
+    if (p.dim == 0 || p.M < 2 || p.M > HnswLayout::kMaxM || metric < 0 || metric > 2) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw '" + std::string(name) + "': dim " + std::to_string(p.dim) +
+                                                   ", M " + std::to_string(p.M) + ": need dim >= 1, 2 <= M <= " +
+                                                   std::to_string(HnswLayout::kMaxM) + " and a known metric");
+    }
+    if (capacity == 0 || capacity == HnswMeta::kNone) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw '" + std::string(name) + "': capacity " +
+                                                   std::to_string(capacity) + " out of range");
+    }
+    const HnswLayout l = HnswLayout::make(static_cast<uint32_t>(pool.usable_page_size()), p.dim, p.M, capacity);
+    if (l.per_page == 0) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw '" + std::string(name) + "': a node of dim " +
+                                                   std::to_string(p.dim) + " and M " + std::to_string(p.M) +
+                                                   " does not fit a " + std::to_string(pool.page_size()) +
+                                                   "-byte page");
+    }
+    if (uint64_t{l.upper_base} + 1 > pool.options().max_blocks_per_space) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw '" + std::string(name) + "': capacity " +
+                                                   std::to_string(capacity) + " needs " +
+                                                   std::to_string(l.upper_base) + " pages; the space holds " +
+                                                   std::to_string(pool.options().max_blocks_per_space));
+    }
+    p.ef_construction = std::max(p.ef_construction, p.M);
+    SpaceId space = pool.create_space(name);
+    {
+      ExclusiveGuard g = pool.allocate(space);
+      CALICO_CHECK(g.page_id().block() == 0);
+      HnswMeta m{};
+      m.magic = HnswMeta::kMagic;
+      m.format_version = HnswMeta::kFormatVersion;
+      m.page_size = static_cast<uint32_t>(pool.page_size());
+      m.dim = p.dim;
+      m.metric = static_cast<uint32_t>(metric);
+      m.M = p.M;
+      m.ef_construction = p.ef_construction;
+      m.capacity = capacity;
+      m.per_page = l.per_page;
+      m.vec_stride = l.vec_stride;
+      m.l0_pages = l.l0_pages;
+      m.max_level_cap = l.max_level_cap;
+      m.seed = p.seed;
+      m.entry = HnswMeta::kNone;
+      std::memcpy(g.data(), &m, sizeof m);
+      g.mark_dirty();
+    }
+    for (uint32_t b = 1; b <= l.l0_pages; ++b) {
+      ExclusiveGuard g = pool.allocate(space);  // zeroed and dirty: every slot unused
+      CALICO_CHECK(g.page_id().block() == b);
+    }
+    return BasicHnsw(pool, space, p, l);
+  }
+
+  // Errors: kUnknownSpace; kInvalidArgument when block 0 is not this format's metadata for
+  // this pool's page size, or the space is shorter than the metadata says.
+  static BasicHnsw open(Pool& pool, std::string_view name) {
+    SpaceId space = pool.open_space(name);
+    HnswMeta m{};
+    const uint64_t blocks = pool.space_blocks(space);
+    if (blocks > 0) {
+      SharedGuard g = pool.pin_shared(PageId(space, 0));
+      std::memcpy(&m, g.data(), sizeof m);
+    }
+    auto bad = [&](const std::string& why) {
+      return Error(ErrorCode::kInvalidArgument,
+                   "space '" + std::string(name) + "' is not an HNSW index of this format: " + why, PageId(space, 0));
+    };
+    if (blocks == 0 || m.magic != HnswMeta::kMagic) throw bad("no HNSW metadata");
+    if (m.format_version != HnswMeta::kFormatVersion) throw bad("format version " + std::to_string(m.format_version));
+    if (m.page_size != pool.page_size()) throw bad("written with " + std::to_string(m.page_size) + "-byte pages");
+    if (m.dim == 0 || m.M < 2 || m.M > HnswLayout::kMaxM || m.metric > 2 || m.capacity == 0 ||
+        m.capacity == HnswMeta::kNone) {
+      throw bad("parameters out of range");
+    }
+    const HnswLayout l = HnswLayout::make(static_cast<uint32_t>(pool.usable_page_size()), m.dim, m.M, m.capacity);
+    if (l.per_page != m.per_page || l.vec_stride != m.vec_stride || l.l0_pages != m.l0_pages ||
+        l.max_level_cap != m.max_level_cap || uint64_t{l.upper_base} + m.upper_pages > blocks ||
+        uint64_t{m.upper_units} > uint64_t{m.upper_pages} * l.lists_per_page || m.size > m.capacity ||
+        (m.entry != HnswMeta::kNone && (m.entry >= m.capacity || m.max_level >= l.max_level_cap)) ||
+        m.ef_construction < m.M) {
+      throw bad("inconsistent metadata");
+    }
+    HnswParams p{m.dim, static_cast<vector::Metric>(m.metric), m.M, m.ef_construction, m.seed};
+    return BasicHnsw(pool, space, p, l);
+  }
+
+  BasicHnsw(BasicHnsw&&) noexcept = default;
+  BasicHnsw& operator=(BasicHnsw&&) noexcept = default;
+
+  uint32_t dim() const { return params_.dim; }
+  uint32_t capacity() const { return layout_.capacity; }
+  const HnswParams& params() const { return params_; }
+  const HnswLayout& layout() const { return layout_; }
+  SpaceId space() const { return space_; }
+  // Nodes added so far (whose add() returned). Racy while adds run.
+  uint32_t size() const {
+    HnswStats s;
+    return read_meta_state(true, s).size;
+  }
+  // The top level node `id` was given (a hash of seed and id; whether or not it was added).
+  uint32_t level_of(uint32_t id) const { return random_level(id); }
+
+  // Inserts vector v[0 .. dim) as node `id`. Thread-safe: any number of threads may add
+  // and search at once. Errors: see the file comment.
+  void add(uint32_t id, const float* v) {
+    if (id >= layout_.capacity) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " >= capacity " +
+                                                   std::to_string(layout_.capacity));
+    }
+    Lease lease(*shared_, layout_);
+    HnswSearchState& st = *lease.state;
+    prepare_vector(v, st.query_.data(), "add");
+    if (contains_node(id, st)) throw duplicate(id);  // cheap check before allocating upper units
+    const float* q = st.query_.data();
+    const uint32_t level = random_level(id);
+    const uint32_t upper = level > 0 ? allocate_upper(level) : HnswRowHead::kNoUpper;
+    claim(id, level, upper, q);
+
+    HnswMetaState ms = read_meta_state(true, st.stats_);
+    if (ms.entry == HnswMeta::kNone) {
+      ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+      HnswMetaState now = meta_state_of(g.data());
+      if (now.entry == HnswMeta::kNone) {  // the first node: nothing to link
+        now.entry = id;
+        now.max_level = level;
+        now.size += 1;
+        write_meta_state(g, now);
+        return;
+      }
+      ms = now;
+    }
+    // Greedy descent through the levels above the node's.
+    uint32_t cur = ms.entry;
+    float cur_d = distance_to(q, cur, true, st);
+    for (uint32_t l = ms.max_level; l > level; --l) greedy_step(q, l, true, st, &cur, &cur_d);
+    st.layer_.assign(1, vector::Neighbor{cur_d, cur});
+    for (uint32_t l = std::min(level, ms.max_level) + 1; l-- > 0;) {
+      const uint32_t epoch = st.next_epoch();
+      st.visited_[id] = epoch;  // never find the node itself (others may link it already)
+      st.results_.clear();
+      for (const vector::Neighbor& n : st.layer_) {
+        st.visited_[n.id] = epoch;
+        st.results_.push_back(n);
+      }
+      search_layer(q, l, params_.ef_construction, true, true, st);
+      st.layer_.assign(st.results_.begin(), st.results_.end());
+      std::sort(st.layer_.begin(), st.layer_.end());
+      select_heuristic(st.layer_, params_.M, st, &st.chosen_);
+      const std::vector<uint32_t> chosen = st.chosen_;  // link() reuses chosen_
+      link(id, chosen.data(), static_cast<uint32_t>(chosen.size()), l, st);
+      for (uint32_t n : chosen) link(n, &id, 1, l, st);
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+    HnswMetaState now = meta_state_of(g.data());
+    now.size += 1;
+    if (level > now.max_level) {
+      now.entry = id;
+      now.max_level = level;
+    }
+    write_meta_state(g, now);
+  }
+
+  // The k (or fewer, when the index holds fewer) approximate nearest neighbours of q,
+  // sorted ascending by (distance, id), into *out (replaced). Deterministic for an index
+  // that does not change: the same for every read mode and prefetch setting.
+  void search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
+              std::vector<vector::Neighbor>* out) const {
+    if (opt.k == 0) throw Error(ErrorCode::kInvalidArgument, "hnsw search: k must be at least 1");
+    check_state(st);
+    prepare_vector(q, st.query_.data(), "search");
+    out->clear();
+    ++st.stats_.searches;
+    const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
+    if (ms.entry == HnswMeta::kNone) return;
+    const float* query = st.query_.data();
+    uint32_t cur = ms.entry;
+    float cur_d = distance_to(query, cur, opt.optimistic, st);
+    for (uint32_t l = ms.max_level; l > 0; --l) greedy_step(query, l, opt.optimistic, st, &cur, &cur_d);
+    const uint32_t epoch = st.next_epoch();
+    st.visited_[cur] = epoch;
+    st.results_.assign(1, vector::Neighbor{cur_d, cur});
+    search_layer(query, 0, std::max(opt.ef, opt.k), opt.optimistic, opt.prefetch, st);
+    std::sort_heap(st.results_.begin(), st.results_.end());
+    const size_t n = std::min<size_t>(opt.k, st.results_.size());
+    out->assign(st.results_.begin(), st.results_.begin() + n);
+  }
+
+  // Whether node id was added (or is being added). Errors: kInvalidArgument (id >= capacity).
+  bool contains(uint32_t id) const {
+    if (id >= layout_.capacity) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw contains: id " + std::to_string(id) + " >= capacity " +
+                                                   std::to_string(layout_.capacity));
+    }
+    Lease lease(*shared_, layout_);
+    return contains_node(id, *lease.state);
+  }
+
+  // Whole-structure check for tests, at quiescence (no add running): the invariants of
+  // hnsw_layout.h. Throws std::logic_error naming the first violation.
+  void check_structure() const {
+    HnswMeta m{};
+    {
+      SharedGuard g = pool_->pin_shared(meta_page());
+      std::memcpy(&m, g.data(), sizeof m);
+    }
+    auto fail = [](const std::string& what) { throw std::logic_error("hnsw: " + what); };
+    std::vector<HnswRowHead> heads(layout_.capacity);
+    uint32_t present = 0;
+    for (uint32_t id = 0; id < layout_.capacity; ++id) {
+      SharedGuard g = pool_->pin_shared(page_of(id));
+      std::memcpy(&heads[id], g.data() + layout_.row_offset(id), sizeof(HnswRowHead));
+      const HnswRowHead& h = heads[id];
+      if (h.flags == 0) {
+        if (h.count != 0) fail("unused slot " + std::to_string(id) + " has links");
+        continue;
+      }
+      ++present;
+      if (h.flags != HnswRowHead::kPresent || h.level >= layout_.max_level_cap ||
+          (h.level == 0) != (h.upper == HnswRowHead::kNoUpper) ||
+          (h.level > 0 && uint64_t{h.upper} + h.level > m.upper_units)) {
+        fail("node " + std::to_string(id) + " has a bad head");
+      }
+    }
+    if (present != m.size) fail("size " + std::to_string(m.size) + " but " + std::to_string(present) + " nodes");
+    if ((m.entry == HnswMeta::kNone) != (present == 0)) fail("entry point and size disagree");
+    if (m.entry != HnswMeta::kNone && (heads[m.entry].flags == 0 || heads[m.entry].level != m.max_level)) {
+      fail("entry point " + std::to_string(m.entry) + " is not a node of the max level");
+    }
+    std::vector<uint32_t> list(2 * params_.M);
+    for (uint32_t id = 0; id < layout_.capacity; ++id) {
+      if (heads[id].flags == 0) continue;
+      for (uint32_t l = 0; l <= heads[id].level; ++l) {
+        const ListLocation loc = list_location(id, l, heads[id]);
+        uint32_t count;
+        {
+          SharedGuard g = pool_->pin_shared(loc.pid);
+          std::memcpy(&count, g.data() + loc.offset, 4);
+          if (count > loc.max) fail("node " + std::to_string(id) + " level " + std::to_string(l) + " overflows");
+          std::memcpy(list.data(), g.data() + loc.offset + loc.ids_offset, size_t{count} * 4);
+        }
+        for (uint32_t i = 0; i < count; ++i) {
+          const uint32_t n = list[i];
+          const std::string where = "node " + std::to_string(id) + " level " + std::to_string(l) + ": ";
+          if (n >= layout_.capacity || heads[n].flags == 0) fail(where + "names a missing node " + std::to_string(n));
+          if (n == id) fail(where + "links itself");
+          if (heads[n].level < l) fail(where + "names node " + std::to_string(n) + " of a lower level");
+          if (std::find(list.begin(), list.begin() + i, n) != list.begin() + i) fail(where + "repeats " + std::to_string(n));
+        }
+      }
+    }
+  }
+
+ private:
+  using HnswStats = HnswSearchStats;
+
+  // Scratch states for add() (and contains()), reused across calls; shared by the threads.
+  struct Shared {
+    std::mutex states_mutex;
+    std::vector<std::unique_ptr<HnswSearchState>> free_states;
+    std::mutex upper_mutex;  // allocation of upper-region units and pages
+  };
+  struct Lease {
+    Lease(Shared& s, const HnswLayout& l) : shared(&s) {
+      {
+        std::lock_guard lock(s.states_mutex);
+        if (!s.free_states.empty()) {
+          state = std::move(s.free_states.back());
+          s.free_states.pop_back();
+        }
+      }
+      if (!state) state.reset(new HnswSearchState(l));
+    }
+    ~Lease() {
+      std::lock_guard lock(shared->states_mutex);
+      shared->free_states.push_back(std::move(state));
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Shared* shared;
+    std::unique_ptr<HnswSearchState> state;
+  };
+
+  // Where a list lives: its page, the byte offset of its count, where ids start relative to
+  // the count, and its maximum length.
+  struct ListLocation {
+    PageId pid;
+    uint32_t offset;
+    uint32_t ids_offset;
+    uint32_t max;
+  };
+
+  BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l)
+      : pool_(&pool),
+        space_(space),
+        params_(p),
+        layout_(l),
+        dist_(vector::distance_kernel(p.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct : p.metric)),
+        shared_(std::make_unique<Shared>()) {
+    CALICO_CHECK(l.per_page > 0 && l.links_base + l.per_page * l.row_bytes <= l.usable);
+    CALICO_CHECK(l.lists_per_page * l.unit_bytes <= l.usable && l.max_level_cap >= 1);
+  }
+
+  PageId meta_page() const { return PageId(space_, 0); }
+  PageId page_of(uint32_t id) const { return PageId(space_, layout_.block_of(id)); }
+
+  static Error duplicate(uint32_t id) {
+    return Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " was added before");
+  }
+
+  void check_state(const HnswSearchState& st) const {
+    if (st.capacity_ != layout_.capacity || st.dim_ != params_.dim || st.M_ != params_.M) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw search: the state was made for another index");
+    }
+  }
+
+  // Copies v into out, normalised for cosine. Errors: non-finite values, zero cosine vector.
+  void prepare_vector(const float* v, float* out, const char* what) const {
+    if (!vector::all_finite(v, params_.dim)) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("hnsw ") + what + ": the vector has NaN or infinity");
+    }
+    std::memcpy(out, v, size_t{params_.dim} * 4);
+    if (params_.metric == vector::Metric::kCosine && !vector::normalize(out, params_.dim)) {
+      throw Error(ErrorCode::kInvalidArgument, std::string("hnsw ") + what + ": a cosine vector of norm 0");
+    }
+  }
+
+  uint32_t random_level(uint32_t id) const {
+    uint64_t z = params_.seed ^ (uint64_t{id} * 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = (static_cast<double>(z >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    const double level = std::floor(-std::log(u) / std::log(static_cast<double>(params_.M)));
+    return static_cast<uint32_t>(std::min(level, static_cast<double>(layout_.max_level_cap - 1)));
+  }
+
+  // Reads page pid through fn(const std::byte* page) -> bool (false: the bytes break the
+  // format). Optimistic: retried until a validation succeeds, at most kOptimisticAttempts
+  // times, then pinned. A validated or pinned page that breaks the format is a bug.
+  template <class Fn>
+  void read_page(PageId pid, bool optimistic, HnswStats& s, Fn&& fn) const {
+    if (optimistic) {
+      for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
+        OptimisticRead r = pool_->read_optimistic(pid);
+        const bool ok = fn(r.data);
+        if (Pool::validate(r)) {
+          CALICO_CHECK(ok);
+          return;
+        }
+        ++s.retries;
+      }
+    }
+    SharedGuard g = pool_->pin_shared(pid);
+    CALICO_CHECK(fn(g.data()));
+  }
+
+  static HnswMetaState meta_state_of(const std::byte* page) {
+    HnswMetaState s;
+    std::memcpy(&s, page + offsetof(HnswMeta, entry), sizeof s);
+    return s;
+  }
+  static void write_meta_state(ExclusiveGuard& g, const HnswMetaState& s) {
+    std::memcpy(g.data() + offsetof(HnswMeta, entry), &s, sizeof s);
+    g.mark_dirty();
+  }
+  HnswMetaState read_meta_state(bool optimistic, HnswStats& s) const {
+    HnswMetaState ms{};
+    read_page(meta_page(), optimistic, s, [&](const std::byte* p) {
+      hnsw_detail::hnsw_racy_copy(&ms, p + offsetof(HnswMeta, entry), sizeof ms);
+      return ms.entry == HnswMeta::kNone ||
+             (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap);
+    });
+    return ms;
+  }
+
+  HnswRowHead read_head(uint32_t id, bool optimistic, HnswStats& s) const {
+    HnswRowHead h{};
+    const uint32_t off = layout_.row_offset(id);
+    read_page(page_of(id), optimistic, s, [&](const std::byte* p) {
+      hnsw_detail::hnsw_racy_copy(&h, p + off, sizeof h);
+      return h.flags == 0 || (h.flags == HnswRowHead::kPresent && h.level < layout_.max_level_cap);
+    });
+    return h;
+  }
+  bool contains_node(uint32_t id, HnswSearchState& st) const { return read_head(id, true, st.stats_).flags != 0; }
+
+  ListLocation list_location(uint32_t id, uint32_t level, const HnswRowHead& h) const {
+    if (level == 0) {
+      return ListLocation{page_of(id), layout_.row_offset(id), static_cast<uint32_t>(sizeof(HnswRowHead)),
+                          2 * params_.M};
+    }
+    CALICO_CHECK(h.flags == HnswRowHead::kPresent && h.level >= level && h.upper != HnswRowHead::kNoUpper);
+    return ListLocation{PageId(space_, layout_.upper_block(h.upper, level)), layout_.upper_offset(h.upper, level), 4,
+                        params_.M};
+  }
+  ListLocation list_location(uint32_t id, uint32_t level, HnswStats& s) const {
+    return list_location(id, level, level == 0 ? HnswRowHead{} : read_head(id, true, s));
+  }
+
+  // Copies node id's level-`level` list into out[0 .. 2M); returns its length.
+  uint32_t read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* out) const {
+    const ListLocation loc =
+        list_location(id, level, level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_));
+    uint32_t count = 0;
+    const uint32_t capacity = layout_.capacity;
+    read_page(loc.pid, optimistic, st.stats_, [&](const std::byte* p) {
+      hnsw_detail::hnsw_racy_copy(&count, p + loc.offset, 4);
+      if (count > loc.max) return false;
+      hnsw_detail::hnsw_racy_copy(out, p + loc.offset + loc.ids_offset, size_t{count} * 4);
+      for (uint32_t i = 0; i < count; ++i) {
+        if (out[i] >= capacity) return false;
+      }
+      return true;
+    });
+    return count;
+  }
+
+  void read_vector(uint32_t id, bool optimistic, HnswSearchState& st, float* out) const {
+    const uint32_t off = layout_.vector_offset(id);
+    const size_t bytes = size_t{params_.dim} * 4;
+    read_page(page_of(id), optimistic, st.stats_, [&](const std::byte* p) {
+      hnsw_detail::hnsw_racy_copy(out, p + off, bytes);
+      return true;
+    });
+  }
+
+  float distance_to(const float* q, uint32_t id, bool optimistic, HnswSearchState& st) const {
+    read_vector(id, optimistic, st, st.vec_.data());
+    ++st.stats_.distances;
+    return dist_(q, st.vec_.data(), params_.dim);
+  }
+
+  // Touches every cache line of a vector at `at` (a hint: the bytes may be anything).
+  void prefetch_lines(const std::byte* at) const {
+    const size_t bytes = size_t{params_.dim} * 4;
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(at + off);
+  }
+
+  // The distance of q to node id, whose page read `r` was started (read_optimistic of id's
+  // page): copied from r and validated; on a failed validation read again (read_vector).
+  float distance_in(const float* q, uint32_t id, const OptimisticRead& r, HnswSearchState& st) const {
+    hnsw_detail::hnsw_racy_copy(st.vec_.data(), r.data + layout_.vector_offset(id), size_t{params_.dim} * 4);
+    if (!Pool::validate(r)) [[unlikely]] {
+      ++st.stats_.retries;
+      read_vector(id, true, st, st.vec_.data());
+    }
+    ++st.stats_.distances;
+    return dist_(q, st.vec_.data(), params_.dim);
+  }
+
+  // One level of greedy descent: moves (*cur, *cur_d) to the closest neighbour on `level`
+  // until none is closer. Ends: (distance, id) strictly decreases over a finite set.
+  void greedy_step(const float* q, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* cur,
+                   float* cur_d) const {
+    for (bool changed = true; changed;) {
+      changed = false;
+      const uint32_t n = read_links(*cur, level, optimistic, st, st.links_.data());
+      ++st.stats_.expanded;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t v = st.links_[i];
+        const float d = distance_to(q, v, optimistic, st);
+        if (vector::Neighbor{d, v} < vector::Neighbor{*cur_d, *cur}) {
+          *cur = v;
+          *cur_d = d;
+          changed = true;
+        }
+      }
+    }
+  }
+
+  // Beam search on `level` (Algorithm 2) from the entry set in st.results_ (distances set,
+  // marked visited with the current epoch). On return st.results_ is a max-heap of the ef
+  // closest nodes found.
+  void search_layer(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
+                    HnswSearchState& st) const {
+    auto& cand = st.candidates_;
+    auto& res = st.results_;
+    cand.assign(res.begin(), res.end());
+    std::make_heap(cand.begin(), cand.end(), std::greater<>());
+    std::make_heap(res.begin(), res.end());
+    while (res.size() > ef) {
+      std::pop_heap(res.begin(), res.end());
+      res.pop_back();
+    }
+    const uint32_t epoch = st.epoch_;
+    while (!cand.empty()) {
+      const vector::Neighbor c = cand.front();
+      std::pop_heap(cand.begin(), cand.end(), std::greater<>());
+      cand.pop_back();
+      if (res.size() >= ef && res.front() < c) break;  // c is farther than every kept result
+      const uint32_t n = read_links(c.id, level, optimistic, st, st.links_.data());
+      ++st.stats_.expanded;
+      uint32_t fresh = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t v = st.links_[i];
+        if (st.visited_[v] == epoch) continue;
+        st.visited_[v] = epoch;
+        st.fresh_[fresh++] = v;
+      }
+      if (prefetch && level == 0 && fresh > 0) {
+        for (uint32_t i = 0; i < fresh; ++i) {
+          st.group_[i] = page_of(st.fresh_[i]);
+          st.offsets_[i] = layout_.vector_offset(st.fresh_[i]);
+        }
+        pool_->prefetch_group(std::span<const PageId>(st.group_.data(), fresh),
+                              std::span<const uint32_t>(st.offsets_.data(), fresh));
+      }
+      const bool pipelined = prefetch && optimistic && level == 0;
+      OptimisticRead next;
+      if (pipelined && fresh > 0) next = pool_->read_optimistic(page_of(st.fresh_[0]));
+      for (uint32_t i = 0; i < fresh; ++i) {
+        const uint32_t v = st.fresh_[i];
+        vector::Neighbor nb;
+        if (pipelined) {
+          // Software pipeline: start the next neighbour's read and prefetch every line of its
+          // vector (prefetch_group fetched only the first) before this one's distance.
+          const OptimisticRead r = next;
+          if (i + 1 < fresh) {
+            next = pool_->read_optimistic(page_of(st.fresh_[i + 1]));
+            prefetch_lines(next.data + layout_.vector_offset(st.fresh_[i + 1]));
+          }
+          nb = vector::Neighbor{distance_in(q, v, r, st), v};
+        } else {
+          nb = vector::Neighbor{distance_to(q, v, optimistic, st), v};
+        }
+        if (res.size() < ef || nb < res.front()) {
+          cand.push_back(nb);
+          std::push_heap(cand.begin(), cand.end(), std::greater<>());
+          res.push_back(nb);
+          std::push_heap(res.begin(), res.end());
+          if (res.size() > ef) {
+            std::pop_heap(res.begin(), res.end());
+            res.pop_back();
+          }
+        }
+      }
+    }
+  }
+
+  // The heuristic (Algorithm 4, no extension, pruned connections dropped): walks `sorted`
+  // (ascending distance to the base vector) and keeps a candidate unless a kept one is
+  // closer to it than the base is; stops at m kept. Kept vectors stay in st.rows_.
+  void select_heuristic(const std::vector<vector::Neighbor>& sorted, uint32_t m, HnswSearchState& st,
+                        std::vector<uint32_t>* out) const {
+    out->clear();
+    const uint32_t dim = params_.dim;
+    for (const vector::Neighbor& c : sorted) {
+      if (out->size() >= m) break;
+      float* row = st.rows_.data() + out->size() * dim;
+      read_vector(c.id, true, st, row);
+      bool keep = true;
+      for (size_t r = 0; r < out->size() && keep; ++r) {
+        ++st.stats_.distances;
+        keep = !(dist_(row, st.rows_.data() + r * dim, dim) < c.distance);
+      }
+      if (keep) out->push_back(c.id);
+    }
+  }
+
+  // Hands out `level` consecutive upper-list units on one page, allocating pages as needed.
+  uint32_t allocate_upper(uint32_t level) {
+    std::lock_guard lock(shared_->upper_mutex);
+    HnswMetaState ms;
+    {
+      SharedGuard g = pool_->pin_shared(meta_page());
+      ms = meta_state_of(g.data());
+    }
+    const uint32_t lpp = layout_.lists_per_page;
+    CALICO_CHECK(level <= lpp);
+    uint64_t u = ms.upper_units;
+    if (u % lpp + level > lpp) u = (u / lpp + 1) * lpp;
+    const uint64_t end = u + level;
+    if (end > UINT32_MAX) throw Error(ErrorCode::kInvalidArgument, "hnsw: the upper region is full");
+    const uint64_t pages = (end + lpp - 1) / lpp;
+    while (ms.upper_pages < pages) {
+      ExclusiveGuard g = pool_->allocate(space_);  // zeroed: empty lists
+      CALICO_CHECK(g.page_id().block() == uint64_t{layout_.upper_base} + ms.upper_pages);
+      ++ms.upper_pages;
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+    HnswMetaState now = meta_state_of(g.data());
+    CALICO_CHECK(now.upper_units == ms.upper_units && now.upper_pages <= ms.upper_pages);
+    now.upper_units = static_cast<uint32_t>(end);
+    now.upper_pages = ms.upper_pages;
+    write_meta_state(g, now);
+    return static_cast<uint32_t>(u);
+  }
+
+  // Writes node id's record (vector, head, empty list) under its page's latch.
+  void claim(uint32_t id, uint32_t level, uint32_t upper, const float* v) {
+    ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
+    HnswRowHead h;
+    std::memcpy(&h, g.data() + layout_.row_offset(id), sizeof h);
+    if (h.flags != 0) throw duplicate(id);
+    std::memcpy(g.data() + layout_.vector_offset(id), v, size_t{params_.dim} * 4);
+    h = HnswRowHead{0, upper, static_cast<uint16_t>(level), HnswRowHead::kPresent};
+    std::memcpy(g.data() + layout_.row_offset(id), &h, sizeof h);
+    g.mark_dirty();
+  }
+
+  // Merges ids[0 .. n) into node's level-`level` list (see the file comment): appended while
+  // there is room; else node's list plus ids is cut to the list's maximum by the heuristic
+  // around node's vector, computed from a snapshot without a latch and written only if the
+  // list still equals the snapshot.
+  void link(uint32_t node, const uint32_t* ids, uint32_t n, uint32_t level, HnswSearchState& st) {
+    const ListLocation loc = list_location(node, level, st.stats_);
+    for (uint32_t attempt = 0; attempt < kMaxLinkAttempts; ++attempt) {
+      uint32_t count;
+      {
+        ExclusiveGuard g = pool_->pin_exclusive(loc.pid);
+        std::byte* list = g.data() + loc.offset;
+        std::memcpy(&count, list, 4);
+        CALICO_CHECK(count <= loc.max);
+        std::memcpy(st.snapshot_.data(), list + loc.ids_offset, size_t{count} * 4);
+        st.merged_.assign(st.snapshot_.begin(), st.snapshot_.begin() + count);
+        for (uint32_t i = 0; i < n; ++i) {
+          CALICO_DCHECK(ids[i] != node);
+          if (std::find(st.merged_.begin(), st.merged_.end(), ids[i]) == st.merged_.end()) st.merged_.push_back(ids[i]);
+        }
+        if (st.merged_.size() == count) return;  // every id is there already
+        if (st.merged_.size() <= loc.max) {
+          write_list(g, loc, st.merged_);
+          return;
+        }
+      }
+      // Overflow: shrink st.merged_ around node's vector (reads other pages: no latch held).
+      shrink(node, loc.max, st);
+      ExclusiveGuard g = pool_->pin_exclusive(loc.pid);
+      const std::byte* list = g.data() + loc.offset;
+      uint32_t now;
+      std::memcpy(&now, list, 4);
+      if (now == count && std::memcmp(list + loc.ids_offset, st.snapshot_.data(), size_t{count} * 4) == 0) {
+        write_list(g, loc, st.chosen_);
+        return;
+      }
+    }
+    throw Error(ErrorCode::kRestartLimit, "hnsw: the list of node " + std::to_string(node) + " changed " +
+                                              std::to_string(kMaxLinkAttempts) + " times during an update");
+  }
+
+  static void write_list(ExclusiveGuard& g, const ListLocation& loc, const std::vector<uint32_t>& ids) {
+    CALICO_CHECK(ids.size() <= loc.max);
+    const uint32_t count = static_cast<uint32_t>(ids.size());
+    std::memcpy(g.data() + loc.offset, &count, 4);
+    std::memcpy(g.data() + loc.offset + loc.ids_offset, ids.data(), size_t{count} * 4);
+    g.mark_dirty();
+  }
+
+  // st.merged_ (node's list plus new ids) -> st.chosen_, at most max ids, by the heuristic.
+  void shrink(uint32_t node, uint32_t max, HnswSearchState& st) const {
+    // node's own vector goes to the last row of st.rows_ (rows 0 .. max - 1 hold kept ones).
+    float* node_vec = st.rows_.data() + size_t{2 * params_.M} * params_.dim;
+    read_vector(node, true, st, node_vec);
+    st.shrink_.clear();
+    for (uint32_t v : st.merged_) st.shrink_.push_back(vector::Neighbor{distance_to(node_vec, v, true, st), v});
+    std::sort(st.shrink_.begin(), st.shrink_.end());
+    select_heuristic(st.shrink_, max, st, &st.chosen_);
+  }
+
+  Pool* pool_;
+  SpaceId space_;
+  HnswParams params_;
+  HnswLayout layout_;
+  vector::DistanceFn dist_;
+  std::unique_ptr<Shared> shared_;
+};
+
+}  // namespace calico::index
