@@ -139,24 +139,24 @@ constexpr uint32_t kEfConstruction = 64;
 constexpr uint32_t kSearchEf = 64;
 // Pools a little smaller than the index: every build and search evicts (and, since pages
 // come back from disk with O_DIRECT, a smaller pool mostly makes the test slower).
-constexpr uint32_t kTinyPoolFrames = 50;  // for 1,500 nodes: 52 level-0 pages + upper + meta
+constexpr uint32_t kTinyPoolFrames = 36;  // for 1,000 nodes: 35 level-0 pages + 2 upper + meta
 
 template <class Pool>
 class HnswOnEveryTranslation : public ::testing::Test {};
 TYPED_TEST_SUITE(HnswOnEveryTranslation, testing::EvictingPools, testing::PoolName);
 
-// 1,500 vectors of dim 16 (M 8: 29 nodes per 4 KB page, 52 level-0 pages plus the upper
-// region and the metadata) in a 50-frame pool: recall@10 >= 0.9 at ef 64 for L2; every read
+// 1,000 vectors of dim 16 (M 8: 29 nodes per 4 KB page, 35 level-0 pages plus the upper
+// region and the metadata) in a 36-frame pool: recall@10 >= 0.9 at ef 64 for L2; every read
 // mode and prefetch setting returns exactly the same lists; the structure holds.
 TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   TempDir dir;
-  const std::vector<float> all = clustered(1600, kDim, 40, 1);
-  const std::vector<float> data(all.begin(), all.begin() + 1500 * kDim);
-  const std::vector<float> queries(all.begin() + 1500 * kDim, all.end());
+  const std::vector<float> all = clustered(1100, kDim, 40, 1);
+  const std::vector<float> data(all.begin(), all.begin() + 1000 * kDim);
+  const std::vector<float> queries(all.begin() + 1000 * kDim, all.end());
   const Reference ref(data, kDim, Metric::kL2);
   auto pool = TypeParam::open(small_options(dir.path(), kTinyPoolFrames));
   auto h = build(*pool, ref, data, kM, kEfConstruction);
-  EXPECT_EQ(h.size(), 1500u);
+  EXPECT_EQ(h.size(), 1000u);
   EXPECT_GT(pool->stats().evictions, 0u) << "the index must not fit the pool";
   ASSERT_NO_THROW(h.check_structure());
 
@@ -267,10 +267,10 @@ void concurrent_add_and_search(uint32_t n, uint32_t frames) {
   pool->check_invariants();
 }
 
-// 1,200 nodes: 42 level-0 pages; 800 nodes: 28.
+// 1,200 nodes: 42 level-0 pages; 600 nodes: 21.
 TEST(Hnsw, ConcurrentAddsAndSearchesArrayPool) { concurrent_add_and_search<BufferPool>(1200, 40); }
 
-TYPED_TEST(HnswOnEveryTranslation, ConcurrentAddsAndSearches) { concurrent_add_and_search<TypeParam>(800, 28); }
+TYPED_TEST(HnswOnEveryTranslation, ConcurrentAddsAndSearches) { concurrent_add_and_search<TypeParam>(600, 22); }
 
 // Build, flush, close the pool; a new pool on the same directory opens the index and gives
 // the same answers, and the index keeps growing after the reopen.
