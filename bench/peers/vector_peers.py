@@ -276,10 +276,11 @@ def machine_info():
     except (OSError, ValueError, IndexError):
         pass
     versions = {"python": platform.python_version(), "numpy": np.__version__}
-    for mod in ("hnswlib", "faiss", "usearch"):
+    from importlib import metadata
+    for package in ("hnswlib", "faiss-cpu", "usearch"):
         try:
-            versions[mod] = getattr(__import__(mod), "__version__", "?")
-        except ImportError:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
             pass
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "versions": versions}
 
