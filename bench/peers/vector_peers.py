@@ -346,7 +346,7 @@ def parse_args(argv):
 def index_path(args, dataset, system, adapter):
     stored = "usearch" if system == "usearch_view" else system  # the view maps usearch's file
     tag = "-".join(f"{k}{v}" for k, v in adapter.build_params().items())
-    return os.path.join(args.index_dir, f"{dataset}-{stored}-{tag}.index")
+    return os.path.join(args.index_dir, f"{dataset}-{adapter.metric}-{stored}-{tag}.index")
 
 
 def build_or_load(args, system, adapter, base, dataset):
