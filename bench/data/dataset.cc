@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the generator or the file layout changes: old caches are then regenerated.
-constexpr const char* kManifestVersion = "calico-dataset v1";
+constexpr const char* kManifestVersion = "calico-dataset v2";
 constexpr const char* kManifest = "manifest";
 constexpr const char* kBaseFile = "base.fvecs";
 constexpr const char* kQueryFile = "query.fvecs";

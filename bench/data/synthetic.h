@@ -28,8 +28,8 @@ struct ClusteredParams {
   uint64_t seed = 42;
   uint32_t latent_dim = 16;  // intrinsic dimension of a cluster (capped at dim)
   float box = 128.0f;        // centres uniform in [0, box)^dim
-  float spread_min = 12.0f;  // per-cluster sigma along its latent directions
-  float spread_max = 36.0f;
+  float spread_min = 20.0f;  // per-cluster sigma along its latent directions (clusters overlap)
+  float spread_max = 50.0f;
   float noise = 3.0f;        // standard deviation of the (uniform) noise on every component
   bool sift_range = true;    // clamp to [0, 255]
 };

@@ -276,10 +276,11 @@ def machine_info():
     except (OSError, ValueError, IndexError):
         pass
     versions = {"python": platform.python_version(), "numpy": np.__version__}
-    for mod in ("hnswlib", "faiss", "usearch"):
+    from importlib import metadata
+    for package in ("hnswlib", "faiss-cpu", "usearch"):
         try:
-            versions[mod] = getattr(__import__(mod), "__version__", "?")
-        except ImportError:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
             pass
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_bytes": mem, "versions": versions}
 
@@ -345,7 +346,7 @@ def parse_args(argv):
 def index_path(args, dataset, system, adapter):
     stored = "usearch" if system == "usearch_view" else system  # the view maps usearch's file
     tag = "-".join(f"{k}{v}" for k, v in adapter.build_params().items())
-    return os.path.join(args.index_dir, f"{dataset}-{stored}-{tag}.index")
+    return os.path.join(args.index_dir, f"{dataset}-{adapter.metric}-{stored}-{tag}.index")
 
 
 def build_or_load(args, system, adapter, base, dataset):
