@@ -1,0 +1,740 @@
+// BasicIvf<Pool>: an IVF-Flat vector index (inverted file of full-precision vectors) stored
+// in buffer-pool pages. build() trains nlist centroids by k-means on a seeded sample of the
+// rows, assigns every row to its nearest centroid and writes one posting list per centroid
+// as a chain of pages; search() ranks the centroids (in memory), scans the nprobe nearest
+// lists page by page and keeps the k nearest rows. Search is the scan-heavy access pattern:
+// long runs of pages read once, in an order known in advance (so group prefetch applies).
+//
+// Principal entry points:
+//   BasicIvf::build(pool, name, params, data, n, progress)   writes the index (once)
+//   BasicIvf::open(pool, name)                               loads centroids and list heads
+//   search(q, options, state, &out)   the k nearest rows among the nprobe nearest lists
+//   add(id, v)                        appends one row to its list (thread-safe, also
+//                                     concurrently with search)
+//   verify() / list_ids(list, &ids)   whole-structure check and list contents (tests)
+//
+// On-disk format (little-endian; only the first usable_page_size() bytes of a page; block
+// numbers are u32 within the index's space; block 0 is never a posting page, so 0 = none):
+//   Block 0, metadata (IvfMeta): magic u64 "CALIVFFL" | format_version u32 | page_size u32 |
+//       dim u32 | metric u32 | nlist u32 | train_iters u32 | seed u64 | train_sample u64 |
+//       built_rows u64 | centroid_first u32 | centroid_pages u32 | centroids_per_page u32 |
+//       directory_first u32 | directory_pages u32 | entries_per_page u32 |
+//       records_per_page u32 | reserved u32
+//   Blocks centroid_first .. + centroid_pages: the centroids, dim floats each, packed:
+//       centroid c at block centroid_first + c / centroids_per_page, byte (c % cpp) * 4 * dim.
+//   Blocks directory_first .. + directory_pages: the list directory, 16 bytes per list
+//       (IvfDirEntry): first block u32 | tail block u32 | rows u32 | build_pages u32;
+//       list l at block directory_first + l / entries_per_page, byte (l % epp) * 16.
+//   Then the posting lists, list after list. A posting page (IvfPostingHeader, 16 bytes):
+//       tag u32 "IVFP" | list u32 | count u32 | next block u32 (0 = last page) |
+//       count records from byte 16, each: id u32 | dim floats (4 + 4 * dim bytes; the
+//       vectors are 4-byte aligned). records_per_page = (usable - 16) / (4 + 4 * dim).
+//   build() writes every list as build_pages contiguous blocks (first .. first + build_pages
+//   - 1, each page full except the last; an empty list still has one page), so the chain's
+//   next pointers are first + 1, first + 2, ...; pages that add() appends later are
+//   allocated at the end of the space and linked from the tail.
+//   Invariants: every page of list l's chain carries tag and list l; count <=
+//   records_per_page; the chain from `first` has build_pages contiguous pages, ends at
+//   `tail`, and its counts sum to the directory's rows. kCosine rows are stored normalised.
+//   build() zeroes block 0 first and writes the metadata last, so an interrupted build
+//   leaves a space that open() rejects.
+//
+// Memory: open() and build() keep the centroids (nlist x dim floats) and each list's first
+// block and build_pages in memory; search reads only posting pages.
+//
+// Search (see search()): reads are optimistic (read_optimistic + validate; the page's
+// header and records are copied by ivf_racy_copy_posting, which bounds-checks everything
+// taken from the page and is not instrumented by ThreadSanitizer; distances are computed
+// on the copy after validation; after kOptimisticAttempts failed validations the page is
+// read under a shared pin) or, with optimistic = false, under a shared pin (distances
+// computed in place). Group prefetch (options.prefetch):
+//   (1) once the probes are chosen: one prefetch_group of the first page of the nearest
+//       probed lists (at most first_page_prefetch() of them);
+//   (2) while scanning a list's build-time pages, the next pages of the chain (known to be
+//       first + i) are kept prefetched up to prefetch_window() pages ahead of the scan, in
+//       groups of at least window / 2 pages. Pages appended by add() are not prefetched.
+//   Both caps follow the pool's size (window = frames / 8 in [1, 8]; first pages = frames
+//   / 4 in [1, 64]) so that prefetched pages are not evicted before they are read.
+//
+// Concurrency: search() and add() may run from any number of threads at once (each search
+// with its own IvfSearchState). add() latches the list's directory page exclusively, then
+// its tail page, then (when full) the new page it allocates: that order is the same for
+// every add, and readers hold at most one shared pin at a time, so there is no deadlock.
+// Searches see a row added concurrently or not; every row whose add() returned before the
+// search started is seen. build() and open() must not race with operations on the same
+// space. Errors: calico::Error (kInvalidArgument for bad input; pool errors pass through).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "calico/buffer_pool.h"
+#include "calico/checks.h"
+#include "calico/error.h"
+#include "vector/distance.h"
+#include "vector/kmeans.h"
+#include "vector/neighbor.h"
+
+namespace calico::index {
+
+static_assert(std::endian::native == std::endian::little, "the IVF format is little-endian");
+
+struct IvfParams {
+  uint32_t dim = 0;
+  vector::Metric metric = vector::Metric::kL2;
+  uint32_t nlist = 1024;       // lists (centroids); 1 <= nlist <= n
+  uint32_t train_iters = 10;   // Lloyd iterations
+  uint64_t train_sample = 0;   // rows k-means trains on; 0: 64 * nlist. Clamped to [nlist, n]
+  uint64_t seed = 42;          // sample and k-means initialisation
+  uint32_t threads = 0;        // build's assignment threads; 0: hardware_concurrency()
+};
+
+struct IvfSearchOptions {
+  uint32_t k = 10;
+  uint32_t nprobe = 8;     // lists scanned; values above nlist are clamped to nlist
+  bool optimistic = true;  // false: every posting page is read under a shared pin
+  bool prefetch = true;    // group prefetch of the probed lists' pages (see the header)
+};
+
+// Build progress: done out of total = 2 n (n for the assignment, n for writing the lists).
+using IvfProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+// The format constants and layout arithmetic.
+struct IvfFormat {
+  static constexpr uint64_t kMagic = 0x4C464656494C4143ull;  // "CALIVFFL" little-endian
+  static constexpr uint32_t kFormatVersion = 1;
+  static constexpr uint32_t kPostingTag = 0x50465649;  // "IVFP"
+  static constexpr size_t kPostingHeaderBytes = 16;
+  static constexpr size_t kDirEntryBytes = 16;
+  static constexpr uint32_t kNoBlock = 0;
+  static constexpr uint32_t kMaxFirstPagePrefetch = 64;
+  static constexpr uint32_t kMaxPrefetchWindow = 8;
+
+  static constexpr size_t record_bytes(uint32_t dim) { return 4 + size_t{4} * dim; }
+  static constexpr uint32_t records_per_page(size_t usable, uint32_t dim) {
+    return static_cast<uint32_t>((usable - kPostingHeaderBytes) / record_bytes(dim));
+  }
+  static constexpr uint32_t centroids_per_page(size_t usable, uint32_t dim) {
+    return static_cast<uint32_t>(usable / (size_t{4} * dim));
+  }
+  // The largest dim for which a posting page holds one record (and a centroid page one
+  // centroid).
+  static constexpr uint32_t max_dim(size_t usable) {
+    return static_cast<uint32_t>((usable - kPostingHeaderBytes - 4) / 4);
+  }
+};
+
+namespace ivf_detail {
+
+struct IvfMeta {
+  uint64_t magic;
+  uint32_t format_version;
+  uint32_t page_size;
+  uint32_t dim;
+  uint32_t metric;
+  uint32_t nlist;
+  uint32_t train_iters;
+  uint64_t seed;
+  uint64_t train_sample;
+  uint64_t built_rows;
+  uint32_t centroid_first;
+  uint32_t centroid_pages;
+  uint32_t centroids_per_page;
+  uint32_t directory_first;
+  uint32_t directory_pages;
+  uint32_t entries_per_page;
+  uint32_t records_per_page;
+  uint32_t reserved;
+};
+static_assert(sizeof(IvfMeta) == 88);
+
+struct IvfDirEntry {
+  uint32_t first;
+  uint32_t tail;
+  uint32_t rows;
+  uint32_t build_pages;
+};
+static_assert(sizeof(IvfDirEntry) == IvfFormat::kDirEntryBytes);
+
+struct IvfPostingHeader {
+  uint32_t tag;
+  uint32_t list;
+  uint32_t count;
+  uint32_t next;
+};
+static_assert(sizeof(IvfPostingHeader) == IvfFormat::kPostingHeaderBytes);
+
+// Copies the header of a posting page that may be changing into *h and, when it is a
+// posting page (tag) with count <= records_per_page, its count records into dst (which
+// holds records_per_page * record_bytes bytes); returns false for garbage. Everything
+// taken from the page is bounds-checked before use; nothing is used by the caller before
+// the page validates. Not instrumented by ThreadSanitizer (the race is intended) and,
+// under TSan, free of calls that TSan intercepts (the copy is a volatile word loop).
+inline __attribute__((no_sanitize("thread"), noinline)) bool ivf_racy_copy_posting(const std::byte* page,
+                                                                                uint32_t records_per_page,
+                                                                                size_t record_bytes,
+                                                                                IvfPostingHeader* h,
+                                                                                std::byte* dst) {
+  const volatile uint32_t* w = reinterpret_cast<const volatile uint32_t*>(page);
+  h->tag = w[0];
+  h->list = w[1];
+  h->count = w[2];
+  h->next = w[3];
+  if (h->tag != IvfFormat::kPostingTag || h->count > records_per_page) return false;
+  const size_t bytes = size_t{h->count} * record_bytes;  // <= usable - 16: inside the page
+#if defined(__SANITIZE_THREAD__)
+  const volatile uint32_t* src = w + IvfFormat::kPostingHeaderBytes / 4;
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (size_t i = 0; i < bytes / 4; ++i) out[i] = src[i];
+#else
+  __builtin_memcpy(dst, page + IvfFormat::kPostingHeaderBytes, bytes);
+#endif
+  return true;
+}
+
+// The top-k so far: a max-heap by (distance, id) of at most k neighbours.
+inline void push_candidate(std::vector<vector::Neighbor>& heap, uint32_t k, vector::Neighbor c) {
+  if (heap.size() < k) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end());
+  } else if (c < heap.front()) {
+    std::pop_heap(heap.begin(), heap.end());
+    heap.back() = c;
+    std::push_heap(heap.begin(), heap.end());
+  }
+}
+
+}  // namespace ivf_detail
+
+template <class Pool>
+class BasicIvf;
+
+// A search's scratch space: one per thread, reused so that a search allocates nothing
+// after the first. Default-constructed states size themselves on first use.
+class IvfSearchState {
+ public:
+  IvfSearchState() = default;
+  template <class Pool>
+  explicit IvfSearchState(const BasicIvf<Pool>& ivf) {
+    query_.reserve(ivf.dim());
+    order_.reserve(ivf.nlist());
+    records_.resize(ivf.records_per_page() * IvfFormat::record_bytes(ivf.dim()) / 4);
+  }
+
+ private:
+  template <class>
+  friend class BasicIvf;
+  std::vector<float> query_;             // the query (kCosine: normalised)
+  std::vector<vector::Neighbor> order_;  // (centroid distance, list) of every list
+  std::vector<vector::Neighbor> heap_;   // the best k so far (max-heap)
+  std::vector<PageId> group_;            // a prefetch group
+  std::vector<float> records_;           // one posting page's records (floats: aligned)
+};
+
+template <class Pool>
+class BasicIvf : public IvfFormat {
+ public:
+  // Trains, assigns and writes the index of rows data[0 .. n * dim) into a new space
+  // `name`; row i gets id i. Reports progress (done, 2 n) after each chunk of rows
+  // assigned and each list written, when given.
+  // Errors: kInvalidArgument (dim 0 or above max_dim(usable_page_size()), an unknown
+  // metric, n 0 or above 2^32 - 1, nlist 0 or above n, a non-finite value, a zero row for
+  // kCosine, more pages than the space may hold) before the space is created;
+  // create_space (kSpaceExists) / allocate errors.
+  static BasicIvf build(Pool& pool, std::string_view name, const IvfParams& params, const float* data, uint64_t n,
+                        const IvfProgressFn& progress = {}) {
+    const size_t usable = pool.usable_page_size();
+    check_build_args(params, usable, data, n);
+    const uint32_t dim = params.dim, nlist = params.nlist;
+    const bool cosine = params.metric == vector::Metric::kCosine;
+    const uint64_t total = 2 * n;
+
+    // 1. Train on a seeded sample (ascending row order: Knuth's selection sampling).
+    IvfParams p = params;
+    p.train_sample = std::clamp<uint64_t>(params.train_sample == 0 ? uint64_t{64} * nlist : params.train_sample,
+                                          nlist, n);
+    std::vector<float> sample(p.train_sample * dim);
+    {
+      std::mt19937_64 rng(p.seed);
+      uint64_t taken = 0;
+      for (uint64_t i = 0; i < n && taken < p.train_sample; ++i) {
+        if (std::uniform_int_distribution<uint64_t>(0, n - i - 1)(rng) < p.train_sample - taken) {
+          std::copy_n(data + i * dim, dim, sample.data() + taken * dim);
+          if (cosine) vector::normalize(sample.data() + taken * dim, dim);
+          ++taken;
+        }
+      }
+      CALICO_CHECK(taken == p.train_sample);
+    }
+    vector::KmeansParams kp;
+    kp.k = nlist;
+    kp.metric = p.metric;
+    kp.iters = p.train_iters;
+    kp.seed = p.seed;
+    kp.threads = p.threads;
+    vector::KmeansResult km = vector::kmeans(sample.data(), p.train_sample, dim, kp);
+    sample = {};
+
+    // 2. Assign every row (in chunks; kCosine rows are normalised in a chunk buffer).
+    std::vector<uint32_t> assignment(n);
+    {
+      constexpr uint64_t kChunkRows = 16384;
+      std::vector<float> chunk;
+      for (uint64_t b = 0; b < n; b += kChunkRows) {
+        const uint64_t rows = std::min(kChunkRows, n - b);
+        const float* src = data + b * dim;
+        if (cosine) {
+          chunk.assign(src, src + rows * dim);
+          for (uint64_t i = 0; i < rows; ++i) vector::normalize(chunk.data() + i * dim, dim);
+          src = chunk.data();
+        }
+        vector::assign_nearest(src, rows, dim, km.centroids.data(), nlist, p.metric, p.threads,
+                               assignment.data() + b);
+        if (progress) progress(b + rows, total);
+      }
+    }
+
+    // 3. Lay out: list l's rows in ascending row order (a counting sort by list).
+    std::vector<uint64_t> start(uint64_t{nlist} + 1, 0);
+    for (uint32_t a : assignment) ++start[a + 1];
+    for (uint32_t l = 0; l < nlist; ++l) start[l + 1] += start[l];
+    std::vector<uint32_t> members(n);
+    {
+      std::vector<uint64_t> fill(start.begin(), start.end() - 1);
+      for (uint64_t i = 0; i < n; ++i) members[fill[assignment[i]]++] = static_cast<uint32_t>(i);
+    }
+    assignment = {};
+    ivf_detail::IvfMeta m{};
+    m.magic = kMagic;
+    m.format_version = kFormatVersion;
+    m.page_size = static_cast<uint32_t>(pool.page_size());
+    m.dim = dim;
+    m.metric = static_cast<uint32_t>(p.metric);
+    m.nlist = nlist;
+    m.train_iters = p.train_iters;
+    m.seed = p.seed;
+    m.train_sample = p.train_sample;
+    m.built_rows = n;
+    m.centroids_per_page = centroids_per_page(usable, dim);
+    m.centroid_first = 1;
+    m.centroid_pages = (nlist + m.centroids_per_page - 1) / m.centroids_per_page;
+    m.entries_per_page = static_cast<uint32_t>(usable / kDirEntryBytes);
+    m.directory_first = m.centroid_first + m.centroid_pages;
+    m.directory_pages = (nlist + m.entries_per_page - 1) / m.entries_per_page;
+    m.records_per_page = IvfFormat::records_per_page(usable, dim);
+    const uint32_t rpp = m.records_per_page;
+    std::vector<ivf_detail::IvfDirEntry> dir(nlist);
+    uint64_t next_block = uint64_t{m.directory_first} + m.directory_pages;
+    for (uint32_t l = 0; l < nlist; ++l) {
+      const uint64_t rows = start[l + 1] - start[l];
+      const uint64_t pages = std::max<uint64_t>(1, (rows + rpp - 1) / rpp);
+      dir[l] = {static_cast<uint32_t>(next_block), static_cast<uint32_t>(next_block + pages - 1),
+                static_cast<uint32_t>(rows), static_cast<uint32_t>(pages)};
+      next_block += pages;
+    }
+    if (next_block > pool.options().max_blocks_per_space || next_block > UINT32_MAX) {
+      throw Error(ErrorCode::kInvalidArgument, "ivf '" + std::string(name) + "' needs " + std::to_string(next_block) +
+                                                   " pages; the space holds at most " +
+                                                   std::to_string(pool.options().max_blocks_per_space));
+    }
+
+    // 4. Write: block 0 zeroed, centroids, directory, lists, then the metadata.
+    const SpaceId space = pool.create_space(name);
+    auto write_page = [&](uint64_t expect_block, auto&& fill_page) {
+      ExclusiveGuard g = pool.allocate(space);
+      CALICO_CHECK(g.page_id().block() == expect_block);  // build is the space's only writer
+      fill_page(g.data());
+      g.mark_dirty();
+    };
+    write_page(0, [](std::byte*) {});
+    for (uint32_t pg = 0; pg < m.centroid_pages; ++pg) {
+      const uint32_t c0 = pg * m.centroids_per_page, c1 = std::min(nlist, c0 + m.centroids_per_page);
+      write_page(m.centroid_first + pg, [&](std::byte* d) {
+        std::memcpy(d, km.centroids.data() + size_t{c0} * dim, size_t{c1 - c0} * dim * 4);
+      });
+    }
+    for (uint32_t pg = 0; pg < m.directory_pages; ++pg) {
+      const uint32_t l0 = pg * m.entries_per_page, l1 = std::min(nlist, l0 + m.entries_per_page);
+      write_page(m.directory_first + pg, [&](std::byte* d) { std::memcpy(d, &dir[l0], size_t{l1 - l0} * kDirEntryBytes); });
+    }
+    const size_t rec = record_bytes(dim);
+    uint64_t written = 0;
+    for (uint32_t l = 0; l < nlist; ++l) {
+      const uint64_t rows = start[l + 1] - start[l];
+      for (uint32_t pg = 0; pg < dir[l].build_pages; ++pg) {
+        const uint64_t r0 = uint64_t{pg} * rpp, r1 = std::min<uint64_t>(rows, r0 + rpp);
+        const bool last = pg + 1 == dir[l].build_pages;
+        write_page(dir[l].first + pg, [&](std::byte* d) {
+          const ivf_detail::IvfPostingHeader h{kPostingTag, l, static_cast<uint32_t>(r1 - r0),
+                                               last ? kNoBlock : dir[l].first + pg + 1};
+          std::memcpy(d, &h, sizeof h);
+          for (uint64_t r = r0; r < r1; ++r) {
+            const uint32_t id = members[start[l] + r];
+            std::byte* out = d + kPostingHeaderBytes + (r - r0) * rec;
+            std::memcpy(out, &id, 4);
+            std::memcpy(out + 4, data + uint64_t{id} * dim, size_t{dim} * 4);
+            if (cosine) normalize_in_page(out + 4, dim);
+          }
+        });
+      }
+      written += rows;
+      if (progress) progress(n + written, total);
+    }
+    {
+      ExclusiveGuard g = pool.pin_exclusive(PageId(space, 0));
+      std::memcpy(g.data(), &m, sizeof m);
+      g.mark_dirty();
+    }
+    std::vector<ListHead> heads(nlist);
+    for (uint32_t l = 0; l < nlist; ++l) heads[l] = {dir[l].first, dir[l].build_pages};
+    return BasicIvf(pool, space, m, std::move(km.centroids), std::move(heads), n);
+  }
+
+  // Loads the metadata, the centroids and the list directory.
+  // Errors: kUnknownSpace; kInvalidArgument when the space is not an index of this format.
+  static BasicIvf open(Pool& pool, std::string_view name) {
+    const SpaceId space = pool.open_space(name);
+    const uint64_t blocks = pool.space_blocks(space);
+    auto reject = [&](const std::string& why) {
+      return Error(ErrorCode::kInvalidArgument, "space '" + std::string(name) + "' is not an IVF index: " + why,
+                   PageId(space, 0));
+    };
+    ivf_detail::IvfMeta m{};
+    if (blocks > 0) {
+      SharedGuard g = pool.pin_shared(PageId(space, 0));
+      std::memcpy(&m, g.data(), sizeof m);
+    }
+    const size_t usable = pool.usable_page_size();
+    if (m.magic != kMagic || m.format_version != kFormatVersion) throw reject("no IVF metadata in block 0");
+    if (m.page_size != pool.page_size() || m.dim == 0 || m.dim > max_dim(usable) || m.metric > 2 || m.nlist == 0 ||
+        m.centroids_per_page != centroids_per_page(usable, m.dim) || m.records_per_page != IvfFormat::records_per_page(usable, m.dim) ||
+        m.entries_per_page != usable / kDirEntryBytes ||
+        uint64_t{m.centroid_pages} * m.centroids_per_page < m.nlist ||
+        uint64_t{m.directory_pages} * m.entries_per_page < m.nlist ||
+        uint64_t{m.centroid_first} + m.centroid_pages > blocks ||
+        uint64_t{m.directory_first} + m.directory_pages > blocks) {
+      throw reject("inconsistent metadata");
+    }
+    std::vector<float> centroids(size_t{m.nlist} * m.dim);
+    for (uint32_t pg = 0; pg < m.centroid_pages; ++pg) {
+      const uint32_t c0 = pg * m.centroids_per_page, c1 = std::min(m.nlist, c0 + m.centroids_per_page);
+      SharedGuard g = pool.pin_shared(PageId(space, m.centroid_first + pg));
+      std::memcpy(centroids.data() + size_t{c0} * m.dim, g.data(), size_t{c1 - c0} * m.dim * 4);
+    }
+    if (!vector::all_finite(centroids.data(), centroids.size())) throw reject("non-finite centroids");
+    std::vector<ListHead> heads(m.nlist);
+    uint64_t rows = 0;
+    for (uint32_t pg = 0; pg < m.directory_pages; ++pg) {
+      const uint32_t l0 = pg * m.entries_per_page, l1 = std::min(m.nlist, l0 + m.entries_per_page);
+      SharedGuard g = pool.pin_shared(PageId(space, m.directory_first + pg));
+      for (uint32_t l = l0; l < l1; ++l) {
+        ivf_detail::IvfDirEntry e;
+        std::memcpy(&e, g.data() + size_t{l - l0} * kDirEntryBytes, sizeof e);
+        if (e.first == kNoBlock || e.build_pages == 0 || uint64_t{e.first} + e.build_pages > blocks || e.tail == kNoBlock ||
+            e.tail >= blocks) {
+          throw reject("list " + std::to_string(l) + " has a bad directory entry");
+        }
+        heads[l] = {e.first, e.build_pages};
+        rows += e.rows;
+      }
+    }
+    return BasicIvf(pool, space, m, std::move(centroids), std::move(heads), rows);
+  }
+
+  // The k nearest rows (ascending by (distance, id)) among the lists of the nprobe
+  // centroids nearest to q (ties between centroids: the lower list). nprobe = nlist is an
+  // exact search. Deterministic: the result does not depend on optimistic or prefetch.
+  // *out is replaced; it has min(k, rows in the probed lists) entries.
+  // Errors: kInvalidArgument (k 0, nprobe 0, a non-finite q, a zero q for kCosine); pool
+  // errors.
+  void search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st, std::vector<vector::Neighbor>* out) const {
+    if (opt.k == 0 || opt.nprobe == 0) {
+      throw Error(ErrorCode::kInvalidArgument, "ivf search: k (" + std::to_string(opt.k) + ") and nprobe (" +
+                                                   std::to_string(opt.nprobe) + ") must be at least 1");
+    }
+    const float* query = prepare(q, &st.query_, "ivf search");
+    const uint32_t nprobe = std::min(opt.nprobe, nlist());
+    // Rank the lists by centroid distance, (distance, list) ascending.
+    st.order_.resize(nlist());
+    for (uint32_t l = 0; l < nlist(); ++l) st.order_[l] = {dist_(query, centroid(l), dim()), l};
+    std::partial_sort(st.order_.begin(), st.order_.begin() + nprobe, st.order_.end());
+    const std::span<const vector::Neighbor> probes(st.order_.data(), nprobe);
+
+    if (opt.prefetch) {  // (1) the first page of the nearest probed lists
+      st.group_.clear();
+      for (const vector::Neighbor& p : probes.first(std::min(nprobe, first_page_prefetch()))) {
+        st.group_.push_back(PageId(space_, heads_[p.id].first));
+      }
+      pool_->prefetch_group(st.group_);
+    }
+    st.records_.resize(size_t{meta_.records_per_page} * record_bytes(dim()) / 4);
+    st.heap_.clear();
+    for (const vector::Neighbor& p : probes) scan_list(p.id, query, opt, st);
+    std::sort_heap(st.heap_.begin(), st.heap_.end());
+    out->assign(st.heap_.begin(), st.heap_.end());
+  }
+
+  // Appends row (id, v) to the list of v's nearest centroid (kCosine: v normalised). Ids
+  // are not checked for uniqueness: a repeated id is a second row with that id. Thread-safe
+  // (see the header for the latch order). The row is durable after the next flush().
+  // Errors: kInvalidArgument (non-finite v, zero v for kCosine; nothing is written);
+  // pin / allocate errors (kPoolFull: nothing is written).
+  void add(uint32_t id, const float* v) {
+    std::vector<float> buf;
+    const float* row = prepare(v, &buf, "ivf add");
+    const uint32_t list = vector::nearest_centroid(row, centroids_.data(), nlist(), dim(), dist_);
+    const PageId dir_pid(space_, meta_.directory_first + list / meta_.entries_per_page);
+    const size_t dir_off = size_t{list % meta_.entries_per_page} * kDirEntryBytes;
+    ExclusiveGuard dg = pool_->pin_exclusive(dir_pid);
+    ivf_detail::IvfDirEntry e;
+    std::memcpy(&e, dg.data() + dir_off, sizeof e);
+    ExclusiveGuard tg = pool_->pin_exclusive(PageId(space_, e.tail));
+    ivf_detail::IvfPostingHeader h;
+    std::memcpy(&h, tg.data(), sizeof h);
+    CALICO_CHECK(h.tag == kPostingTag && h.list == list && h.next == kNoBlock && h.count <= meta_.records_per_page);
+    const size_t rec = record_bytes(dim());
+    auto write_record = [&](std::byte* page, uint32_t slot) {
+      std::byte* r = page + kPostingHeaderBytes + size_t{slot} * rec;
+      std::memcpy(r, &id, 4);
+      std::memcpy(r + 4, row, size_t{dim()} * 4);
+    };
+    if (h.count == meta_.records_per_page) {
+      ExclusiveGuard ng = pool_->allocate(space_);  // may throw: nothing is written yet
+      const ivf_detail::IvfPostingHeader nh{kPostingTag, list, 1, kNoBlock};
+      std::memcpy(ng.data(), &nh, sizeof nh);
+      write_record(ng.data(), 0);
+      ng.mark_dirty();
+      h.next = ng.page_id().block();
+      e.tail = h.next;
+    } else {
+      write_record(tg.data(), h.count);
+      ++h.count;
+    }
+    std::memcpy(tg.data(), &h, sizeof h);
+    tg.mark_dirty();
+    ++e.rows;
+    std::memcpy(dg.data() + dir_off, &e, sizeof e);
+    dg.mark_dirty();
+    size_->fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Whole-structure check for tests, at quiescence (no concurrent add): every list's chain
+  // keeps the invariants of the header. Returns the number of rows. Throws
+  // std::logic_error naming the first violation.
+  uint64_t verify() const {
+    uint64_t total = 0;
+    std::vector<uint32_t> ids;
+    for (uint32_t l = 0; l < nlist(); ++l) {
+      const ivf_detail::IvfDirEntry e = dir_entry(l);
+      if (e.first != heads_[l].first || e.build_pages != heads_[l].build_pages) fail(l, "directory moved");
+      uint64_t rows = 0, pages = 0;
+      uint32_t block = e.first, last = kNoBlock;
+      while (block != kNoBlock) {
+        if (++pages > pool_->space_blocks(space_)) fail(l, "chain has a cycle");
+        if (pages <= e.build_pages && block != e.first + pages - 1) fail(l, "build pages not contiguous");
+        SharedGuard g = pool_->pin_shared(PageId(space_, block));
+        ivf_detail::IvfPostingHeader h;
+        std::memcpy(&h, g.data(), sizeof h);
+        if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) fail(l, "bad posting page");
+        rows += h.count;
+        last = block;
+        block = h.next;
+      }
+      if (pages < e.build_pages || last != e.tail || rows != e.rows) fail(l, "chain disagrees with the directory");
+      total += rows;
+    }
+    if (total != size()) throw std::logic_error("ivf: rows " + std::to_string(total) + " != size() " + std::to_string(size()));
+    return total;
+  }
+
+  // Replaces *ids with the ids of list `list` in stored order (read under shared pins).
+  // Pre: list < nlist().
+  void list_ids(uint32_t list, std::vector<uint32_t>* ids) const {
+    CALICO_CHECK(list < nlist());
+    ids->clear();
+    for (uint32_t block = heads_[list].first; block != kNoBlock;) {
+      SharedGuard g = pool_->pin_shared(PageId(space_, block));
+      ivf_detail::IvfPostingHeader h;
+      std::memcpy(&h, g.data(), sizeof h);
+      CALICO_CHECK(h.tag == kPostingTag && h.list == list && h.count <= meta_.records_per_page);
+      for (uint32_t r = 0; r < h.count; ++r) {
+        uint32_t id;
+        std::memcpy(&id, g.data() + kPostingHeaderBytes + r * record_bytes(dim()), 4);
+        ids->push_back(id);
+      }
+      block = h.next;
+    }
+  }
+
+  uint32_t dim() const { return meta_.dim; }
+  uint32_t nlist() const { return meta_.nlist; }
+  vector::Metric metric() const { return static_cast<vector::Metric>(meta_.metric); }
+  // Rows: built plus added (added rows count once their add() returned).
+  uint64_t size() const { return size_->load(std::memory_order_relaxed); }
+  uint32_t records_per_page() const { return meta_.records_per_page; }
+  SpaceId space() const { return space_; }
+  // The parameters of build() (train_sample as used; threads is not stored: 0).
+  IvfParams params() const {
+    IvfParams p;
+    p.dim = meta_.dim;
+    p.metric = metric();
+    p.nlist = meta_.nlist;
+    p.train_iters = meta_.train_iters;
+    p.train_sample = meta_.train_sample;
+    p.seed = meta_.seed;
+    return p;
+  }
+  // Centroid of list l (dim floats, in memory). Pre: l < nlist().
+  const float* centroid(uint32_t l) const { return centroids_.data() + size_t{l} * dim(); }
+  // The prefetch caps (see the header).
+  uint32_t prefetch_window() const { return std::clamp<uint32_t>(pool_->num_frames() / 8, 1, kMaxPrefetchWindow); }
+  uint32_t first_page_prefetch() const { return std::clamp<uint32_t>(pool_->num_frames() / 4, 1, kMaxFirstPagePrefetch); }
+
+ private:
+  struct ListHead {
+    uint32_t first;        // block of the first page
+    uint32_t build_pages;  // pages first .. first + build_pages - 1 are the chain's start
+  };
+
+  BasicIvf(Pool& pool, SpaceId space, const ivf_detail::IvfMeta& meta, std::vector<float> centroids,
+           std::vector<ListHead> heads, uint64_t rows)
+      : pool_(&pool),
+        space_(space),
+        meta_(meta),
+        centroids_(std::move(centroids)),
+        heads_(std::move(heads)),
+        size_(std::make_unique<std::atomic<uint64_t>>(rows)),
+        dist_(vector::distance_kernel(static_cast<vector::Metric>(meta.metric))) {
+    CALICO_CHECK(centroids_.size() == size_t{meta_.nlist} * meta_.dim && heads_.size() == meta_.nlist);
+  }
+
+  static void check_build_args(const IvfParams& p, size_t usable, const float* data, uint64_t n) {
+    auto bad = [](const std::string& what) { return Error(ErrorCode::kInvalidArgument, "ivf build: " + what); };
+    if (p.dim == 0 || p.dim > max_dim(usable)) {
+      throw bad("dim " + std::to_string(p.dim) + " not in 1.." + std::to_string(max_dim(usable)) + " for this page size");
+    }
+    if (static_cast<uint32_t>(p.metric) > 2) throw bad("unknown metric");
+    if (n == 0 || n > UINT32_MAX - 1 || data == nullptr) throw bad("need 1.." + std::to_string(UINT32_MAX - 1) + " rows");
+    if (p.nlist == 0 || p.nlist > n) {
+      throw bad("nlist " + std::to_string(p.nlist) + " not in 1.." + std::to_string(n) + " (the rows)");
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      const float* v = data + i * p.dim;
+      if (!vector::all_finite(v, p.dim)) throw bad("row " + std::to_string(i) + " is not finite");
+      if (p.metric == vector::Metric::kCosine && std::all_of(v, v + p.dim, [](float x) { return x == 0; })) {
+        throw bad("row " + std::to_string(i) + " is zero (cosine)");
+      }
+    }
+  }
+
+  // Normalises dim floats stored (unaligned) at p.
+  static void normalize_in_page(std::byte* p, uint32_t dim) {
+    std::vector<float> v(dim);
+    std::memcpy(v.data(), p, size_t{dim} * 4);
+    CALICO_CHECK(vector::normalize(v.data(), dim));  // zero rows were rejected
+    std::memcpy(p, v.data(), size_t{dim} * 4);
+  }
+
+  // Checks a query or a new row; returns it, or its normalised copy in *buf (kCosine).
+  const float* prepare(const float* v, std::vector<float>* buf, const char* what) const {
+    if (v == nullptr || !vector::all_finite(v, dim())) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": the vector is missing or not finite");
+    }
+    if (metric() != vector::Metric::kCosine) return v;
+    buf->assign(v, v + dim());
+    if (!vector::normalize(buf->data(), dim())) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) + ": a zero vector has no cosine distance");
+    }
+    return buf->data();
+  }
+
+  // Scans list l's chain into st.heap_, with prefetch step (2) of the header.
+  void scan_list(uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st) const {
+    const ListHead head = heads_[l];
+    const uint32_t window = prefetch_window();
+    uint32_t prefetched = 1;  // pages [0, prefetched) of the build-time run were prefetched
+    uint64_t index = 0;
+    const uint64_t max_pages = pool_->space_blocks(space_);
+    for (uint32_t block = head.first; block != kNoBlock; ++index) {
+      CALICO_CHECK(index < max_pages);  // a chain is acyclic
+      if (opt.prefetch && prefetched < head.build_pages && prefetched <= index + window / 2) {
+        const uint64_t end = std::min<uint64_t>(head.build_pages, index + 1 + window);
+        st.group_.clear();
+        for (uint64_t i = std::max<uint64_t>(prefetched, index + 1); i < end; ++i) {
+          st.group_.push_back(PageId(space_, static_cast<BlockId>(head.first + i)));
+        }
+        if (!st.group_.empty()) pool_->prefetch_group(st.group_);
+        prefetched = static_cast<uint32_t>(std::max<uint64_t>(end, prefetched));
+      }
+      block = scan_page(PageId(space_, block), l, query, opt, st);
+    }
+  }
+
+  // Scores one posting page of list l into st.heap_; returns its next block.
+  uint32_t scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st) const {
+    const size_t rec = record_bytes(dim());
+    std::byte* buf = reinterpret_cast<std::byte*>(st.records_.data());
+    ivf_detail::IvfPostingHeader h;
+    if (opt.optimistic) {
+      for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
+        OptimisticRead r = pool_->read_optimistic(pid);
+        const bool ok = ivf_detail::ivf_racy_copy_posting(r.data, meta_.records_per_page, rec, &h, buf);
+        if (Pool::validate(r)) {
+          CALICO_CHECK(ok && h.list == l);  // validated bytes must be list l's posting page
+          score(buf, h.count, query, opt.k, st.heap_);
+          return h.next;
+        }
+      }
+    }
+    SharedGuard g = pool_->pin_shared(pid);  // pinned reads, or repeated conflicts
+    std::memcpy(&h, g.data(), sizeof h);
+    CALICO_CHECK(h.tag == kPostingTag && h.list == l && h.count <= meta_.records_per_page);
+    score(g.data() + kPostingHeaderBytes, h.count, query, opt.k, st.heap_);
+    return h.next;
+  }
+
+  void score(const std::byte* records, uint32_t count, const float* query, uint32_t k,
+             std::vector<vector::Neighbor>& heap) const {
+    const size_t rec = record_bytes(dim());
+    for (uint32_t r = 0; r < count; ++r) {
+      const std::byte* p = records + r * rec;
+      uint32_t id;
+      std::memcpy(&id, p, 4);
+      const float d = dist_(query, reinterpret_cast<const float*>(p + 4), dim());
+      ivf_detail::push_candidate(heap, k, {d, id});
+    }
+  }
+
+  ivf_detail::IvfDirEntry dir_entry(uint32_t l) const {
+    SharedGuard g = pool_->pin_shared(PageId(space_, meta_.directory_first + l / meta_.entries_per_page));
+    ivf_detail::IvfDirEntry e;
+    std::memcpy(&e, g.data() + size_t{l % meta_.entries_per_page} * kDirEntryBytes, sizeof e);
+    return e;
+  }
+
+  [[noreturn]] static void fail(uint32_t list, const char* what) {
+    throw std::logic_error("ivf list " + std::to_string(list) + ": " + what);
+  }
+
+  Pool* pool_;
+  SpaceId space_;
+  ivf_detail::IvfMeta meta_;
+  std::vector<float> centroids_;  // nlist x dim, loaded at open (immutable)
+  std::vector<ListHead> heads_;   // immutable after build / open
+  std::unique_ptr<std::atomic<uint64_t>> size_;
+  vector::DistanceFn dist_;
+};
+
+}  // namespace calico::index

@@ -1,0 +1,391 @@
+// IVF-Flat: searches against brute-force top-k on a seeded clustered data set, on every
+// evicting translation with a tiny pool (48 frames: build and search evict): nprobe = nlist
+// is exact, a small nprobe keeps recall@10 >= 0.9; optimistic / pinned reads and prefetch
+// on / off give identical results; every row sits in its nearest centroid's list; four
+// searching threads with a concurrent add(); persistence across a pool reopen; metrics ip
+// and cosine; repeated rows (empty lists); progress; bad input.
+#include "index/ivf.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "support/test_util.h"
+#include "support/variants.h"
+
+namespace calico {
+namespace {
+
+using index::BasicIvf;
+using index::IvfParams;
+using index::IvfSearchOptions;
+using index::IvfSearchState;
+using testing::expect_error;
+using testing::small_options;
+using testing::TempDir;
+using vector::Metric;
+using vector::Neighbor;
+
+constexpr uint32_t kFrames = 48;
+constexpr uint32_t kK = 10;
+
+struct Data {
+  uint32_t dim = 0;
+  uint64_t n = 0;
+  std::vector<float> rows;     // n x dim
+  std::vector<float> queries;  // q x dim
+  uint64_t num_queries() const { return queries.size() / dim; }
+  const float* row(uint64_t i) const { return rows.data() + i * dim; }
+  const float* query(uint64_t i) const { return queries.data() + i * dim; }
+};
+
+// `clusters` Gaussian clusters (centres uniform in [-10, 10]^dim, deviation 1.5); queries
+// are rows plus noise of deviation 0.5.
+Data clustered(uint64_t n, uint32_t dim, uint32_t clusters, uint32_t queries, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-10, 10);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> centers(size_t{clusters} * dim);
+  for (float& c : centers) c = u(rng);
+  Data d;
+  d.dim = dim;
+  d.n = n;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t c = rng() % clusters;
+    for (uint32_t j = 0; j < dim; ++j) d.rows.push_back(centers[c * dim + j] + 1.5f * g(rng));
+  }
+  for (uint32_t q = 0; q < queries; ++q) {
+    const uint64_t r = rng() % n;
+    for (uint32_t j = 0; j < dim; ++j) d.queries.push_back(d.rows[r * dim + j] + 0.5f * g(rng));
+  }
+  return d;
+}
+
+// The exact top-k by brute force with the same kernel (kCosine: normalised copies).
+std::vector<Neighbor> brute_force(const Data& d, const float* q, Metric metric, uint32_t k) {
+  const vector::DistanceFn fn = vector::distance_kernel(metric);
+  std::vector<float> qv(q, q + d.dim), rv(d.dim);
+  if (metric == Metric::kCosine) vector::normalize(qv.data(), d.dim);
+  std::vector<Neighbor> all;
+  for (uint64_t i = 0; i < d.n; ++i) {
+    rv.assign(d.row(i), d.row(i) + d.dim);
+    if (metric == Metric::kCosine) vector::normalize(rv.data(), d.dim);
+    all.push_back({fn(qv.data(), rv.data(), d.dim), static_cast<uint32_t>(i)});
+  }
+  const size_t m = std::min<size_t>(k, all.size());
+  std::partial_sort(all.begin(), all.begin() + m, all.end());
+  all.resize(m);
+  return all;
+}
+
+std::vector<std::vector<Neighbor>> reference(const Data& d, Metric metric, uint32_t k) {
+  std::vector<std::vector<Neighbor>> out;
+  for (uint64_t q = 0; q < d.num_queries(); ++q) out.push_back(brute_force(d, d.query(q), metric, k));
+  return out;
+}
+
+double recall(const std::vector<Neighbor>& got, const std::vector<Neighbor>& want) {
+  std::set<uint32_t> ids;
+  for (const Neighbor& x : want) ids.insert(x.id);
+  size_t hit = 0;
+  for (const Neighbor& x : got) hit += ids.count(x.id);
+  return double(hit) / double(want.size());
+}
+
+IvfParams params_for(const Data& d, uint32_t nlist, Metric metric = Metric::kL2) {
+  IvfParams p;
+  p.dim = d.dim;
+  p.metric = metric;
+  p.nlist = nlist;
+  p.train_iters = 8;
+  p.seed = 5;
+  p.threads = 2;
+  return p;
+}
+
+// Every query with `opt` against `want` exactly.
+template <class Pool>
+void expect_exact(const BasicIvf<Pool>& ivf, const Data& d, const std::vector<std::vector<Neighbor>>& want,
+                  IvfSearchOptions opt) {
+  IvfSearchState st(ivf);
+  std::vector<Neighbor> got;
+  for (uint64_t q = 0; q < d.num_queries(); ++q) {
+    ivf.search(d.query(q), opt, st, &got);
+    ASSERT_EQ(got, want[q]) << "query " << q << " nprobe " << opt.nprobe << " optimistic " << opt.optimistic
+                            << " prefetch " << opt.prefetch;
+  }
+}
+
+// Every row is stored once, in the list of its nearest centroid (ties: the lower list).
+template <class Pool>
+void expect_rows_in_nearest_list(const BasicIvf<Pool>& ivf, const Data& d) {
+  const vector::DistanceFn fn = vector::distance_kernel(ivf.metric());
+  std::vector<uint32_t> seen(d.n, 0), ids;
+  std::vector<float> v(d.dim);
+  for (uint32_t l = 0; l < ivf.nlist(); ++l) {
+    ivf.list_ids(l, &ids);
+    ASSERT_TRUE(std::is_sorted(ids.begin(), ids.end())) << "build writes a list in row order";
+    for (uint32_t id : ids) {
+      ASSERT_LT(id, d.n);
+      ++seen[id];
+      v.assign(d.row(id), d.row(id) + d.dim);
+      if (ivf.metric() == Metric::kCosine) vector::normalize(v.data(), d.dim);
+      ASSERT_EQ(vector::nearest_centroid(v.data(), ivf.centroid(0), ivf.nlist(), d.dim, fn), l) << "row " << id;
+    }
+  }
+  for (uint64_t i = 0; i < d.n; ++i) ASSERT_EQ(seen[i], 1u) << "row " << i;
+}
+
+template <class Pool>
+class IvfOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(IvfOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+// nprobe = nlist: exact, in every read mode; nprobe = 4 of 32: recall@10 >= 0.9 and the
+// same results in every read mode; above nlist: clamped (exact).
+TYPED_TEST(IvfOnEveryTranslation, ExactWithEveryListAndHighRecallWithFew) {
+  const Data d = clustered(3000, 24, 40, 30, 1);
+  const auto want = reference(d, Metric::kL2, kK);
+  TempDir dir;
+  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 32), d.rows.data(), d.n);
+  ASSERT_EQ(ivf.size(), d.n);
+  ASSERT_EQ(ivf.verify(), d.n);
+  expect_rows_in_nearest_list(ivf, d);
+  for (bool optimistic : {true, false}) {
+    for (bool prefetch : {true, false}) {
+      expect_exact(ivf, d, want, IvfSearchOptions{kK, 32, optimistic, prefetch});
+    }
+  }
+  expect_exact(ivf, d, want, IvfSearchOptions{kK, 1000, true, true});
+
+  IvfSearchState st(ivf);
+  std::vector<std::vector<Neighbor>> first;
+  double sum = 0;
+  for (uint64_t q = 0; q < d.num_queries(); ++q) {
+    std::vector<Neighbor> got;
+    ivf.search(d.query(q), IvfSearchOptions{kK, 4, true, true}, st, &got);
+    ASSERT_EQ(got.size(), kK);
+    ASSERT_TRUE(std::is_sorted(got.begin(), got.end()));
+    sum += recall(got, want[q]);
+    first.push_back(got);
+  }
+  EXPECT_GE(sum / double(d.num_queries()), 0.9) << "recall@10 at nprobe 4 of 32";
+  for (bool optimistic : {true, false}) {
+    for (bool prefetch : {true, false}) {
+      expect_exact(ivf, d, first, IvfSearchOptions{kK, 4, optimistic, prefetch});
+    }
+  }
+  EXPECT_GT(pool->stats().evictions, 0u) << "the pool is smaller than the index";
+  pool->check_invariants();
+}
+
+// Four threads search (mixed read modes) while a fifth adds rows far from every query: the
+// searches must keep returning the reference; afterwards every added row is found (as its
+// own nearest neighbour, also with nprobe = 1) and the structure holds.
+TYPED_TEST(IvfOnEveryTranslation, ConcurrentSearchesWithAdd) {
+  const Data d = clustered(2000, 16, 30, 24, 2);
+  const auto want = reference(d, Metric::kL2, kK);
+  TempDir dir;
+  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 16), d.rows.data(), d.n);
+  constexpr uint32_t kAdds = 300;
+  auto added = [&](uint32_t i) {
+    std::vector<float> v(d.dim);
+    for (uint32_t j = 0; j < d.dim; ++j) v[j] = 1000.0f + float((i * 7 + j * 13) % 101) + float(i) / 8;
+    return v;
+  };
+  std::atomic<int> mismatches{0};
+  std::atomic<bool> adding{true};
+  auto searcher = [&](int t) {
+    IvfSearchState st(ivf);
+    std::vector<Neighbor> got;
+    for (int round = 0; round < 3 || adding.load(); ++round) {
+      for (uint64_t q = 0; q < d.num_queries(); ++q) {
+        IvfSearchOptions o{kK, 16, (q + t) % 2 == 0, (q + round) % 2 == 0};
+        ivf.search(d.query(q), o, st, &got);
+        if (got != want[q]) mismatches.fetch_add(1);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(searcher, t);
+  for (uint32_t i = 0; i < kAdds; ++i) ivf.add(static_cast<uint32_t>(d.n + i), added(i).data());
+  adding.store(false);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  ASSERT_EQ(ivf.size(), d.n + kAdds);
+  ASSERT_EQ(ivf.verify(), d.n + kAdds);
+  IvfSearchState st(ivf);
+  std::vector<Neighbor> got;
+  for (uint32_t i = 0; i < kAdds; ++i) {
+    for (uint32_t nprobe : {1u, 16u}) {
+      ivf.search(added(i).data(), IvfSearchOptions{1, nprobe, true, true}, st, &got);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[0].id, d.n + i);
+      EXPECT_EQ(got[0].distance, 0.0f);
+    }
+  }
+  expect_exact(ivf, d, want, IvfSearchOptions{kK, 16, true, true});
+  pool->check_invariants();
+}
+
+// Build, add, flush, reopen the pool, open the index: same parameters, same results.
+TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
+  const Data d = clustered(1500, 20, 20, 20, 3);
+  TempDir dir;
+  std::vector<std::vector<Neighbor>> before;
+  IvfParams built;
+  const std::vector<float> extra(d.dim, 50.0f);
+  {
+    auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+    auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 12), d.rows.data(), d.n);
+    ivf.add(777777, extra.data());
+    built = ivf.params();
+    IvfSearchState st(ivf);
+    for (uint64_t q = 0; q < d.num_queries(); ++q) {
+      before.emplace_back();
+      ivf.search(d.query(q), IvfSearchOptions{kK, 3, true, true}, st, &before.back());
+    }
+    pool->flush();
+  }
+  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<TypeParam>::open(*pool, "ivf");
+  EXPECT_EQ(ivf.size(), d.n + 1);
+  EXPECT_EQ(ivf.verify(), d.n + 1);
+  const IvfParams p = ivf.params();
+  EXPECT_EQ(p.dim, built.dim);
+  EXPECT_EQ(p.nlist, 12u);
+  EXPECT_EQ(p.metric, Metric::kL2);
+  EXPECT_EQ(p.train_sample, 768u);  // 64 * nlist
+  EXPECT_EQ(p.seed, built.seed);
+  expect_exact(ivf, d, before, IvfSearchOptions{kK, 3, true, true});
+  IvfSearchState st(ivf);
+  std::vector<Neighbor> got;
+  ivf.search(extra.data(), IvfSearchOptions{1, 1, true, false}, st, &got);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, 777777u);
+  pool->check_invariants();
+}
+
+TYPED_TEST(IvfOnEveryTranslation, BadInputIsRejected) {
+  const Data d = clustered(200, 8, 4, 1, 4);
+  TempDir dir;
+  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  using Ivf = BasicIvf<TypeParam>;
+  auto build = [&](IvfParams p, const float* rows, uint64_t n) { Ivf::build(*pool, "bad", p, rows, n); };
+  const float* rows = d.rows.data();
+  IvfParams p = params_for(d, 4);
+  p.dim = 0;
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, rows, d.n); });
+  p.dim = index::IvfFormat::max_dim(pool->usable_page_size()) + 1;
+  std::vector<float> wide(size_t{p.dim} * 4, 1.0f);
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, wide.data(), 4); });
+  p = params_for(d, 0);
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, rows, d.n); });
+  p = params_for(d, 201);
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, rows, d.n); });
+  p = params_for(d, 4);
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, rows, 0); });
+  std::vector<float> broken(d.rows);
+  broken[77] = std::numeric_limits<float>::quiet_NaN();
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, broken.data(), d.n); });
+  broken[77] = -std::numeric_limits<float>::infinity();
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(p, broken.data(), d.n); });
+  std::vector<float> zero_row(d.rows);
+  std::fill_n(zero_row.begin() + 5 * d.dim, d.dim, 0.0f);
+  expect_error(ErrorCode::kInvalidArgument, [&] { build(params_for(d, 4, Metric::kCosine), zero_row.data(), d.n); });
+  // Nothing was created by the failed builds.
+  expect_error(ErrorCode::kUnknownSpace, [&] { Ivf::open(*pool, "bad"); });
+
+  auto ivf = Ivf::build(*pool, "good", params_for(d, 4), rows, d.n);
+  IvfSearchState st(ivf);
+  std::vector<Neighbor> out;
+  expect_error(ErrorCode::kInvalidArgument, [&] { ivf.search(rows, IvfSearchOptions{0, 4, true, true}, st, &out); });
+  expect_error(ErrorCode::kInvalidArgument, [&] { ivf.search(rows, IvfSearchOptions{10, 0, true, true}, st, &out); });
+  std::vector<float> q(rows, rows + d.dim);
+  q[3] = std::numeric_limits<float>::quiet_NaN();
+  expect_error(ErrorCode::kInvalidArgument, [&] { ivf.search(q.data(), IvfSearchOptions{}, st, &out); });
+  expect_error(ErrorCode::kInvalidArgument, [&] { ivf.add(1000, q.data()); });
+  EXPECT_EQ(ivf.verify(), d.n) << "a rejected add writes nothing";
+  expect_error(ErrorCode::kSpaceExists, [&] { Ivf::build(*pool, "good", params_for(d, 4), rows, d.n); });
+
+  auto cos = Ivf::build(*pool, "cos", params_for(d, 4, Metric::kCosine), rows, d.n);
+  std::vector<float> zero(d.dim, 0.0f);
+  expect_error(ErrorCode::kInvalidArgument, [&] { cos.search(zero.data(), IvfSearchOptions{}, st, &out); });
+  expect_error(ErrorCode::kInvalidArgument, [&] { cos.add(5, zero.data()); });
+
+  pool->create_space("empty");
+  expect_error(ErrorCode::kInvalidArgument, [&] { Ivf::open(*pool, "empty"); });
+  const SpaceId other = pool->create_space("other");
+  testing::fill_space(*pool, other, 3, [](BlockId b) { return b + 1; });
+  expect_error(ErrorCode::kInvalidArgument, [&] { Ivf::open(*pool, "other"); });
+  expect_error(ErrorCode::kUnknownSpace, [&] { Ivf::open(*pool, "missing"); });
+  pool->check_invariants();
+}
+
+// Inner product and cosine (rows stored normalised): exact with every list, on the array pool.
+TEST(Ivf, InnerProductAndCosineAreExactWithEveryList) {
+  const Data d = clustered(1500, 16, 20, 20, 6);
+  for (Metric metric : {Metric::kInnerProduct, Metric::kCosine}) {
+    TempDir dir;
+    auto pool = BufferPool::open(small_options(dir.path(), kFrames));
+    auto ivf = BasicIvf<BufferPool>::build(*pool, "ivf", params_for(d, 10, metric), d.rows.data(), d.n);
+    EXPECT_EQ(ivf.metric(), metric);
+    expect_rows_in_nearest_list(ivf, d);
+    const auto want = reference(d, metric, kK);
+    for (bool optimistic : {true, false}) expect_exact(ivf, d, want, IvfSearchOptions{kK, 10, optimistic, true});
+  }
+}
+
+// 200 copies of one row with nlist 4: lists may be empty (one empty page each) and every
+// search still returns the k rows with distance 0 and the smallest ids; k above the rows
+// returns them all.
+TEST(Ivf, RepeatedRowsAndEmptyLists) {
+  Data d;
+  d.dim = 8;
+  d.n = 200;
+  for (uint64_t i = 0; i < d.n; ++i) {
+    for (uint32_t j = 0; j < d.dim; ++j) d.rows.push_back(float(j));
+  }
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<BufferPool>::build(*pool, "ivf", params_for(d, 4), d.rows.data(), d.n);
+  EXPECT_EQ(ivf.verify(), 200u);
+  IvfSearchState st;  // default-constructed: sized on first use
+  std::vector<Neighbor> got;
+  ivf.search(d.row(0), IvfSearchOptions{5, 1, true, true}, st, &got);
+  ASSERT_EQ(got.size(), 5u);
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(got[i], (Neighbor{0.0f, i}));
+  ivf.search(d.row(0), IvfSearchOptions{500, 4, false, false}, st, &got);
+  EXPECT_EQ(got.size(), 200u);
+}
+
+// Progress is reported in order, ends at (2 n, 2 n), and covers both phases.
+TEST(Ivf, ReportsProgress) {
+  const Data d = clustered(40000, 8, 10, 0, 7);  // more than one assignment chunk
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  IvfParams p = params_for(d, 8);
+  p.train_iters = 2;
+  BasicIvf<BufferPool>::build(*pool, "ivf", p, d.rows.data(), d.n,
+                              [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); });
+  ASSERT_GE(calls.size(), 3u + 8u);  // 3 assignment chunks, 8 lists
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].second, 2 * d.n);
+    if (i > 0) {
+      EXPECT_GE(calls[i].first, calls[i - 1].first);
+    }
+  }
+  EXPECT_EQ(calls.back().first, 2 * d.n);
+  EXPECT_TRUE(std::any_of(calls.begin(), calls.end(), [&](auto c) { return c.first == d.n; }));
+}
+
+}  // namespace
+}  // namespace calico
