@@ -102,7 +102,7 @@ bool cached_file_ok(const std::string& dir, const std::string& file, const Manif
   auto it = m.find(file);
   std::error_code ec;
   if (!fs::exists(path, ec)) return *why = "missing", false;
-  if (it == m.end()) return *why = "not in the manifest (incomplete earlier run)", false;
+  if (it == m.end()) return *why = "not in the manifest (an incomplete earlier run or an older generator)", false;
   const uint64_t bytes = fs::file_size(path, ec);
   if (ec || bytes != it->second.bytes) {
     return *why = fmt::format("size {} differs from the manifest's {}", bytes, it->second.bytes), false;
