@@ -299,7 +299,7 @@ double timed_median(const std::vector<double>& v, unsigned repeat) {
 void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
             const data::Dataset& ds, const VectorConfig& c, const std::string& extra_json,
             const std::vector<BuiltIndex>& built, const std::vector<std::string>& index_names) {
-  fmt::print("\n{:<6} {:<12} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9}\n", "index", "translation", "pool",
+  fmt::print("\n{:<6} {:<18} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9}\n", "index", "translation", "pool",
              "thr", "param", "recall@" + std::to_string(c.k), "QPS", "ms/query", "vs array", "reads/q", "IOPS");
   std::ofstream json;
   if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
@@ -318,7 +318,7 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
         vs_array = fmt::format("{:.2f}x", micro::paired_speedup(results[j], r));
       }
     }
-    fmt::print("{:<6} {:<12} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f}{}\n", rec.index,
+    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f}{}\n", rec.index,
                rec.translation, fraction_label(rec.fraction), rec.threads, rec.param, recall, qps,
                1e3 * rec.threads / qps, vs_array, reads, iops, rec.mismatches ? "  RESULTS DIFFER" : "");
     if (json.is_open()) {

@@ -330,6 +330,11 @@ def parse_args(argv):
     ap.add_argument("--index-dir", help="save built indexes here and reuse them (required for usearch_view)")
     ap.add_argument("--rebuild", action="store_true", help="build even when --index-dir holds the index")
     ap.add_argument("--json", help="append one JSON line per measurement to this file")
+    ap.add_argument("--no-base", action="store_true",
+                    help="do not read base.fvecs (every index must be saved in --index-dir; larger-than-memory runs)")
+    ap.add_argument("--print-baseline-rss", action="store_true",
+                    help="load everything but search nothing, print the resident set size in bytes and exit "
+                         "(scripts/vector_peer_ltm.sh sizes its memory limit from it)")
     args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     for s in args.systems:
@@ -387,13 +392,41 @@ def build_or_load(args, system, adapter, base, dataset):
     return build_s, args.build_threads, size
 
 
+def read_bytes():
+    """Bytes this process made the kernel read from storage (/proc/self/io read_bytes): mmap
+    faults of usearch_view included. 4 KB units of it are reported as reads."""
+    try:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("read_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def main(argv):
     args = parse_args(argv)
     for s in args.systems:  # fail before any work when a package is missing
         need(PACKAGE_OF[s])
     metric = args.metric or infer_metric(args.data_dir)
     dataset = os.path.basename(os.path.normpath(args.data_dir))
-    base = read_vecs(os.path.join(args.data_dir, "base.fvecs"), np.float32)
+    base_path = os.path.join(args.data_dir, "base.fvecs")
+    if args.no_base:
+        # Larger than memory: the saved indexes are served as they are; the base vectors are
+        # never read (they would not fit the memory limit). Only the shape is needed.
+        dim0 = int(np.fromfile(base_path, dtype=np.int32, count=1)[0])
+        base = np.empty((os.path.getsize(base_path) // (4 * (dim0 + 1)), dim0), dtype=np.float32)
+    else:
+        base = read_vecs(base_path, np.float32)
     queries = read_vecs(os.path.join(args.data_dir, "query.fvecs"), np.float32)
     gt = read_vecs(os.path.join(args.data_dir, "gt.ivecs"), np.int32).astype(np.int64)
     if args.max_queries:
@@ -413,28 +446,39 @@ def main(argv):
         adapters, builds = {}, {}
         for s in args.systems:
             adapters[s] = make_adapter(s, args, metric, dim)
+            if args.no_base and not (args.index_dir and os.path.exists(index_path(args, dataset, s, adapters[s]))):
+                sys.exit(f"vector_peers: --no-base needs {s}'s index saved in --index-dir (run once without it)")
             builds[s] = build_or_load(args, s, adapters[s], base, dataset)
+        if args.print_baseline_rss:
+            print(rss_bytes())
+            return 0
 
         points = [(s, p) for s in args.systems for p in adapters[s].search_params()]
         rows = []
         for threads in args.threads:
             times = {i: [] for i in range(len(points))}
+            reads = {}
             recalls = {}
             for i, (s, p) in enumerate(points):
                 for _ in range(args.warmup):
                     adapters[s].search(queries, p, threads)
             for _ in range(args.repeat):  # interleaved: one batch of every point per round
                 for i, (s, p) in enumerate(points):
+                    rb0 = read_bytes()
                     start = time.perf_counter()
                     ids = adapters[s].search(queries, p, threads)
                     times[i].append(time.perf_counter() - start)
+                    reads.setdefault(i, []).append((read_bytes() - rb0) / 4096)
                     recalls[i] = recall_at_k(ids, gt)
             for i, (s, p) in enumerate(points):
                 qps_runs = [len(queries) / t for t in times[i]]
                 build_s, build_threads, index_bytes = builds[s]
                 rec = {"bench": "vector_peers", "system": s, "params": {**adapters[s].build_params(), **p},
                        "threads": threads, "k": K, "recall": recalls[i], "qps": statistics.median(qps_runs),
-                       "qps_runs": qps_runs, "build_s": build_s, "build_threads": build_threads,
+                       "qps_runs": qps_runs,
+                       "reads_per_query": statistics.median(reads[i]) / len(queries),
+                       "iops": statistics.median(r / t for r, t in zip(reads[i], times[i])),
+                       "build_s": build_s, "build_threads": build_threads,
                        "index_bytes": index_bytes, "dataset": dataset, "n": len(base), "dim": dim,
                        "queries": len(queries), "metric": metric, "repeat": args.repeat, "warmup": args.warmup,
                        "machine": machine}

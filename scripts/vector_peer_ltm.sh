@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# usearch's memory-mapped view (Index.restore(view=True)) larger than memory: for each
+# fraction f, bench/peers/vector_peers.py runs alone in a v1 memory cgroup limited to
+#   the interpreter's own footprint (numpy, usearch, queries, ground truth: measured first,
+#   with the index mapped but not yet touched) + f x the usearch index file,
+# so that f of the index fits in the page cache, as Calico's pool holds f of its index
+# (calico_bench vector --pool-fraction f, O_DIRECT). The peer script measures reads per
+# query and IOPS from /proc/self/io (read_bytes / 4 KB). Appends JSON lines with
+# "pool_fraction" and "limit_bytes" to OUT/vector.jsonl.
+#
+# Usage: scripts/vector_peer_ltm.sh OUT DSDIR FRACTIONS(comma list) EF THREADS(comma list) M EFC
+# Needs root and the cgroup v1 memory controller; the usearch index saved in OUT/peer-indexes
+# (scripts/vector.sh builds it).
+set -euo pipefail
+if [ $# -lt 7 ]; then sed -n 2,14p "$0"; exit 2; fi
+out=$1 dsdir=$2 fractions=$3 ef=$4 threads=$5 M=$6 efc=$7
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY="$ROOT/.venv/bin/python"
+cgroot=/sys/fs/cgroup/memory
+[ -w "$cgroot" ] || { echo "vector_peer_ltm: $cgroot is not writable (need root and cgroup v1 memory)" >&2; exit 2; }
+idx=$(ls "$out"/peer-indexes/*-usearch-*.index 2>/dev/null | head -n1)
+[ -n "$idx" ] || { echo "vector_peer_ltm: no usearch index in $out/peer-indexes (run scripts/vector.sh)" >&2; exit 2; }
+index_bytes=$(stat -c %s "$idx")
+common=(--data-dir "$dsdir" --systems usearch_view --M "$M" --ef-construction "$efc" --ef "$ef"
+        --index-dir "$out/peer-indexes" --no-base)
+baseline=$("$PY" "$ROOT/bench/peers/vector_peers.py" "${common[@]}" --print-baseline-rss)
+echo "vector_peer_ltm: usearch index $((index_bytes >> 20)) MB; interpreter baseline $((baseline >> 20)) MB" >&2
+cg="$cgroot/calico-vector-usearch"
+IFS=, read -ra fs <<< "$fractions"
+for f in "${fs[@]}"; do
+  limit=$(python3 -c "print(int($baseline + 8 * 2**20 + $f * $index_bytes))")
+  mkdir -p "$cg"
+  sync; echo 1 > /proc/sys/vm/drop_caches  # the index file starts cold, as Calico's O_DIRECT pool does
+  echo "$limit" > "$cg/memory.limit_in_bytes"
+  echo 0 > "$cg/memory.max_usage_in_bytes" 2>/dev/null || true
+  tmp=$(mktemp)
+  echo "=== usearch_view, limit $((limit >> 20)) MB (f = $f)" >&2
+  sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cg" "$PY" "$ROOT/bench/peers/vector_peers.py" \
+    "${common[@]}" --threads "$threads" --repeat 1 --warmup 1 --json "$tmp" ||
+    echo "vector_peer_ltm: usearch_view failed at f = $f (exit $?; 137 = killed at the memory limit)" >&2
+  echo "  peak $(( $(cat "$cg/memory.max_usage_in_bytes") >> 20 )) MB of $((limit >> 20)) MB" >&2
+  python3 - "$tmp" "$f" "$limit" >> "$out/vector.jsonl" <<'PY'
+import json, sys
+path, f, limit = sys.argv[1:]
+for line in open(path):
+    r = json.loads(line)
+    r["pool_fraction"] = float(f)
+    r["limit_bytes"] = int(limit)
+    print(json.dumps(r))
+PY
+  rm -f "$tmp"
+  rmdir "$cg" 2>/dev/null || true
+done
