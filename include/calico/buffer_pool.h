@@ -434,14 +434,17 @@ class BasicBufferPool {
       (void)s, (void)block;
     }
   }
-  // The access loops' slow path: wait_or_fault, then the entry to retry with: pid's entry
-  // looked up again when the one held was retired or recycled (recycling tables only).
+  // The access loops' slow path: the entry to retry with after wait_or_fault. Recycling
+  // tables first check that e is still pid's (entry.h R4): a retired entry, or one recycled
+  // for another page, is never waited on (waiting on another page's latch could deadlock
+  // against its holder); pid is looked up again instead. The owner is read after `w`
+  // (acquire), so it is at least as new as the residency `w` belongs to. For the other
+  // tables this is wait_or_fault alone.
   translation::Entry* retry(Space* space, PageId pid, translation::Entry* e, translation::EntryWord w, int* spins) {
     if constexpr (kRecyclesEntries) {
-      if (wait_or_fault(space, pid, *e, w, spins)) return &space->table.entry(pid.block());
-    } else {
-      wait_or_fault(space, pid, *e, w, spins);
+      if (w.state() == translation::kGone || !owns(*e, pid)) return &space->table.entry(pid.block());
     }
+    wait_or_fault(space, pid, *e, w, spins);
     return e;
   }
 
@@ -535,9 +538,8 @@ class BasicBufferPool {
 
   // Slow path shared by every access that found the entry not usable: faults the page in
   // when it is evicted, helps asynchronous reads complete, or backs off while latched.
-  // Returns true when e is not pid's entry any more (recycling tables: kGone, or another
-  // owner): the caller must look pid up again instead of waiting on e.
-  bool wait_or_fault(Space* space, PageId pid, translation::Entry& e,
+  // Recycling tables: called through retry(), which first checks that e is pid's.
+  void wait_or_fault(Space* space, PageId pid, translation::Entry& e,
                      translation::EntryWord seen, int* spins);
   void fault(Space* space, PageId pid, translation::Entry& e);
 

@@ -290,14 +290,8 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
 // --- page faults -------------------------------------------------------------------------
 
 template <class T>
-bool BasicBufferPool<T>::wait_or_fault(Space* space, PageId pid, translation::Entry& e,
+void BasicBufferPool<T>::wait_or_fault(Space* space, PageId pid, translation::Entry& e,
                                EntryWord seen, int* spins) {
-  if constexpr (kRecyclesEntries) {
-    // Retired, or recycled for another page (entry.h R4): never wait on another page's latch
-    // (that could deadlock against its holder), look pid up again. The owner is read after
-    // `seen` (acquire), so it is at least as new as the residency `seen` belongs to.
-    if (seen.state() == translation::kGone || !owns(e, pid)) return true;
-  }
   if (seen.evicted()) {
     fault(space, pid, e);
   } else if (seen.state() == kIoPending) {
@@ -307,7 +301,6 @@ bool BasicBufferPool<T>::wait_or_fault(Space* space, PageId pid, translation::En
   } else {
     std::this_thread::yield();
   }
-  return false;
 }
 
 // Algorithm 2 with the hole-punch reservation taken first (hole_punch_counter.h):
