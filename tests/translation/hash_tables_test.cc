@@ -356,6 +356,7 @@ TYPED_TEST(RecyclingTable, ForgetRetiresOnlyZeroEntries) {
 TYPED_TEST(RecyclingTable, MemoryFollowsLiveEntriesNotBlocksTouched) {
   TypeParam t(kCapacity, no_options());
   constexpr uint32_t kWindow = 512;
+  constexpr uint32_t kKeys = 100'000;  // not scaled down for sanitizers: the bounds need it
   std::vector<BlockId> blocks = random_blocks(kKeys, kSeed + 4);
   size_t after_quarter = 0, after_half = 0;
   for (uint32_t i = 0; i < kKeys; ++i) {
