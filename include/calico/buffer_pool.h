@@ -71,6 +71,10 @@ namespace translation {
 // Whether policy T asks for frame hints (declares kFrameHints = true).
 template <class T>
 inline constexpr bool kHasFrameHints = requires { requires T::kFrameHints; };
+// Whether Table deletes entries and gives them to other blocks (declares kRecyclesEntries =
+// true; entry.h, "Recycled entries"; partitioned_table.h).
+template <class Table>
+inline constexpr bool kRecyclingTable = requires { requires Table::kRecyclesEntries; };
 }  // namespace translation
 
 // SharedGuard: a shared pin. Movable; releases on destruction.
@@ -161,7 +165,13 @@ struct OptimisticRead {
 //     using Table = ...;  // per space: Table(capacity, const PoolOptions&) and
 //                         //   Entry& entry(BlockId)  the page's state word; the same object
 //                         //       for the page as long as the pool lives (it may be
-//                         //       created on first use); all-zero = evicted
+//                         //       created on first use); all-zero = evicted. Except for
+//                         //       recycling tables (kRecyclesEntries = true): the entry may
+//                         //       be deleted once zero and given to another block later; such
+//                         //       tables hand out words of OwnedEntry (entry.h, R1-R5) and
+//                         //       provide Entry* find(BlockId) (no insert) and
+//                         //       forget(BlockId) (delete the entry if zero), and the pool
+//                         //       checks the owner after every latch and optimistic load
 //                         //   uint64_t capacity()
 //                         //   void acquire_ref(BlockId); bool release_ref(BlockId)
 //                         //       translation-memory reclamation around a resident entry
@@ -197,6 +207,7 @@ class BasicBufferPool {
   using Space = pool::BasicSpace<typename Translation::Table>;
   static constexpr std::string_view kTranslationName = Translation::kName;
   static constexpr bool kFrameHints = translation::kHasFrameHints<Translation>;
+  static constexpr bool kRecyclesEntries = translation::kRecyclingTable<typename Translation::Table>;
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
 
@@ -340,7 +351,10 @@ class BasicBufferPool {
   // Racy unless the pool is quiescent. Errors: as pins (kUnknownSpace, kPageOutOfRange).
   FrameId frame_of(PageId pid) {
     Space* space;
-    return translation::load(entry_for(pid, &space)).frame();
+    translation::Entry* e = find_entry_for(pid, &space);
+    if (e == nullptr) return kInvalidFrame;
+    translation::EntryWord w = translation::load(*e);
+    return owns(*e, pid) ? w.frame() : kInvalidFrame;
   }
   // Predictive translations (pool/prediction.h, pool/promotion.h): the frame a page should
   // live in, and how many pages were moved into (promoted) or out of (demoted) such frames.
@@ -379,6 +393,61 @@ class BasicBufferPool {
       return r.space->table.entry(pid.block());
     }
   }
+  // As entry_for, but a recycling table inserts no entry: nullptr when pid has none (paths
+  // that never fault, which must not create entries for pages that are not resident).
+  translation::Entry* find_entry_for(PageId pid, Space** space_out) {
+    if constexpr (kRecyclesEntries) {
+      Resolved r = resolve(pid.space());
+      if (pid.block() >= r.capacity) [[unlikely]] throw_out_of_range(pid);
+      *space_out = r.space;
+      return r.space->table.find(pid.block());
+    } else {
+      return &entry_for(pid, space_out);
+    }
+  }
+  // The entry of `block` if it has one, without inserting (recycling tables): for the scans
+  // of frames (CLOCK, flush, drop), whose owner hint may name a page that just left.
+  static translation::Entry* existing_entry(Space* s, BlockId block) {
+    if constexpr (kRecyclesEntries) {
+      return s->table.find(block);
+    } else {
+      return &s->table.entry(block);
+    }
+  }
+  // Recycling tables (entry.h, R4/R5): whether e, reached through pid's lookup, belongs to pid
+  // now (exact while a latch on e is held). Always true, and compiled away, for the others.
+  static bool owns(const translation::Entry& e, PageId pid) {
+    if constexpr (kRecyclesEntries) {
+      return translation::owned_by(e, pid.block());
+    } else {
+      (void)e, (void)pid;
+      return true;
+    }
+  }
+  // Recycling tables: delete block's entry if it is zero (entry.h, R2). Called after every
+  // store of 0 into an entry (eviction, drop, a failed load) and when a fault gives up before
+  // latching, so that the table only holds pages in the pool. Nothing for the others.
+  static void forget(Space* s, BlockId block) {
+    if constexpr (kRecyclesEntries) {
+      s->table.forget(block);
+    } else {
+      (void)s, (void)block;
+    }
+  }
+  // The access loops' slow path: the entry to retry with after wait_or_fault. Recycling
+  // tables first check that e is still pid's (entry.h R4): a retired entry, or one recycled
+  // for another page, is never waited on (waiting on another page's latch could deadlock
+  // against its holder); pid is looked up again instead. The owner is read after `w`
+  // (acquire), so it is at least as new as the residency `w` belongs to. For the other
+  // tables this is wait_or_fault alone.
+  translation::Entry* retry(Space* space, PageId pid, translation::Entry* e, translation::EntryWord w, int* spins) {
+    if constexpr (kRecyclesEntries) {
+      if (w.state() == translation::kGone || !owns(*e, pid)) return &space->table.entry(pid.block());
+    }
+    wait_or_fault(space, pid, *e, w, spins);
+    return e;
+  }
+
   // The bytes of page `pid` while it is held in frame f.
   std::byte* page_data(Space* s, PageId pid, FrameId f) const {
     if constexpr (Translation::kPagesInPlace) {
@@ -469,6 +538,7 @@ class BasicBufferPool {
 
   // Slow path shared by every access that found the entry not usable: faults the page in
   // when it is evicted, helps asynchronous reads complete, or backs off while latched.
+  // Recycling tables: called through retry(), which first checks that e is pid's.
   void wait_or_fault(Space* space, PageId pid, translation::Entry& e,
                      translation::EntryWord seen, int* spins);
   void fault(Space* space, PageId pid, translation::Entry& e);
@@ -534,6 +604,7 @@ class BasicBufferPool {
     Space* space;
     PageId pid;
     FrameId frame;
+    translation::Entry* entry;  // kIoPending, latched by the read: pid's until published
   };
   mutable std::mutex async_mutex_;  // guards async_ring_, pending_, free_slots_
   std::unique_ptr<io::IoRing> async_ring_;
@@ -577,15 +648,20 @@ template <class T>
 inline SharedGuard BasicBufferPool<T>::pin_shared_at(PageId pid, FrameId* frame) {
   const FrameId predicted = predict(pid);
   Space* space;
-  translation::Entry& e = entry_for(pid, &space);
+  translation::Entry* e = &entry_for(pid, &space);
   for (int spins = 0;;) {
-    translation::EntryWord w = translation::load(e);
-    if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
-    if (translation::try_lock_shared(e, w)) [[likely]] {
-      *frame = w.frame();
-      return SharedGuard(&e, page_data(space, pid, w.frame()), pid);
+    translation::EntryWord w = translation::load(*e);
+    if (promote_on_hit(space, pid, *e, w, predicted)) [[unlikely]] continue;
+    if (translation::try_lock_shared(*e, w)) [[likely]] {
+      if (owns(*e, pid)) [[likely]] {
+        *frame = w.frame();
+        return SharedGuard(e, page_data(space, pid, w.frame()), pid);
+      }
+      translation::unlock_shared(*e);  // another page's (recycled) entry: look pid up again
+      e = &space->table.entry(pid.block());
+      continue;
     }
-    wait_or_fault(space, pid, e, w, &spins);
+    e = retry(space, pid, e, w, &spins);
   }
 }
 
@@ -599,31 +675,43 @@ template <class T>
 inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_at(PageId pid, FrameId* frame) {
   const FrameId predicted = predict(pid);
   Space* space;
-  translation::Entry& e = entry_for(pid, &space);
+  translation::Entry* e = &entry_for(pid, &space);
   for (int spins = 0;;) {
-    translation::EntryWord w = translation::load(e);
-    if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
-    if (translation::try_lock_exclusive(e, w)) [[likely]] {
+    translation::EntryWord w = translation::load(*e);
+    if (promote_on_hit(space, pid, *e, w, predicted)) [[unlikely]] continue;
+    if (translation::try_lock_exclusive(*e, w)) [[likely]] {
       translation::EntryWord held = w.with_state(translation::kExclusive);
-      *frame = w.frame();
-      return ExclusiveGuard(&e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
+      if (owns(*e, pid)) [[likely]] {
+        *frame = w.frame();
+        return ExclusiveGuard(e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
+      }
+      // Another page's (recycled) entry: give its latch back unchanged, look pid up again.
+      translation::unlock_exclusive(*e, held, /*bump_version=*/false);
+      e = &space->table.entry(pid.block());
+      continue;
     }
-    wait_or_fault(space, pid, e, w, &spins);
+    e = retry(space, pid, e, w, &spins);
   }
 }
 
 template <class T>
 inline ExclusiveGuard BasicBufferPool<T>::try_pin_exclusive(PageId pid) {
   Space* space;
-  translation::Entry& e = entry_for(pid, &space);
+  translation::Entry* e = find_entry_for(pid, &space);  // a page without an entry is evicted
+  if (e == nullptr) return ExclusiveGuard();
   // A failed CAS means the word changed (a pin, CLOCK's mark): look again, a bounded number
   // of times; a latched, pinned, evicted or loading page gives up at once.
   for (int attempt = 0; attempt < kTryLatchAttempts; ++attempt) {
-    translation::EntryWord w = translation::load(e);
+    translation::EntryWord w = translation::load(*e);
     if (!w.resident() || !w.unlatched()) break;
-    if (translation::try_lock_exclusive(e, w)) {
+    if (translation::try_lock_exclusive(*e, w)) {
       translation::EntryWord held = w.with_state(translation::kExclusive);
-      return ExclusiveGuard(&e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
+      if (!owns(*e, pid)) [[unlikely]] {
+        // Recycled for another page: pid was evicted meanwhile. Give the latch back unchanged.
+        translation::unlock_exclusive(*e, held, /*bump_version=*/false);
+        break;
+      }
+      return ExclusiveGuard(e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
     }
   }
   return ExclusiveGuard();
@@ -713,18 +801,22 @@ inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid) {
   }
   const FrameId predicted = predict(pid);
   Space* space;
-  translation::Entry& e = entry_for(pid, &space);
+  translation::Entry* e = &entry_for(pid, &space);
   for (int spins = 0;;) {
-    translation::EntryWord w = translation::load(e);
-    if (promote_on_hit(space, pid, e, w, predicted)) [[unlikely]] continue;
+    translation::EntryWord w = translation::load(*e);  // acquire: then the owner (entry.h R5)
+    if (promote_on_hit(space, pid, *e, w, predicted)) [[unlikely]] continue;
     if (w.resident() && w.state() != translation::kExclusive) [[likely]] {
+      if (!owns(*e, pid)) [[unlikely]] {
+        e = &space->table.entry(pid.block());  // recycled for another page: look up again
+        continue;
+      }
       if (w.state() == translation::kMarked) [[unlikely]] {
         // Second chance: an access clears CLOCK's mark (the only write, and a rare one).
-        translation::try_cas(e, w, w.with_state(translation::kUnlocked));
+        translation::try_cas(*e, w, w.with_state(translation::kUnlocked));
       }
-      return OptimisticRead{page_data(space, pid, w.frame()), &e, w, pid};
+      return OptimisticRead{page_data(space, pid, w.frame()), e, w, pid};
     }
-    wait_or_fault(space, pid, e, w, &spins);
+    e = retry(space, pid, e, w, &spins);
   }
 }
 

@@ -251,10 +251,17 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
       for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
         PageId owner(meta_[f].owner.load(std::memory_order_acquire));
         if (owner.space() != id) continue;
-        translation::Entry& e = s->table.entry(owner.block());
+        translation::Entry* ep = existing_entry(s, owner.block());
+        if (ep == nullptr) continue;  // left the frame meanwhile (recycling tables)
+        translation::Entry& e = *ep;
         EntryWord w = translation::load(e);
         if (w.frame() != f) continue;
         if (!translation::try_lock_exclusive(e, w)) {
+          waiting = true;
+          continue;
+        }
+        if (!owns(e, owner)) {  // recycled for another page: give it back, look again
+          translation::unlock_exclusive(e, w.with_state(kExclusive), /*bump_version=*/false);
           waiting = true;
           continue;
         }
@@ -263,6 +270,7 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
         clear_owner(f);
         e.store(0, std::memory_order_release);
         if (s->table.release_ref(owner.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+        forget(s, owner.block());
         free_list_.push(f);
       }
     }
@@ -305,12 +313,14 @@ void BasicBufferPool<T>::wait_or_fault(Space* space, PageId pid, translation::En
 template <class T>
 void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) {
   std::shared_lock fault_lock(space->fault_latch);
+  BlockId block = pid.block();
   if (!space->alive.load(std::memory_order_acquire)) {
+    forget(space, block);  // the entry the lookup created (recycling tables)
     throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(pid.space()) + " was dropped", pid);
   }
-  BlockId block = pid.block();
   uint64_t blocks = space->num_blocks.load(std::memory_order_acquire);
   if (block >= blocks) {
+    forget(space, block);
     throw Error(ErrorCode::kPageOutOfRange,
                 "block " + std::to_string(block) + " of space " + std::to_string(pid.space()) +
                     " (" + std::to_string(blocks) + " blocks)",
@@ -320,6 +330,15 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
   if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
     if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
     return;  // another thread is loading it or has loaded it
+  }
+  if constexpr (kRecyclesEntries) {
+    if (!owns(e, pid)) {
+      // Retired and recycled for another block between the lookup and the CAS (R4): give
+      // it back as it was; the caller sees the other owner and looks pid up again.
+      e.store(0, std::memory_order_release);
+      if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
   FrameId f = kInvalidFrame;
   try {
@@ -341,6 +360,7 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
     if (f != kInvalidFrame) free_list_.push(f);
     e.store(0, std::memory_order_release);
     if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    forget(space, block);
     throw;
   }
   meta_[f].dirty.store(0, std::memory_order_relaxed);
@@ -384,6 +404,14 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
     entry = &space->table.entry(static_cast<BlockId>(block));
     space->table.acquire_ref(static_cast<BlockId>(block));
     if (translation::try_cas(*entry, EntryWord{0}, translation::kLoadingWord)) {
+      if (!owns(*entry, PageId(id, static_cast<BlockId>(block)))) {
+        // Recycled for another block since the lookup (R4): give it back, start again.
+        entry->store(0, std::memory_order_release);
+        if (space->table.release_ref(static_cast<BlockId>(block))) {
+          counters_.punches.fetch_add(1, std::memory_order_relaxed);
+        }
+        continue;
+      }
       // Blocks at or past num_blocks are never faulted or prefetched, so nobody else can
       // latch this entry, and nobody else can advance num_blocks past it.
       uint64_t expected = block;
@@ -405,6 +433,7 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
     // The block stays allocated (an all-zero block is a valid empty page).
     e.store(0, std::memory_order_release);
     if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    forget(space, pid.block());
     throw;
   }
   std::memset(page_data(space, pid, f), 0, options_.page_size);
@@ -448,8 +477,10 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
   translation::Entry* entries[kMaxGroup];
   Space* spaces[kMaxGroup];
   // Phase 1: resolve and prefetch the translation entries (memory-level parallelism).
+  // Recycling tables: no entry is created here (the page may be skipped); nullptr = none.
   for (size_t i = 0; i < pids.size(); ++i) {
     entries[i] = nullptr;
+    spaces[i] = nullptr;
     auto& c = translation::tls_path_cache;
     Space* s;
     if (c.pool_uid == uid_ && c.space == pids[i].space() && c.epoch == directory_.epoch()) {
@@ -459,7 +490,7 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
       if (s == nullptr) continue;
     }
     if (pids[i].block() >= s->table.capacity()) continue;
-    entries[i] = &s->table.entry(pids[i].block());
+    entries[i] = existing_entry(s, pids[i].block());
     spaces[i] = s;
     __builtin_prefetch(entries[i]);
   }
@@ -467,12 +498,17 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
   uint32_t missing[kMaxGroup];
   size_t n_missing = 0;
   for (size_t i = 0; i < pids.size(); ++i) {
-    if (entries[i] == nullptr) continue;
+    if (spaces[i] == nullptr) continue;
+    if (kRecyclesEntries && entries[i] == nullptr) {
+      missing[n_missing++] = static_cast<uint32_t>(i);
+      continue;
+    }
     EntryWord w = translation::load(*entries[i], std::memory_order_relaxed);
     if (w.resident()) {
+      // A hint only: a stale (recycled) entry prefetches a frame for nothing.
       uint32_t off = offsets.empty() ? 0 : std::min<uint32_t>(offsets[i], options_.page_size - 1);
       __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + off);
-    } else if (w.evicted()) {
+    } else if (w.evicted() || w.state() == translation::kGone) {
       missing[n_missing++] = static_cast<uint32_t>(i);
     }
   }
@@ -490,8 +526,16 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
         pid.block() >= s->num_blocks.load(std::memory_order_acquire)) {
       continue;
     }
+    // Recycling tables: the entry is created (or found again) only now that the read will be
+    // tried, and checked after the CAS (R4).
+    translation::Entry& e = kRecyclesEntries ? s->table.entry(pid.block()) : *entries[i];
     s->table.acquire_ref(pid.block());
-    if (!translation::try_cas(*entries[i], EntryWord{0}, translation::kIoPendingWord)) {
+    if (!translation::try_cas(e, EntryWord{0}, translation::kIoPendingWord)) {
+      if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (!owns(e, pid)) {  // recycled for another block since the lookup: give it back
+      e.store(0, std::memory_order_release);
       if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
@@ -502,13 +546,14 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
       // A write-back failed while making room; the prefetch is only a hint.
     }
     if (f == kInvalidFrame) {
-      entries[i]->store(0, std::memory_order_release);
+      e.store(0, std::memory_order_release);
       if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      forget(s, pid.block());
       break;  // no frame to spare: the rest would fail too
     }
     uint32_t slot = free_slots_.back();
     free_slots_.pop_back();
-    pending_[slot] = PendingRead{s, pid, f};
+    pending_[slot] = PendingRead{s, pid, f, &e};
     bool pushed = async_ring_->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
                                                   page_data(s, pid, f), static_cast<uint32_t>(options_.page_size),
                                                   false, slot, 0});
@@ -526,8 +571,8 @@ template <class T>
 void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
   PendingRead p = pending_[slot];
   free_slots_.push_back(static_cast<uint32_t>(slot));
-  translation::Entry& e = p.space->table.entry(p.pid.block());
-  CALICO_DCHECK(translation::load(e).state() == kIoPending);
+  translation::Entry& e = *p.entry;
+  CALICO_DCHECK(translation::load(e).state() == kIoPending && owns(e, p.pid));
   std::byte* frame = page_data(p.space, p.pid, p.frame);
   bool ok = result == static_cast<int>(options_.page_size) &&
             io::verify_page(frame, options_.page_size, p.pid) != io::PageCheck::kMismatch;
@@ -541,6 +586,7 @@ void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
     counters_.prefetch_failed.fetch_add(1, std::memory_order_relaxed);
     e.store(0, std::memory_order_release);
     if (p.space->table.release_ref(p.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    forget(p.space, p.pid.block());
     free_list_.push(p.frame);
   }
 }
@@ -601,14 +647,18 @@ void BasicBufferPool<T>::flush() {
     PageId pid(meta_[f].owner.load(std::memory_order_acquire));
     Space* s = pid.valid() ? live_space(pid.space()) : nullptr;
     if (s == nullptr) continue;
-    translation::Entry& e = s->table.entry(pid.block());
+    translation::Entry* ep = existing_entry(s, pid.block());
+    if (ep == nullptr) continue;  // evicted meanwhile (recycling tables)
+    translation::Entry& e = *ep;
     // A shared latch keeps writers and the evictor out while the page is written.
     bool latched = false;
     for (int spins = 0;;) {
       EntryWord w = translation::load(e);
       if (w.frame() != f) break;  // evicted meanwhile (and written back by the evictor)
       if (translation::try_lock_shared(e, w)) {
-        latched = true;
+        // Recycled for another page that now sits in f: its own owner is f's new owner, and
+        // that page is written by the scan only if it is dirty, through its own entry.
+        if (owns(e, pid)) latched = true; else translation::unlock_shared(e);
         break;
       }
       if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
@@ -696,7 +746,8 @@ void BasicBufferPool<T>::check_invariants() const {
       const PendingRead& p = pending_[slot];
       if (in_flight[p.frame]++) fail("frame " + std::to_string(p.frame) + " has two reads in flight");
       if (meta_[p.frame].owner.load() != 0) fail("frame " + std::to_string(p.frame) + " is read into while owned");
-      if (translation::load(p.space->table.entry(p.pid.block())).state() != kIoPending) {
+      if (translation::load(*p.entry).state() != kIoPending || !owns(*p.entry, p.pid) ||
+          existing_entry(p.space, p.pid.block()) != p.entry) {
         fail("a read in flight for a page whose entry is not kIoPending");
       }
       pending_pages.push_back(p.pid.raw);
@@ -720,10 +771,13 @@ void BasicBufferPool<T>::check_invariants() const {
     ++owned;
     Space* s = live_space(pid.space());
     if (s == nullptr) fail("frame " + std::to_string(f) + " belongs to a dropped space");
-    EntryWord w = translation::load(s->table.entry(pid.block()));
+    translation::Entry* pe = existing_entry(s, pid.block());
+    if (pe == nullptr) fail("frame " + std::to_string(f) + "'s page has no entry");
+    if (!owns(*pe, pid)) fail("frame " + std::to_string(f) + "'s page's entry belongs to another page");
+    EntryWord w = translation::load(*pe);
     if (w.frame() != f) fail("frame " + std::to_string(f) + " and its page's entry disagree");
     if constexpr (kFrameHints) {
-      if (frame_entries_[f].load() != &s->table.entry(pid.block())) {
+      if (frame_entries_[f].load() != pe) {
         fail("frame " + std::to_string(f) + "'s entry pointer is not its page's entry");
       }
     }
@@ -743,6 +797,10 @@ void BasicBufferPool<T>::check_invariants() const {
       if (!s->alive.load()) continue;
       s->table.for_each_entry([&](BlockId b, const translation::Entry& e) {
         EntryWord w = translation::load(e);
+        if (kRecyclesEntries && (w.state() == translation::kGone || !owns(e, PageId(s->id, b)))) {
+          fail("entry of block " + std::to_string(b) + " in space " + s->name + " is in the table but " +
+               (w.state() == translation::kGone ? "retired" : "owned by another block"));
+        }
         if (w.resident() && (w.frame() > n || meta_[w.frame()].owner.load() != PageId(s->id, b).raw)) {
           fail("entry of block " + std::to_string(b) + " in space " + s->name + " points to frame " +
                std::to_string(w.frame()) + ", which it does not own");

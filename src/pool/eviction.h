@@ -10,7 +10,9 @@
 //      A victim whose write fails is unlatched and kept, still dirty: nothing is lost.
 //   3. For each written or clean victim: (pages in place: discard the page, still latched)
 //      seed the frame's next version, clear its owner, zero the entry, release the punch
-//      reference (the last one punches the entries' page), and give the frame to the free list.
+//      reference (the last one punches the entries' page), delete the entry if the table
+//      recycles entries (forget: the page's mapping goes, as in a hash-table buffer manager;
+//      translation/entry.h, "Recycled entries"), and give the frame to the free list.
 #pragma once
 
 // Part of buffer_pool_impl.h (which includes this file at its end, with the includes and
@@ -82,6 +84,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     Space* space;
     PageId pid;
     FrameId frame;
+    translation::Entry* entry;  // latched exclusively by this round
     EntryWord held;
     bool write_failed;
   };
@@ -96,13 +99,18 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     if (!pid.valid()) continue;  // free, or being loaded
     Space* s = directory_.lookup(pid.space());
     if (s == nullptr) continue;  // being dropped: drop_space discards its frames
-    translation::Entry& e = s->table.entry(pid.block());
-    EntryWord w = translation::load(e);
+    translation::Entry* e = existing_entry(s, pid.block());  // recycling tables: never inserts
+    if (e == nullptr) continue;  // stale owner hint
+    EntryWord w = translation::load(*e);
     if (w.frame() != f) continue;  // stale owner hint
     if (w.state() == kUnlocked) {
-      translation::try_cas(e, w, w.with_state(kMarked));
-    } else if (w.state() == kMarked && translation::try_cas(e, w, w.with_state(kExclusive))) {
-      victims.push_back({s, pid, f, w.with_state(kExclusive), false});
+      translation::try_cas(*e, w, w.with_state(kMarked));
+    } else if (w.state() == kMarked && translation::try_cas(*e, w, w.with_state(kExclusive))) {
+      if (!owns(*e, pid)) [[unlikely]] {  // recycled for the page now in f: not ours to evict
+        translation::unlock_exclusive(*e, w.with_state(kExclusive), /*bump_version=*/false);
+        continue;
+      }
+      victims.push_back({s, pid, f, e, w.with_state(kExclusive), false});
     }
   }
 
@@ -136,7 +144,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
 
   uint32_t freed = 0;
   for (Victim& v : victims) {
-    translation::Entry& e = v.space->table.entry(v.pid.block());
+    translation::Entry& e = *v.entry;
     if (v.write_failed) {
       translation::unlock_exclusive(e, v.held, /*bump_version=*/false);  // kept, still dirty
       continue;
@@ -154,6 +162,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     clear_owner(v.frame);
     e.store(0, std::memory_order_release);
     if (v.space->table.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    forget(v.space, v.pid.block());
     if constexpr (!T::kPagesInPlace && CALICO_CHECKS_LEVEL >= 2) {
       // Poison: a reader that skipped validation now sees garbage, not a plausible page.
       std::memset(frames_.frame(v.frame), 0xA5, options_.page_size);

@@ -20,6 +20,9 @@
 //                        mark clears it (second chance); the evictor evicts marked pages.
 //                        (vmcache's scheme: the reference bit lives in the entry, so a hit
 //                        touches no other cache line.)
+//   {0, 0, kGone}        recycling tables only (OwnedEntry below): the entry was removed from
+//                        its table and belongs to no page. Never latchable, never readable:
+//                        whoever sees it looks the page up again.
 //
 // Transitions (who / how):
 //   evicted -> loading       faulter / CAS 0 -> {0,0,kExclusive}  (after taking a hole-punch
@@ -34,6 +37,11 @@
 //                            have changed the page bumps the version
 //   exclusive -> evicted     evictor / store 0
 //   unlocked -> marked       evictor / CAS;  marked -> unlocked: any accessor / CAS
+//   evicted -> gone          a recycling table retiring the entry / CAS 0 -> kGoneWord, under
+//                            the table's exclusive partition latch, in the same critical
+//                            section that removes it from the map (OwnedEntry)
+//   gone -> evicted          the table recycling it for another block / store 0, after its
+//                            owner is set and under the same latch (OwnedEntry)
 //
 // Version ABA: an evicted entry is all-zero, so the version cannot survive eviction in the
 // entry itself. Each frame keeps a version seed in its metadata: when a page leaves frame F
@@ -45,7 +53,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "calico/page_id.h"
 
@@ -59,6 +69,7 @@ inline constexpr uint8_t kMaxShared = 251;
 inline constexpr uint8_t kExclusive = 252;
 inline constexpr uint8_t kIoPending = 253;
 inline constexpr uint8_t kMarked = 254;
+inline constexpr uint8_t kGone = 255;
 inline constexpr uint32_t kVersionMask = (1u << 24) - 1;
 
 struct EntryWord {
@@ -94,6 +105,9 @@ static_assert(EntryWord::make(0xFFFFFFFFu, kVersionMask, kMarked).frame() == 0xF
 
 inline constexpr EntryWord kLoadingWord = EntryWord::make(kInvalidFrame, 0, kExclusive);
 inline constexpr EntryWord kIoPendingWord = EntryWord::make(kInvalidFrame, 0, kIoPending);
+inline constexpr EntryWord kGoneWord = EntryWord::make(kInvalidFrame, 0, kGone);
+static_assert(!kGoneWord.evicted() && !kGoneWord.resident() && !kGoneWord.unlatched() && !kGoneWord.shared(),
+              "gone is neither evicted (no fault CASes it) nor latchable nor readable");
 
 inline EntryWord load(const Entry& e, std::memory_order mo = std::memory_order_acquire) {
   return EntryWord{e.load(mo)};
@@ -135,6 +149,56 @@ inline bool try_lock_exclusive(Entry& e, EntryWord seen) {
 inline void unlock_exclusive(Entry& e, EntryWord held, bool bump_version) {
   EntryWord next = bump_version ? held.next_version_unlocked() : held.with_state(kUnlocked);
   e.store(next.raw, std::memory_order_release);
+}
+
+// --- Recycled entries: tables that delete a page's entry when it leaves the pool ------------
+//
+// OwnedEntry is the entry word plus the block it belongs to now. The hash tables of
+// partitioned_table.h (hash_chained, hash_open, and lipah over hash_open) remove an entry from
+// their map once its page is evicted and give the same object to another block later. Entry
+// memory is type-stable: it is recycled but never freed while the table lives, so a thread
+// holding a stale Entry* still reads a valid atomic, and the owner tells it whether that
+// entry still belongs to its page. Rules (the pool's side is in pool/README.md, "Recycled
+// entries"):
+//  R1 owner changes only while the word is kGone, under the table's exclusive latch.
+//  R2 Retire: under that latch, CAS 0 -> kGone and remove the entry from the map. Only a zero
+//     (evicted) entry is retired: nobody holds a latch on it, and a concurrent CAS out of 0
+//     (a fault or a prefetch) and the retire's CAS exclude each other.
+//  R3 Recycle: under that latch, owner := block + 1 (release), then word := 0 (release), and
+//     the map holds it before the latch is released. So an entry in a map is never gone and
+//     is owned by its key; a gone entry is in no map.
+//  R4 Whoever got pid's entry from the table and then latches it (a CAS out of 0, unlatched or
+//     shared) checks the owner after the CAS. A latched entry cannot be retired (R2 needs
+//     zero), so the owner is fixed while the latch is held (R1); the CAS reads a word stored
+//     after the owner (R3), so it sees the current owner. On a mismatch it undoes its CAS,
+//     with no version bump, and looks pid up again; so does whoever sees kGone.
+//  R5 An optimistic reader loads the word w = {F, v} (acquire), then the owner (acquire), and
+//     validate() later re-reads the word. If validate sees {F, v} again, the entry stayed in
+//     one residency from the first load to the validation: {F, v} is shown by at most one
+//     residency ever ("Version ABA" above: a page leaving F with v sets F's seed to v + 1),
+//     and a residency that ends (store 0) never comes back. The owner is fixed during a
+//     residency (R1), so the owner read in between is that residency's page. An owner newer
+//     than w's residency is stored (release) after the kGone that ended it, so a reader that
+//     loaded it (acquire) cannot see {F, v} at validation.
+// ABA across pages: an entry recycled for page B and loaded into the frame F that page A held
+// shows {F, v'} with v' > every version A showed in F (F's seed), so a reader of A holding
+// {F, v} fails validation, and a latcher of A's stale pointer fails the owner check (R4).
+struct OwnedEntry {
+  Entry word{0};
+  std::atomic<uint64_t> owner{0};  // block + 1 of the page it belongs to; 0 = never used
+};
+static_assert(sizeof(OwnedEntry) == 16 && std::is_standard_layout_v<OwnedEntry> && offsetof(OwnedEntry, word) == 0,
+              "an Entry* handed out by a recycling table points at the first member of an OwnedEntry");
+
+inline constexpr uint64_t owner_key(BlockId block) { return uint64_t{block} + 1; }
+
+// The OwnedEntry whose word is e. Pre: e was handed out by a recycling table.
+inline OwnedEntry& owned_entry(Entry& e) { return *reinterpret_cast<OwnedEntry*>(&e); }
+inline const OwnedEntry& owned_entry(const Entry& e) { return *reinterpret_cast<const OwnedEntry*>(&e); }
+
+// R4 / R5: whether e belongs to `block` now (exact while the caller holds a latch on e).
+inline bool owned_by(const Entry& e, BlockId block) {
+  return owned_entry(e).owner.load(std::memory_order_acquire) == owner_key(block);
 }
 
 }  // namespace calico::translation

@@ -39,10 +39,10 @@
 // keep working). At the moment the budget runs out, a thread inserting the same block as the
 // thread that takes the last unit may also get kPoolFull.
 //
-// Deviation (as in partitioned_table.h): entries are never removed, so memory grows with the
-// pages ever touched, and since mix64 scatters blocks over the slots, each page touched
-// backs a 4 KB page of slots until the table is dense: memory is about
-// min(4 KB x pages touched, 16 B x slots) (the paper sizes its tables 2x the frames and
+// Deviation (unlike partitioned_table.h, which deletes on eviction): entries are never
+// removed, so memory grows with the pages ever touched, and since mix64 scatters blocks over
+// the slots, each page touched backs a 4 KB page of slots until the table is dense: memory is
+// about min(4 KB x pages touched, 16 B x slots) (the paper sizes its tables 2x the frames and
 // deletes on eviction; calico.txt 6.5). Measured at capacity 2^22 (2^23 slots, 128 MB
 // reserved): 4 MB after 10^3 pages touched, 122 MB after 10^5, 128 MB from 10^6 on. So keep
 // max_blocks_per_space close to the space's real size for this table: each block of

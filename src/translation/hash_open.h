@@ -7,17 +7,20 @@
 // slot {block, Entry*} -> the entry. Like a chained table it costs two dependent misses (the
 // slot, then the entry) plus the latch; unlike it, the slots are contiguous.
 //
-// Stable entries: flat_hash_map moves its slots when it grows, so it cannot hold the Entry
-// itself (the pool keeps Entry pointers; partitioned_table.h). It maps the block to an Entry*
-// into the partition's EntrySlab (entry_slab.h): chunked arrays that never move. The
-// alternative, a 4-byte slab index instead of the pointer, would shrink a slot from 16 to 8
-// bytes but add a dependent load of the chunk's address to every lookup. Entries are never
-// removed (partitioned_table.h states the cost: memory grows with the pages ever touched).
+// Entries and deletion: flat_hash_map moves its slots when it grows, so it cannot hold the
+// Entry itself (the pool keeps Entry pointers without the latch). It maps the block to an
+// OwnedEntry* into the partition's EntrySlab (entry_slab.h): chunked arrays that never move,
+// whose entries are recycled (never freed) once retired. A page's entry is removed from the
+// map when the page is evicted (retire(), under the exclusive latch) and the OwnedEntry goes
+// to the slab's free list for the next block inserted (entry.h, "Recycled entries": R1-R5).
+// The alternative, a 4-byte slab index instead of the pointer, would shrink a slot from 16
+// to 8 bytes but add a dependent load of the chunk's address to every lookup.
 //
-// Memory (counted by CountingAllocator): per slot 16 bytes (4-byte key padded, 8-byte
-// pointer) and 1 control byte, at a load factor between 7/16 and 7/8 (absl grows at 7/8 and
-// doubles); per entry 8 bytes of slab. So 26 to 47 bytes per page touched (33 measured at
-// 10^5 pages, 44 at 10^6).
+// Memory (counted by CountingAllocator) follows the entries alive at the peak, about the
+// pool's frames (resident, loading and prefetched pages; partitioned_table.h): per slot 16
+// bytes (4-byte key padded, 8-byte pointer) and 1 control byte, at a load factor between
+// 7/16 and 7/8 (absl grows at 7/8, doubles, and never shrinks on erase); per entry 16 bytes
+// of slab and 8 of free list. So 42 to 63 bytes per live entry.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -44,23 +47,41 @@ class OpenStore {
 
   Entry* find(BlockId block, uint64_t hash) const {
     auto it = map_.find(block, static_cast<size_t>(hash));  // absl: a precomputed hash
-    return it == map_.end() ? nullptr : it->second;
+    return it == map_.end() ? nullptr : &it->second->word;
   }
   Entry& find_or_insert(BlockId block) {
-    if (auto it = map_.find(block); it != map_.end()) return *it->second;
-    Entry& e = slab_.allocate();  // if emplace throws, the entry is merely unused
-    map_.emplace(block, &e);
-    return e;
+    if (auto it = map_.find(block); it != map_.end()) return it->second->word;
+    OwnedEntry& e = slab_.take();
+    try {
+      map_.emplace(block, &e);
+    } catch (...) {
+      e.word.store(kGoneWord.raw, std::memory_order_relaxed);  // recycled: was gone; new: unseen
+      slab_.give_back(e);
+      throw;
+    }
+    e.owner.store(owner_key(block), std::memory_order_release);  // R3: owner, then word
+    e.word.store(0, std::memory_order_release);
+    return e.word;
+  }
+  // R2: removes block's entry if it is zero. Pre: exclusive latch.
+  bool retire(BlockId block) {
+    auto it = map_.find(block);
+    if (it == map_.end() || !try_cas(it->second->word, EntryWord{0}, kGoneWord)) return false;
+    OwnedEntry* e = it->second;
+    map_.erase(it);
+    slab_.give_back(*e);
+    return true;
   }
   size_t size() const { return map_.size(); }
+  size_t free_size() const { return slab_.free_size(); }
   template <class Fn>
   void for_each(Fn&& fn) const {
-    for (const auto& [block, e] : map_) fn(block, *e);
+    for (const auto& [block, e] : map_) fn(block, e->word);
   }
 
  private:
-  using Allocator = CountingAllocator<std::pair<const BlockId, Entry*>>;
-  absl::flat_hash_map<BlockId, Entry*, BlockHash, std::equal_to<BlockId>, Allocator> map_;
+  using Allocator = CountingAllocator<std::pair<const BlockId, OwnedEntry*>>;
+  absl::flat_hash_map<BlockId, OwnedEntry*, BlockHash, std::equal_to<BlockId>, Allocator> map_;
   EntrySlab slab_;
 };
 

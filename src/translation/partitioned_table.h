@@ -3,39 +3,50 @@
 // reader-writer latch (calico.txt section 6.2: "we partition the hash table and use
 // dedicated lock per partition to reduce lock contention").
 //
-// Entry points: entry(block) (find-or-insert; the hot path), size(), reset(),
-// private_bytes()/mincore_bytes()/reserved_bytes() (bytes allocated), for_each_entry().
+// Entry points: entry(block) (find-or-insert; the hot path), find(block) (no insert),
+// forget(block) (delete a zero entry; the pool calls it when a page leaves the pool), size(),
+// free_size(), reset(), private_bytes()/mincore_bytes()/reserved_bytes() (bytes allocated),
+// for_each_entry().
 //
 // Store (one per partition) provides, all under the partition latch:
 //   explicit Store(ByteCounter*)        allocates only through a CountingAllocator on it
 //   Entry* find(BlockId, uint64_t hash) const   (shared latch; hash == mix64(block))
-//   Entry& find_or_insert(BlockId)              (exclusive latch)
-//   size_t size() const; void for_each(fn) const  fn(BlockId, Entry&)
+//   Entry& find_or_insert(BlockId)              (exclusive latch; recycles a retired entry)
+//   bool retire(BlockId)                        (exclusive latch; entry.h R2)
+//   size_t size() const; size_t free_size() const; void for_each(fn) const  fn(BlockId, Entry&)
+// and hands out only words of OwnedEntry objects that stay valid for the store's life
+// (type-stable: recycled, never freed).
 //
 // Partitioning: block -> mix64(block) (hash_support.h); the top kPartitionBits bits pick the
 // partition, the maps use the low bits, so the two choices are independent.
 //
 // Latch: std::shared_mutex per partition, cache-line aligned. Lookups of resident pages (the
 // hot path) take it shared, so threads reading pages of one partition do not serialise
-// behind each other; only the first access to a page ever inserts, under the exclusive
-// latch. A spin lock would save nothing on the uncontended path (pthread_rwlock_rdlock is
-// one atomic add, as a spin lock's CAS) and would serialise the readers. The latch is held
-// for the lookup only, never across I/O or a page latch, and no other lock is taken under
-// it: it is a leaf of the pool's lock order (pool/README.md).
+// behind each other; inserts (a page's first access since it was last evicted) and deletes
+// take it exclusive. A spin lock would save nothing on the uncontended path
+// (pthread_rwlock_rdlock is one atomic add, as a spin lock's CAS) and would serialise the
+// readers. The latch is held for the lookup only, never across I/O or a page latch, and no
+// other lock is taken under it (a retire only *tries* the entry word by CAS): it is a leaf of
+// the pool's lock order (pool/README.md).
 //
-// Invariant (the pool's contract, include/calico/buffer_pool.h): entry(b) returns the same
-// Entry object for b for the table's whole life. Entries are created on first use and never
-// removed: an evicted page keeps its zero entry. Translation memory therefore grows with the
-// pages ever touched in the space, not with the resident pages (a deviation from the paper's
-// hash tables, which delete on eviction and are sized 2x the frames; calico.txt 6.5). Threads
-// keep Entry pointers across the latch release (pins, optimistic reads that validate the
-// word later), so an entry may never move or be freed while someone could hold it.
+// Deletion (kRecyclesEntries; entry.h, "Recycled entries", R1-R5). As in a hash-table buffer
+// manager, a page's mapping is deleted when the page leaves the pool: the pool zeroes the
+// entry and calls forget(block), which retires it if it is still zero (CAS 0 -> kGone, out of
+// the map) and parks it for reuse. So the maps hold the pages that are resident, being loaded
+// or prefetched, plus entries created for pages that were then not loaded (only on the error
+// paths of faults, each of which forgets too): about the pool's frames, not the pages ever
+// touched (calico.txt 6.5 sizes the paper's tables at 2x the frames). Threads keep Entry
+// pointers after the latch is released (pins, optimistic reads, the evictor's victims), so
+// the pool checks the owner after every latch it takes through such a pointer and after
+// every optimistic load (pool/README.md, "Recycled entries"); a recycled entry is the same
+// object, so no memory is ever freed under a reader.
 //
-// reset() (drop_space): every entry is stored zero, but nodes and slabs are kept until the
-// pool closes: a thread with a stale pointer to the space (pool/README.md, "Dropping a space
-// while others use it") may still hold or look up one of its entries, and must read a zero
-// entry rather than freed memory. The array translation returns the memory because its
-// mapping survives a punch; a heap-allocated node does not survive a free.
+// reset() (drop_space): every entry is retired (they are zero: the pool discarded the
+// frames), but nodes and slabs are kept until the pool closes: a thread with a stale pointer
+// to the space (pool/README.md, "Dropping a space while others use it") may still hold or
+// look up one of its entries; it sees kGone, looks up again, and fails in fault() with
+// kUnknownSpace. The array translation returns the memory because its mapping survives a
+// punch; a heap-allocated node does not survive a free.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +54,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <vector>
 
 #include "calico/checks.h"
 #include "calico/page_id.h"
@@ -65,12 +77,17 @@ class PartitionedTable {
       : capacity_(check_table_capacity(capacity, "partitioned hash table")),
         partitions_(std::make_unique<Partition[]>(kPartitions)) {}
 
-  // The entry of `block`, created zero (evicted) on first use; the same object for the
-  // table's life. Takes the partition latch shared, and exclusive only to insert.
+  // Entries are deleted when their page leaves the pool (see above).
+  static constexpr bool kRecyclesEntries = true;
+
+  // The entry of `block`, created zero (evicted) when the block has none. It stays block's
+  // until the block is evicted and forget(block) retires it (then it may go to another block;
+  // the caller checks owned_by, entry.h R4/R5). Takes the partition latch shared, and
+  // exclusive only to insert.
   Entry& entry(BlockId block) {
     CALICO_DCHECK(block < capacity_);
     const uint64_t hash = mix64(block);
-    Partition& p = partitions_[hash >> (64 - kPartitionBits)];
+    Partition& p = partition(hash);
     {
       std::shared_lock lock(p.latch);
       if (Entry* e = p.store.find(block, hash)) [[likely]] return *e;
@@ -79,25 +96,55 @@ class PartitionedTable {
     return p.store.find_or_insert(block);
   }
 
+  // The entry of `block` if it has one, else nullptr; never inserts (the pool's scans of
+  // frames, which must not create entries for pages that left). Latch shared.
+  Entry* find(BlockId block) const {
+    CALICO_DCHECK(block < capacity_);
+    const uint64_t hash = mix64(block);
+    const Partition& p = partition(hash);
+    std::shared_lock lock(p.latch);
+    return p.store.find(block, hash);
+  }
+
+  // Deletes block's entry if it is zero (evicted); true when it did. Any thread may call it
+  // at any time: a zero entry carries no latch, and the retire's CAS loses to a concurrent
+  // fault's (entry.h R2). Called by the pool after each store of 0. Checks under the shared
+  // latch first, so that the common case of an entry already reloaded costs no exclusive latch.
+  bool forget(BlockId block) {
+    CALICO_DCHECK(block < capacity_);
+    const uint64_t hash = mix64(block);
+    Partition& p = partition(hash);
+    {
+      std::shared_lock lock(p.latch);
+      Entry* e = p.store.find(block, hash);
+      if (e == nullptr || e->load(std::memory_order_relaxed) != 0) return false;
+    }
+    std::unique_lock lock(p.latch);
+    return p.store.retire(block);
+  }
+
   uint64_t capacity() const { return capacity_; }
 
-  // No reclamation around resident entries: entries are never removed (see above).
+  // No reclamation around resident entries (deletion is forget's).
   void acquire_ref(BlockId) const {}
   bool release_ref(BlockId) const { return false; }
 
-  // Every entry zero; the memory stays until the table dies (see above).
-  // Pre: no thread writes an entry concurrently (drop_space holds the space dead).
+  // Every entry retired; the memory stays until the table dies (see above).
+  // Pre: no thread latches an entry concurrently (drop_space holds the space dead).
   void reset() {
+    std::vector<BlockId> blocks;
     for (size_t i = 0; i < kPartitions; ++i) {
       std::unique_lock lock(partitions_[i].latch);
-      partitions_[i].store.for_each([](BlockId, Entry& e) {
+      blocks.clear();
+      partitions_[i].store.for_each([&](BlockId b, Entry& e) {
         CALICO_DCHECK(e.load(std::memory_order_relaxed) == 0);  // drop evicted every page
-        e.store(0, std::memory_order_release);
+        blocks.push_back(b);
       });
+      for (BlockId b : blocks) partitions_[i].store.retire(b);
     }
   }
 
-  // Entries ever created (pages touched).
+  // Entries in the maps (pages resident, loading or prefetched, or just looked up).
   size_t size() const {
     size_t n = 0;
     for (size_t i = 0; i < kPartitions; ++i) {
@@ -106,9 +153,18 @@ class PartitionedTable {
     }
     return n;
   }
+  // Retired entries waiting to be recycled.
+  size_t free_size() const {
+    size_t n = 0;
+    for (size_t i = 0; i < kPartitions; ++i) {
+      std::shared_lock lock(partitions_[i].latch);
+      n += partitions_[i].store.free_size();
+    }
+    return n;
+  }
 
-  // fn(BlockId, const Entry&) for every entry, partition by partition (each under its latch
-  // shared): for checkers and tests.
+  // fn(BlockId, const Entry&) for every entry in the maps, partition by partition (each
+  // under its latch shared): for checkers and tests.
   template <class Fn>
   void for_each_entry(Fn&& fn) const {
     for (size_t i = 0; i < kPartitions; ++i) {
@@ -136,6 +192,9 @@ class PartitionedTable {
     ByteCounter bytes;
     Store store{&bytes};
   };
+
+  Partition& partition(uint64_t hash) { return partitions_[hash >> (64 - kPartitionBits)]; }
+  const Partition& partition(uint64_t hash) const { return partitions_[hash >> (64 - kPartitionBits)]; }
 
   const uint64_t capacity_;
   std::unique_ptr<Partition[]> partitions_;
