@@ -261,6 +261,7 @@ def main():
     ap.add_argument("--md", default="docs/vector.md")
     ap.add_argument("--png-dir", default="docs/vector")
     ap.add_argument("--command", default="scripts/vector.sh")
+    ap.add_argument("--note", default="", help="a paragraph placed under the header (e.g. how quiet the machine was)")
     a = ap.parse_args()
     points, disk = load(a.results)
     if not points:
@@ -279,6 +280,8 @@ def main():
         "spread over the threads one query at a time; QPS = queries / wall time; medians over interleaved rounds.",
         "",
     ]
+    if a.note:
+        lines += [a.note, ""]
     lines += ["## Build", ""]
     build_table(points, lines)
     lines += ["## HNSW in memory", ""]
