@@ -9,6 +9,8 @@
 # "pool_fraction" and "limit_bytes" to OUT/vector.jsonl.
 #
 # Usage: scripts/vector_peer_ltm.sh OUT DSDIR FRACTIONS(comma list) EF THREADS(comma list) M EFC
+# Environment: MAX_QUERIES=N searches only the first N queries; PEER_TIMEOUT=S (default 900)
+# stops a fraction's run after S seconds and records that it did not finish.
 # Needs root and the cgroup v1 memory controller; the usearch index saved in OUT/peer-indexes
 # (scripts/vector.sh builds it).
 set -euo pipefail
@@ -35,9 +37,17 @@ for f in "${fs[@]}"; do
   echo 0 > "$cg/memory.max_usage_in_bytes" 2>/dev/null || true
   tmp=$(mktemp)
   echo "=== usearch_view, limit $((limit >> 20)) MB (f = $f)" >&2
-  sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cg" "$PY" "$ROOT/bench/peers/vector_peers.py" \
-    "${common[@]}" --threads "$threads" --repeat 1 --warmup 1 --json "$tmp" ||
-    echo "vector_peer_ltm: usearch_view failed at f = $f (exit $?; 137 = killed at the memory limit)" >&2
+  t0=$(date +%s)
+  rc=0
+  timeout "${PEER_TIMEOUT:-900}" sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cg" "$PY" \
+    "$ROOT/bench/peers/vector_peers.py" "${common[@]}" ${MAX_QUERIES:+--max-queries "$MAX_QUERIES"} \
+    --threads "$threads" --repeat 1 --warmup 1 --json "$tmp" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "vector_peer_ltm: usearch_view did not finish at f = $f (exit $rc; 124 = timeout, 137 = memory limit)" \
+         "after $(( $(date +%s) - t0 )) s" >&2
+    printf '{"experiment":"vector_peer_ltm_unfinished","system":"usearch_view","pool_fraction":%s,"limit_bytes":%s,"exit":%d,"seconds":%d}\n' \
+      "$f" "$limit" "$rc" "$(( $(date +%s) - t0 ))" >> "$out/vector.jsonl"
+  fi
   echo "  peak $(( $(cat "$cg/memory.max_usage_in_bytes") >> 20 )) MB of $((limit >> 20)) MB" >&2
   python3 - "$tmp" "$f" "$limit" >> "$out/vector.jsonl" <<'PY'
 import json, sys

@@ -54,9 +54,13 @@ def norm(r):
     return None
 
 
+unfinished = []  # scripts/vector_peer_ltm.sh runs stopped by its timeout
+
+
 def load(paths):
     groups = collections.OrderedDict()
     disk = {}
+    unfinished.clear()
     for path in paths:
         with open(path) as f:
             for line in f:
@@ -64,6 +68,9 @@ def load(paths):
                 if not line:
                     continue
                 r = json.loads(line)
+                if r.get("experiment") == "vector_peer_ltm_unfinished":
+                    unfinished.append(r)
+                    continue
                 if r.get("experiment") == "disk_iops":
                     disk.setdefault(int(r["iodepth"]), []).append(r["iops"])
                     continue
@@ -201,6 +208,9 @@ def ltm_table(points, disk, lines):
         iops = f"{p['iops']:.0f}" if p.get("iops") is not None else "n/a"
         lines.append(f"| {p['fraction'] * 100:.0f}% | {label(p)} | {p['threads']} | {p['param']} | "
                      f"{p['recall']:.3f} | {p['qps']:.0f} | {reads} | {iops} |")
+    for u in unfinished:
+        lines.append(f"| {float(u['pool_fraction']) * 100:.0f}% | {u['system']} | | | | did not finish "
+                     f"(stopped after {u['seconds']} s, exit {u['exit']}) | | |")
     lines.append("")
     if disk:
         lines.append("Disk, 4 KB random reads with O_DIRECT (fio, scripts/disk_iops.sh): " +
