@@ -21,7 +21,9 @@
 # Sizes and parameters (environment): N=1000000 DIM=128 CLUSTERS=1000 QUERIES=1000 M=16
 # EFC=100 EF=16,32,50,100 NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
-# LTM_TRANSLATIONS=array,vmcache LTM_EF=50 SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1.
+# LTM_TRANSLATIONS=array,vmcache LTM_EF=50 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
+# SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1. The disk's readahead (/sys/block/*/queue/read_ahead_kb)
+# decides how much usearch's mapped view reads per fault: report it with the results.
 # Needs a quiet machine; at the defaults about 1 hour on 2 cores (the builds take most), ~6 GB
 # of disk. The LTM part needs root and the cgroup v1 memory controller.
 set -euo pipefail
@@ -76,6 +78,9 @@ if [ -z "${SKIP_LTM:-}" ]; then
     log "larger than memory: usearch view (memory cgroup)"
     "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems usearch_view --threads 1 --ef "$LTM_EF" \
       --repeat 1 --warmup 0 --json /dev/null > /dev/null  # makes sure the saved index exists
+    # The mapped view can read megabytes per fault (readahead): a bounded number of queries
+    # and a timeout per fraction keep the run finite; unfinished fractions are recorded.
+    MAX_QUERIES=${PEER_LTM_QUERIES:-100} PEER_TIMEOUT=${PEER_LTM_TIMEOUT:-600} \
     bash "$ROOT/scripts/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$THREADS" "$M" "$EFC" \
       2>&1 | tee -a "$OUT/ltm.log"
   fi
