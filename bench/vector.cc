@@ -162,9 +162,14 @@ BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::
   const std::string marker = b.dir + "/built.json";
   if (!c.rebuild && fs::exists(marker)) {
     std::ifstream in(marker);
-    std::string kind;
-    in >> kind >> b.bytes >> b.build_s >> b.build_threads;
-    if (kind == Kind::kName && b.bytes > 0) {
+    std::string line;
+    std::getline(in, line);
+    char kind[16] = {};
+    unsigned long long bytes = 0;
+    if (std::sscanf(line.c_str(), R"({"index":"%15[a-z]","bytes":%llu,"build_s":%lf,"build_threads":%u})", kind,
+                    &bytes, &b.build_s, &b.build_threads) == 4 &&
+        std::string_view(kind) == Kind::kName && bytes > 0) {
+      b.bytes = bytes;
       fmt::print("{}: reusing the index built in {:.1f} s ({} threads), {} MB, in {}\n", Kind::kName, b.build_s,
                  b.build_threads, b.bytes >> 20, b.dir);
       return b;
@@ -193,7 +198,9 @@ BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::
   }
   b.bytes = pool_file_bytes(b.dir);
   b.build_threads = c.build_threads;
-  std::ofstream(marker) << Kind::kName << " " << b.bytes << " " << b.build_s << " " << b.build_threads << "\n";
+  std::ofstream(marker) << fmt::format(R"({{"index":"{}","bytes":{},"build_s":{:.1f},"build_threads":{}}})", Kind::kName,
+                                       b.bytes, b.build_s, b.build_threads)
+                        << "\n";
   fmt::print("{}: built in {:.1f} s, {} MB\n", Kind::kName, b.build_s, b.bytes >> 20);
   return b;
 }
