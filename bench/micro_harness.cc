@@ -104,6 +104,7 @@ std::vector<Result> measure(const std::vector<Case>& cases, const Common& common
       auto t0 = Clock::now();
       RunOutcome o = res.c->run();
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (o.seconds > 0) s = o.seconds;
       PerfSample sample = perf ? perf->stop() : PerfSample{};
       res.counters += sample;
       res.ops += o.ops;

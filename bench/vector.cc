@@ -281,7 +281,7 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
     rec->seconds.push_back(seconds_since(t0));
     const PoolStats after = t->pool->stats();
     rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
-    micro::RunOutcome out{nq, 0};
+    micro::RunOutcome out{nq, 0, rec->seconds.back()};
     if (rec->first.empty()) {
       rec->first = rec->results;
     } else {

@@ -22,6 +22,7 @@
 # EFC=100 EF=16,32,50,100 NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
 # LTM_TRANSLATIONS=array,vmcache LTM_EF=50 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
+# PEER_LTM_READAHEAD_KB (read_ahead_kb of the index's disk during usearch's view runs; default: as is)
 # SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1. The disk's readahead (/sys/block/*/queue/read_ahead_kb)
 # decides how much usearch's mapped view reads per fault: report it with the results.
 # Needs a quiet machine; at the defaults about 1 hour on 2 cores (the builds take most), ~6 GB
@@ -80,7 +81,7 @@ if [ -z "${SKIP_LTM:-}" ]; then
       --repeat 1 --warmup 0 --json /dev/null > /dev/null  # makes sure the saved index exists
     # The mapped view can read megabytes per fault (readahead): a bounded number of queries
     # and a timeout per fraction keep the run finite; unfinished fractions are recorded.
-    MAX_QUERIES=${PEER_LTM_QUERIES:-100} PEER_TIMEOUT=${PEER_LTM_TIMEOUT:-600} \
+    MAX_QUERIES=${PEER_LTM_QUERIES:-100} PEER_TIMEOUT=${PEER_LTM_TIMEOUT:-600} READAHEAD_KB=${PEER_LTM_READAHEAD_KB:-} \
     bash "$ROOT/scripts/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$THREADS" "$M" "$EFC" \
       2>&1 | tee -a "$OUT/ltm.log"
   fi

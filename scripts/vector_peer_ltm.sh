@@ -10,7 +10,9 @@
 #
 # Usage: scripts/vector_peer_ltm.sh OUT DSDIR FRACTIONS(comma list) EF THREADS(comma list) M EFC
 # Environment: MAX_QUERIES=N searches only the first N queries; PEER_TIMEOUT=S (default 900)
-# stops a fraction's run after S seconds and records that it did not finish.
+# stops a fraction's run after S seconds and records that it did not finish; READAHEAD_KB=K
+# sets the index file's block device read_ahead_kb for the run (restored on exit). The
+# readahead in force is recorded as "read_ahead_kb" in every JSON line.
 # Needs root and the cgroup v1 memory controller; the usearch index saved in OUT/peer-indexes
 # (scripts/vector.sh builds it).
 set -euo pipefail
@@ -23,6 +25,18 @@ cgroot=/sys/fs/cgroup/memory
 idx=$(ls "$out"/peer-indexes/*-usearch-*.index 2>/dev/null | head -n1)
 [ -n "$idx" ] || { echo "vector_peer_ltm: no usearch index in $out/peer-indexes (run scripts/vector.sh)" >&2; exit 2; }
 index_bytes=$(stat -c %s "$idx")
+# The block device under the index file, whose readahead decides how much a fault reads.
+dev=$(findmnt -no SOURCE --target "$idx")
+parent=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -n1)
+ra_file=/sys/block/$(basename "${parent:-$dev}")/queue/read_ahead_kb
+if [ -n "${READAHEAD_KB:-}" ]; then
+  [ -w "$ra_file" ] || { echo "vector_peer_ltm: cannot set $ra_file" >&2; exit 2; }
+  old_ra=$(cat "$ra_file")
+  trap 'echo "$old_ra" > "$ra_file"' EXIT
+  echo "$READAHEAD_KB" > "$ra_file"
+fi
+read_ahead_kb=$(cat "$ra_file" 2>/dev/null || echo -1)
+echo "vector_peer_ltm: $ra_file = $read_ahead_kb" >&2
 common=(--data-dir "$dsdir" --systems usearch_view --M "$M" --ef-construction "$efc" --ef "$ef"
         --index-dir "$out/peer-indexes" --no-base)
 baseline=$("$PY" "$ROOT/bench/peers/vector_peers.py" "${common[@]}" --print-baseline-rss)
@@ -45,17 +59,18 @@ for f in "${fs[@]}"; do
   if [ "$rc" -ne 0 ]; then
     echo "vector_peer_ltm: usearch_view did not finish at f = $f (exit $rc; 124 = timeout, 137 = memory limit)" \
          "after $(( $(date +%s) - t0 )) s" >&2
-    printf '{"experiment":"vector_peer_ltm_unfinished","system":"usearch_view","pool_fraction":%s,"limit_bytes":%s,"exit":%d,"seconds":%d}\n' \
-      "$f" "$limit" "$rc" "$(( $(date +%s) - t0 ))" >> "$out/vector.jsonl"
+    printf '{"experiment":"vector_peer_ltm_unfinished","system":"usearch_view","pool_fraction":%s,"limit_bytes":%s,"read_ahead_kb":%s,"exit":%d,"seconds":%d}\n' \
+      "$f" "$limit" "$read_ahead_kb" "$rc" "$(( $(date +%s) - t0 ))" >> "$out/vector.jsonl"
   fi
   echo "  peak $(( $(cat "$cg/memory.max_usage_in_bytes") >> 20 )) MB of $((limit >> 20)) MB" >&2
-  python3 - "$tmp" "$f" "$limit" >> "$out/vector.jsonl" <<'PY'
+  python3 - "$tmp" "$f" "$limit" "$read_ahead_kb" >> "$out/vector.jsonl" <<'PY'
 import json, sys
-path, f, limit = sys.argv[1:]
+path, f, limit, ra = sys.argv[1:]
 for line in open(path):
     r = json.loads(line)
     r["pool_fraction"] = float(f)
     r["limit_bytes"] = int(limit)
+    r["read_ahead_kb"] = int(ra)
     print(json.dumps(r))
 PY
   rm -f "$tmp"

@@ -50,7 +50,8 @@ def norm(r):
         return dict(system=r["system"], index=index, translation="", fraction=float(r.get("pool_fraction", 0)),
                     threads=int(r["threads"]), param=int(param), recall=r["recall"], qps=r["qps"],
                     reads=r.get("reads_per_query"), iops=r.get("iops"), build_s=r.get("build_s"),
-                    index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"), machine=r.get("machine", {}))
+                    index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"), machine=r.get("machine", {}),
+                    read_ahead_kb=r.get("read_ahead_kb"))
     return None
 
 
@@ -212,6 +213,13 @@ def ltm_table(points, disk, lines):
         lines.append(f"| {float(u['pool_fraction']) * 100:.0f}% | {u['system']} | | | | did not finish "
                      f"(stopped after {u['seconds']} s, exit {u['exit']}) | | |")
     lines.append("")
+    ra = sorted({p["read_ahead_kb"] for p in s if p.get("read_ahead_kb") is not None} |
+                {u["read_ahead_kb"] for u in unfinished if u.get("read_ahead_kb") is not None})
+    if ra:
+        lines.append("usearch_view reads the index through the page cache: each fault reads ahead up to the disk's "
+                     f"read_ahead_kb = {', '.join(str(x) for x in ra)} KB (scripts/vector_peer_ltm.sh READAHEAD_KB). "
+                     "Calico's pool reads single pages with O_DIRECT.")
+        lines.append("")
     if disk:
         lines.append("Disk, 4 KB random reads with O_DIRECT (fio, scripts/disk_iops.sh): " +
                      ", ".join(f"queue depth {qd}: {iops:.0f} IOPS" for qd, iops in sorted(disk.items())) + ".")

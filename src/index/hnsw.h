@@ -40,7 +40,8 @@
 //   - searches (and the searches inside add) read pages optimistically: read_optimistic,
 //     copy through hnsw_racy_copy (bounds-checked before, every copied value checked after),
 //     validate; after Pool::kOptimisticAttempts failed validations the read is repeated under
-//     pin_shared. HnswSearchOptions::optimistic = false pins every read (the ablation).
+//     pin_shared. Optimistic distances skip the copy: the kernel reads the vector in the
+//     frame and the result is dropped unless validate succeeds (distance_in). HnswSearchOptions::optimistic = false pins every read (the ablation).
 //   Upper-region pages are allocated under an in-process mutex (one BasicHnsw object per
 //   index per pool: two objects opened on one space in one pool would race on that counter).
 //   A node of a level above the current maximum becomes the entry point when its insertion
@@ -111,7 +112,9 @@ class BasicHnsw;
 // A search's scratch space: visited marks (epochs, one u32 per node of the capacity),
 // candidate and result heaps, buffers for a list, a vector and a prefetch group. One per
 // thread, reused, so that a search allocates nothing once the heaps have grown to ef.
-class HnswSearchState {
+// Cache-line aligned: a search writes its heaps' bounds and counters on every step, and
+// states kept side by side (one per thread in a vector) must not share a line.
+class alignas(64) HnswSearchState {
  public:
   template <class Pool>
   explicit HnswSearchState(const BasicHnsw<Pool>& index) : HnswSearchState(index.layout()) {}
@@ -600,7 +603,8 @@ class BasicHnsw {
   }
 
   float distance_to(const float* q, uint32_t id, bool optimistic, HnswSearchState& st) const {
-    read_vector(id, optimistic, st, st.vec_.data());
+    if (optimistic) return distance_in(q, id, pool_->read_optimistic(page_of(id)), st);
+    read_vector(id, false, st, st.vec_.data());
     ++st.stats_.distances;
     return dist_(q, st.vec_.data(), params_.dim);
   }
@@ -612,14 +616,23 @@ class BasicHnsw {
   }
 
   // The distance of q to node id, whose page read `r` was started (read_optimistic of id's
-  // page): copied from r and validated; on a failed validation read again (read_vector).
+  // page), computed in place from the frame and then validated; on a failed validation the
+  // value (of possibly torn bytes: any float, never a fault, since frames stay mapped) is
+  // dropped and the vector read again (read_vector). Under ThreadSanitizer the vector is
+  // copied first (hnsw_racy_copy), as the kernel's loads would be reported as the intended
+  // race.
   float distance_in(const float* q, uint32_t id, const OptimisticRead& r, HnswSearchState& st) const {
-    hnsw_detail::hnsw_racy_copy(st.vec_.data(), r.data + layout_.vector_offset(id), size_t{params_.dim} * 4);
-    if (!Pool::validate(r)) [[unlikely]] {
-      ++st.stats_.retries;
-      read_vector(id, true, st, st.vec_.data());
-    }
     ++st.stats_.distances;
+#if defined(__SANITIZE_THREAD__)
+    hnsw_detail::hnsw_racy_copy(st.vec_.data(), r.data + layout_.vector_offset(id), size_t{params_.dim} * 4);
+    const float* v = st.vec_.data();
+#else
+    const float* v = reinterpret_cast<const float*>(r.data + layout_.vector_offset(id));
+#endif
+    const float d = dist_(q, v, params_.dim);
+    if (Pool::validate(r)) [[likely]] return d;
+    ++st.stats_.retries;
+    read_vector(id, true, st, st.vec_.data());
     return dist_(q, st.vec_.data(), params_.dim);
   }
 

@@ -42,12 +42,12 @@
 // Memory: open() and build() keep the centroids (nlist x dim floats) and each list's first
 // block and build_pages in memory; search reads only posting pages.
 //
-// Search (see search()): reads are optimistic (read_optimistic + validate; the page's
-// header and records are copied by ivf_racy_copy_posting, which bounds-checks everything
-// taken from the page and is not instrumented by ThreadSanitizer; distances are computed
-// on the copy after validation; after kOptimisticAttempts failed validations the page is
-// read under a shared pin) or, with optimistic = false, under a shared pin (distances
-// computed in place). Group prefetch (options.prefetch):
+// Search (see search()): reads are optimistic (read_optimistic, then
+// ivf_racy_score_posting scores the page's records in place into a per-thread buffer,
+// bounds-checking everything taken from the page, uninstrumented by ThreadSanitizer; the
+// scores enter the top-k only after the page validates; after kOptimisticAttempts failed
+// validations the page is read under a shared pin) or, with optimistic = false, under a
+// shared pin (distances computed in place). Group prefetch (options.prefetch):
 //   (1) once the probes are chosen: one prefetch_group of the first page of the nearest
 //       probed lists (at most first_page_prefetch() of them);
 //   (2) while scanning a list's build-time pages, the next pages of the chain (known to be
@@ -176,31 +176,37 @@ struct IvfPostingHeader {
 };
 static_assert(sizeof(IvfPostingHeader) == IvfFormat::kPostingHeaderBytes);
 
-// Copies the header of a posting page that may be changing into *h and, when it is a
-// posting page (tag) with count <= records_per_page, its count records into dst (which
-// holds records_per_page * record_bytes bytes); returns false for garbage. Everything
-// taken from the page is bounds-checked before use; nothing is used by the caller before
-// the page validates. Not instrumented by ThreadSanitizer (the race is intended) and,
-// under TSan, free of calls that TSan intercepts (the copy is a volatile word loop).
-inline __attribute__((no_sanitize("thread"), noinline)) bool ivf_racy_copy_posting(const std::byte* page,
-                                                                                uint32_t records_per_page,
-                                                                                size_t record_bytes,
-                                                                                IvfPostingHeader* h,
-                                                                                std::byte* dst) {
+// Reads the header of a posting page that may be changing into *h and, when it is a
+// posting page (tag) with count <= records_per_page, scores its count records against
+// query into out[0 .. count) as {distance, id}; returns false for garbage. The kernel reads
+// the vectors in the frame (any bytes give some float, and frames stay mapped); every
+// offset is bounds-checked first, and the caller uses nothing before the page validates.
+// Not instrumented by ThreadSanitizer (the race is intended); under TSan each record is
+// first copied into scratch (dim floats) by a volatile word loop, as the kernel's loads
+// would be reported and a memcpy call intercepted.
+inline __attribute__((no_sanitize("thread"), noinline)) bool ivf_racy_score_posting(
+    const std::byte* page, uint32_t records_per_page, uint32_t dim, vector::DistanceFn dist, const float* query,
+    IvfPostingHeader* h, vector::Neighbor* out, [[maybe_unused]] float* scratch) {
   const volatile uint32_t* w = reinterpret_cast<const volatile uint32_t*>(page);
   h->tag = w[0];
   h->list = w[1];
   h->count = w[2];
   h->next = w[3];
   if (h->tag != IvfFormat::kPostingTag || h->count > records_per_page) return false;
-  const size_t bytes = size_t{h->count} * record_bytes;  // <= usable - 16: inside the page
+  const size_t words = IvfFormat::record_bytes(dim) / 4;  // count records fit the page
+  for (uint32_t r = 0; r < h->count; ++r) {
+    const volatile uint32_t* rec = w + IvfFormat::kPostingHeaderBytes / 4 + r * words;
+    out[r].id = rec[0];
 #if defined(__SANITIZE_THREAD__)
-  const volatile uint32_t* src = w + IvfFormat::kPostingHeaderBytes / 4;
-  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
-  for (size_t i = 0; i < bytes / 4; ++i) out[i] = src[i];
+    for (uint32_t i = 0; i < dim; ++i) {
+      const uint32_t x = rec[1 + i];
+      __builtin_memcpy(scratch + i, &x, 4);
+    }
+    out[r].distance = dist(query, scratch, dim);
 #else
-  __builtin_memcpy(dst, page + IvfFormat::kPostingHeaderBytes, bytes);
+    out[r].distance = dist(query, const_cast<const float*>(reinterpret_cast<const volatile float*>(rec + 1)), dim);
 #endif
+  }
   return true;
 }
 
@@ -222,15 +228,18 @@ template <class Pool>
 class BasicIvf;
 
 // A search's scratch space: one per thread, reused so that a search allocates nothing
-// after the first. Default-constructed states size themselves on first use.
-class IvfSearchState {
+// after the first. Default-constructed states size themselves on first use. Cache-line
+// aligned, so that per-thread states side by side never share a line (a search writes its
+// heap's bounds on every kept record).
+class alignas(64) IvfSearchState {
  public:
   IvfSearchState() = default;
   template <class Pool>
   explicit IvfSearchState(const BasicIvf<Pool>& ivf) {
     query_.reserve(ivf.dim());
     order_.reserve(ivf.nlist());
-    records_.resize(ivf.records_per_page() * IvfFormat::record_bytes(ivf.dim()) / 4);
+    scored_.resize(ivf.records_per_page());
+    scratch_.resize(ivf.dim());
   }
 
  private:
@@ -240,7 +249,8 @@ class IvfSearchState {
   std::vector<vector::Neighbor> order_;  // (centroid distance, list) of every list
   std::vector<vector::Neighbor> heap_;   // the best k so far (max-heap)
   std::vector<PageId> group_;            // a prefetch group
-  std::vector<float> records_;           // one posting page's records (floats: aligned)
+  std::vector<vector::Neighbor> scored_;  // one posting page's records, scored
+  std::vector<float> scratch_;            // one vector (ThreadSanitizer builds)
 };
 
 template <class Pool>
@@ -479,7 +489,8 @@ class BasicIvf : public IvfFormat {
       }
       pool_->prefetch_group(st.group_);
     }
-    st.records_.resize(size_t{meta_.records_per_page} * record_bytes(dim()) / 4);
+    st.scored_.resize(meta_.records_per_page);
+    st.scratch_.resize(dim());
     st.heap_.clear();
     for (const vector::Neighbor& p : probes) scan_list(p.id, query, opt, st);
     std::sort_heap(st.heap_.begin(), st.heap_.end());
@@ -684,16 +695,15 @@ class BasicIvf : public IvfFormat {
 
   // Scores one posting page of list l into st.heap_; returns its next block.
   uint32_t scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st) const {
-    const size_t rec = record_bytes(dim());
-    std::byte* buf = reinterpret_cast<std::byte*>(st.records_.data());
     ivf_detail::IvfPostingHeader h;
     if (opt.optimistic) {
       for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
         OptimisticRead r = pool_->read_optimistic(pid);
-        const bool ok = ivf_detail::ivf_racy_copy_posting(r.data, meta_.records_per_page, rec, &h, buf);
+        const bool ok = ivf_detail::ivf_racy_score_posting(r.data, meta_.records_per_page, dim(), dist_, query, &h,
+                                                           st.scored_.data(), st.scratch_.data());
         if (Pool::validate(r)) {
           CALICO_CHECK(ok && h.list == l);  // validated bytes must be list l's posting page
-          score(buf, h.count, query, opt.k, st.heap_);
+          for (uint32_t i = 0; i < h.count; ++i) ivf_detail::push_candidate(st.heap_, opt.k, st.scored_[i]);
           return h.next;
         }
       }

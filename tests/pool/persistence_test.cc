@@ -1,14 +1,11 @@
 // Persistence across processes: what one process flushes, a fresh process reads back.
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <string>
 #include <vector>
 
+#include "support/subprocess.h"
 #include "support/test_util.h"
-
-extern char** environ;
 
 namespace calico {
 namespace {
@@ -16,18 +13,7 @@ namespace {
 using testing::TempDir;
 
 // Runs page_tool (a separate executable) and returns its exit code.
-int run_tool(const std::vector<std::string>& args) {
-  std::vector<std::string> all{CALICO_PAGE_TOOL};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int run_tool(const std::vector<std::string>& args) { return testing::run_process(CALICO_PAGE_TOOL, args); }
 
 class Persistence : public ::testing::TestWithParam<size_t> {};
 

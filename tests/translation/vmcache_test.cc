@@ -236,7 +236,9 @@ TEST(VmcacheTable, PageTableAccountingMatchesTheKernel) {
   std::printf("[vmcache] after discarding each page: VmPTE %+ld kB, estimate %zu kB\n",
               (static_cast<long>(pte_after) - static_cast<long>(pte_full)) / 1024,
               t.page_tables(chunks * per_chunk).table_bytes() / 1024);
-  if (!CALICO_VMCACHE_SANITIZED) EXPECT_GE(pte_after + 4096, pte_full);
+  if (!CALICO_VMCACHE_SANITIZED) {
+    EXPECT_GE(pte_after + 4096, pte_full);
+  }
   t.reset();
   EXPECT_EQ(t.page_tables(chunks * per_chunk).table_bytes(), 0u);
   std::printf("[vmcache] after reset: VmPTE %+ld kB from the start\n",

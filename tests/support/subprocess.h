@@ -1,0 +1,29 @@
+// Test support: running a helper executable (the second process of the persistence tests).
+#pragma once
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace calico::testing {
+
+// Runs `program` with `args` in a new process, waits for it and returns its exit code
+// (-1 when it could not start or did not exit normally).
+inline int run_process(const std::string& program, const std::vector<std::string>& args) {
+  std::vector<std::string> all{program};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace calico::testing
