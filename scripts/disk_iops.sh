@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Random 4 KB read IOPS and latency of the disk under DIR, with O_DIRECT, at queue depth 1
-# and 2 (fio, io_uring engine, one job, a 1 GB file, 10 s per depth after a 1 s ramp). Prints
+# Random 4 KB read IOPS and latency of the disk under DIR, with O_DIRECT, at queue depths
+# QDS (environment, default "1 2 8 32": one synchronous fault per thread is depth 1, a
+# group prefetch keeps up to a group's reads in flight) (fio, io_uring engine, one job, a
+# 1 GB file, 10 s per depth after a 1 s ramp). Prints
 # IOPS and mean / p99 completion latency per depth and appends one JSON line per depth to
 # OUT.jsonl ({"experiment":"disk_iops", ...}).
 #
 # Usage: scripts/disk_iops.sh [DIR (default /tmp)] [OUT.jsonl (default disk_iops.jsonl)]
 # Needs fio (scripts/setup.sh installs it).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n 2,8p "$0"; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n 2,10p "$0"; exit 0 ;; esac
 dir=${1:-/tmp} out=${2:-disk_iops.jsonl}
 command -v fio > /dev/null || { echo "disk_iops: fio not found (bash scripts/setup.sh)" >&2; exit 2; }
 file=$(mktemp "$dir/disk-iops-XXXXXX.dat")
 trap 'rm -f "$file"' EXIT
 dev=$(basename "$(findmnt -no SOURCE -T "$dir")")
-for qd in 1 2; do
+for qd in ${QDS:-1 2 8 32}; do
   fio --name=randread --filename="$file" --size=1G --rw=randread --bs=4k --direct=1 \
       --ioengine=io_uring --iodepth="$qd" --numjobs=1 --time_based --runtime=10 --ramp_time=1 \
       --randrepeat=0 --output-format=json > "$file.json"

@@ -47,7 +47,10 @@ def norm(r):
         p = r.get("params", {})
         index = "ivf" if "nprobe" in p else "hnsw"
         param = p.get("nprobe") if index == "ivf" else p.get("ef")
-        return dict(system=r["system"], index=index, translation="", fraction=float(r.get("pool_fraction", 0)),
+        system = r["system"]
+        if r.get("read_ahead_kb") is not None:  # mapped-view runs at different readahead stay apart
+            system = f"{system} (readahead {r['read_ahead_kb']} KB)"
+        return dict(system=system, index=index, translation="", fraction=float(r.get("pool_fraction", 0)),
                     threads=int(r["threads"]), param=int(param), recall=r["recall"], qps=r["qps"],
                     reads=r.get("reads_per_query"), iops=r.get("iops"), build_s=r.get("build_s"),
                     index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"), machine=r.get("machine", {}),
@@ -210,7 +213,8 @@ def ltm_table(points, disk, lines):
         lines.append(f"| {p['fraction'] * 100:.0f}% | {label(p)} | {p['threads']} | {p['param']} | "
                      f"{p['recall']:.3f} | {p['qps']:.0f} | {reads} | {iops} |")
     for u in unfinished:
-        lines.append(f"| {float(u['pool_fraction']) * 100:.0f}% | {u['system']} | | | | did not finish "
+        ra = f" (readahead {u['read_ahead_kb']} KB)" if u.get("read_ahead_kb") is not None else ""
+        lines.append(f"| {float(u['pool_fraction']) * 100:.0f}% | {u['system']}{ra} | | | | did not finish "
                      f"(stopped after {u['seconds']} s, exit {u['exit']}) | | |")
     lines.append("")
     ra = sorted({p["read_ahead_kb"] for p in s if p.get("read_ahead_kb") is not None} |
@@ -228,7 +232,7 @@ def ltm_table(points, disk, lines):
 
 
 def plot_ltm(points, path):
-    s = [p for p in points if p["fraction"] > 0 or (p["fraction"] == 0 and p["system"] in ("calico", "usearch_view"))]
+    s = [p for p in points if p["fraction"] > 0 or (p["fraction"] == 0 and (p["system"] == "calico" or p["system"].startswith("usearch_view")))]
     groups = collections.defaultdict(list)
     for p in s:
         if p["index"] != "hnsw" or p["system"] == "calico ablation":
