@@ -9,6 +9,7 @@ APT_PACKAGES=(
   libcli11-dev libfmt-dev
   liblmdb-dev librocksdb-dev libwiredtiger-dev
   python3-matplotlib python3-venv fio
+  ccache clang libclang-rt-14-dev
 )
 
 missing=()

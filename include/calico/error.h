@@ -23,6 +23,9 @@ enum class ErrorCode {
   kSpaceExists,       // create_space with a name already in use
   kRestartLimit,      // an index operation restarted more than its bound (a corrupt
                       // structure or a livelock; never normal contention)
+  kCorruptPage,       // a page that passed its checksum holds bytes its reader cannot
+                      // accept (a wrong header, an offset past the page, a cycle); page()
+                      // names it
 };
 
 const char* to_string(ErrorCode code);
@@ -54,6 +57,7 @@ inline const char* to_string(ErrorCode code) {
     case ErrorCode::kPageSizeMismatch: return "page size mismatch";
     case ErrorCode::kSpaceExists: return "space exists";
     case ErrorCode::kRestartLimit: return "restart limit";
+    case ErrorCode::kCorruptPage: return "corrupt page";
   }
   return "unknown error";
 }
