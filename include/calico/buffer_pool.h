@@ -63,6 +63,9 @@ namespace io {
 class FaultInjector;
 class IoRing;
 }  // namespace io
+namespace pool {
+struct CatalogSpace;
+}  // namespace pool
 
 template <class Translation>
 class BasicBufferPool;
@@ -576,7 +579,9 @@ class BasicBufferPool {
   void drain_async();
 
   io::IoRing& thread_ring();
-  void write_catalog_locked();  // pre: spaces_mutex_ held
+  // Writes the catalog: the live spaces at their durable counts, plus `added` (a space being
+  // created), minus `skipped` (a space being dropped). Pre: spaces_mutex_ held.
+  void write_catalog_locked(const pool::CatalogSpace* added = nullptr, SpaceId skipped = kInvalidSpace);
   Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
 
   static constexpr int kPoolFullWaitMs = 200;
@@ -584,7 +589,8 @@ class BasicBufferPool {
 
   PoolOptions options_;
   uint64_t uid_;
-  int lock_fd_ = -1;
+  int lock_fd_ = -1;    // the data directory's LOCK (pool/data_dir.h), flock()ed
+  bool opened_ = false;  // open() succeeded: only then may the destructor flush or write
   memory::FrameArena frames_;
   std::unique_ptr<pool::FrameMeta[]> meta_;
   pool::FreeList free_list_;

@@ -13,6 +13,9 @@ namespace calico {
 namespace io {
 class FaultInjector;
 }  // namespace io
+namespace pool {
+class TestPoints;
+}  // namespace pool
 
 struct PoolOptions {
   std::string data_dir;                       // created if missing
@@ -29,6 +32,7 @@ struct PoolOptions {
   bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
   unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
   io::FaultInjector* fault_injector = nullptr;  // tests only
+  pool::TestPoints* test_points = nullptr;      // tests only (pool/test_points.h)
 };
 
 struct PoolStats {

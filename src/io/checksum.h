@@ -7,8 +7,10 @@
 //   [page_size - 16, +8)         page id (little-endian uint64), guards misdirected writes
 //   [page_size - 8,  +4)         format magic kPageMagic
 //   [page_size - 4,  +4)         CRC32C (Castagnoli) of bytes [0, page_size - 4)
-// A block that is entirely zero (trailer included) was allocated but never written; it reads
-// as a zero page and is valid. Anything else whose trailer does not match is corrupt.
+// A block that is entirely zero (trailer included) was never written: verify_page says so
+// (kZeroPage), and the pool refuses it like a corrupt page, since every block below a space's
+// durable count was written (pool/README.md, rule 6). Anything else whose trailer does not
+// match is corrupt.
 #pragma once
 
 #include <cstddef>

@@ -41,4 +41,13 @@ void throw_read_error(PageId pid, int result, size_t page_size) {
               pid);
 }
 
+void check_read_page(io::PageCheck check, PageId pid, const std::string& path) {
+  if (check == io::PageCheck::kOk) return;
+  std::string page = "page " + std::to_string(pid.space()) + ":" + std::to_string(pid.block()) + " in " + path;
+  throw Error(ErrorCode::kChecksumMismatch,
+              check == io::PageCheck::kZeroPage ? page + " is all zero: it was never written (a lost write)"
+                                                : page + " failed its checksum",
+              pid);
+}
+
 }  // namespace calico::pool

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,8 +26,10 @@
 #include "io/checksum.h"
 #include "io/io_ring.h"
 #include "pool/catalog.h"
+#include "pool/data_dir.h"
 #include "pool/pool_support.h"
 #include "pool/promotion.h"
+#include "pool/test_points.h"
 
 namespace calico {
 
@@ -61,60 +62,47 @@ BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
 
 template <class T>
 std::unique_ptr<BasicBufferPool<T>> BasicBufferPool<T>::open(const PoolOptions& options) {
+  // Nothing on disk changes until every check has passed (pool/data_dir.h): a failed open
+  // leaves the directory exactly as it was, and never flushes a half-built pool over it.
   pool::validate_options(options);
-  std::error_code ec;
-  std::filesystem::create_directories(options.data_dir, ec);
-  if (ec) {
-    throw Error(ErrorCode::kIoError, "cannot create data directory " + options.data_dir + ": " + ec.message());
-  }
+  pool::DataDirectory dir = pool::open_data_directory(options.data_dir, options.page_size);
   std::unique_ptr<BasicBufferPool> pool(new BasicBufferPool(options));
-  const std::string& dir = options.data_dir;
+  pool->lock_fd_ = std::exchange(dir.lock_fd, -1);
 
-  // One pool per data directory: two would overwrite each other's pages.
-  std::string lock_path = dir + "/LOCK";
-  pool->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (pool->lock_fd_ < 0 || ::flock(pool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    throw Error(ErrorCode::kIoError, "data directory " + dir + " is in use by another pool (" +
-                                         std::strerror(errno) + ")");
-  }
-
-  std::optional<pool::CatalogData> catalog = pool::read_catalog(dir);
   std::lock_guard lock(pool->spaces_mutex_);
-  if (!catalog) {
-    pool->write_catalog_locked();
-    return pool;
-  }
-  if (catalog->page_size != options.page_size) {
-    throw Error(ErrorCode::kPageSizeMismatch,
-                dir + " was written with " + std::to_string(catalog->page_size) +
-                    "-byte pages, not " + std::to_string(options.page_size));
-  }
-  pool->next_space_id_ = catalog->next_space_id;
-  for (const pool::CatalogSpace& rec : catalog->spaces) {
-    io::PageFile file = io::PageFile::open(pool::space_path(dir, rec.id), options.page_size,
-                                           /*create=*/false, options.fault_injector);
-    // The catalog is authoritative: blocks allocated after the last flush are forgotten.
-    // The file may be longer (it grows ahead in chunks); a shorter one is caught when a
-    // missing page is read (kShortRead).
-    uint64_t blocks = rec.blocks;
-    if (blocks > options.max_blocks_per_space) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "space " + rec.name + " has " + std::to_string(blocks) +
-                      " blocks, more than max_blocks_per_space");
+  if (dir.catalog) {
+    pool->next_space_id_ = dir.catalog->next_space_id;
+    for (const pool::CatalogSpace& rec : dir.catalog->spaces) {
+      if (rec.blocks > options.max_blocks_per_space) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "space " + rec.name + " has " + std::to_string(rec.blocks) +
+                        " blocks, more than max_blocks_per_space");
+      }
+      io::PageFile file = io::PageFile::open(pool::space_path(options.data_dir, rec.id), options.page_size,
+                                             /*create=*/false, options.fault_injector);
+      // The catalog's count is the durable one: blocks allocated after the last flush that
+      // synced the space are forgotten (pool/README.md, rule 6). The file may be longer (it
+      // grows ahead in chunks, and may hold pages of forgotten blocks).
+      pool->spaces_.push_back(std::make_unique<Space>(
+          rec.id, rec.name, options.max_blocks_per_space, std::move(file), rec.blocks, options));
+      pool->directory_.publish(rec.id, pool->spaces_.back().get());
     }
-    pool->spaces_.push_back(std::make_unique<Space>(
-        rec.id, rec.name, options.max_blocks_per_space, std::move(file), blocks, options));
-    pool->directory_.publish(rec.id, pool->spaces_.back().get());
+  } else {
+    pool->write_catalog_locked();  // a new pool: its first write
   }
+  pool::remove_leftovers(dir);
+  pool->opened_ = true;
   return pool;
 }
 
 template <class T>
 BasicBufferPool<T>::~BasicBufferPool() {
-  try {
-    flush();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "calico: flush at close failed: %s\n", e.what());
+  if (opened_) {
+    try {
+      flush();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "calico: flush at close failed: %s\n", e.what());
+    }
   }
   drain_async();
   if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -165,14 +153,18 @@ void BasicBufferPool<T>::throw_out_of_range(PageId pid) const {
 }
 
 template <class T>
-void BasicBufferPool<T>::write_catalog_locked() {
+void BasicBufferPool<T>::write_catalog_locked(const pool::CatalogSpace* added, SpaceId skipped) {
   pool::CatalogData data;
   data.page_size = options_.page_size;
   data.next_space_id = next_space_id_;
   for (const auto& s : spaces_) {
-    if (s->alive.load(std::memory_order_acquire)) {
-      data.spaces.push_back({s->id, s->num_blocks.load(std::memory_order_acquire), s->name});
+    if (s->alive.load(std::memory_order_acquire) && s->id != skipped) {
+      data.spaces.push_back({s->id, s->durable_blocks, s->name});
     }
+  }
+  if (added != nullptr) {
+    data.spaces.push_back(*added);
+    data.next_space_id = added->id + 1;
   }
   pool::write_catalog(options_.data_dir, data);
 }
@@ -190,14 +182,21 @@ SpaceId BasicBufferPool<T>::create_space(std::string_view name_view) {
   }
   SpaceId id = next_space_id_;
   if (id == 0xFFFFFFFFu) throw Error(ErrorCode::kInvalidArgument, "space ids exhausted");
+  // The file first, then the catalog that names it: a crash in between leaves an empty file
+  // that the next open removes (pool/data_dir.h). A failure changes nothing.
   std::string path = pool::space_path(options_.data_dir, id);
-  ::unlink(path.c_str());  // a leftover of a drop interrupted before its file was removed
   io::PageFile file = io::PageFile::open(path, options_.page_size, /*create=*/true, options_.fault_injector);
-  spaces_.push_back(std::make_unique<Space>(id, name, options_.max_blocks_per_space,
-                                                  std::move(file), 0, options_));
-  ++next_space_id_;
+  const pool::CatalogSpace record{id, 0, name};
+  try {
+    write_catalog_locked(&record);
+  } catch (...) {
+    file = io::PageFile{};
+    ::unlink(path.c_str());
+    throw;
+  }
+  spaces_.push_back(std::make_unique<Space>(id, name, options_.max_blocks_per_space, std::move(file), 0, options_));
+  next_space_id_ = id + 1;
   directory_.publish(id, spaces_.back().get());
-  write_catalog_locked();
   return id;
 }
 
@@ -231,19 +230,24 @@ template <class T>
 void BasicBufferPool<T>::drop_space(SpaceId id) {
   Space* s = live_space(id);
   if (s == nullptr) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
-  // 1. No new frames for the space: faults, allocations and prefetch submissions hold
-  //    fault_latch shared and re-check `alive` under it.
-  std::unique_lock fault_lock(s->fault_latch);
+  // 1. The catalog without the space, then the space dead: under fault_latch exclusive, so
+  //    that every fault, allocation and prefetch submission in the space (each holds it shared
+  //    and checks `alive` under it) has either finished or will see the space dead. A failed
+  //    catalog write changes nothing. The latch is held only for this step: threads that hold
+  //    pins in the space and fault or allocate more of it must get kUnknownSpace (and unwind,
+  //    releasing their pins), not wait for the drop that waits for their pins.
   {
+    std::unique_lock fault_lock(s->fault_latch);
     std::lock_guard lock(spaces_mutex_);
     if (!s->alive.load()) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
+    write_catalog_locked(nullptr, id);
     s->alive.store(false, std::memory_order_release);
     directory_.retire(id);
   }
   // 2. Reads already in flight for the space complete (and publish) now.
   drain_async();
   // 3. Discard every frame of the space. Pins held by other threads are waited for, but
-  //    never while holding evict_mutex_ (a pin holder may need a frame).
+  //    never while holding evict_mutex_ (a pin holder may need a frame) or fault_latch.
   for (int round = 0;; ++round) {
     bool waiting = false;
     {
@@ -278,12 +282,14 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
     std::this_thread::sleep_for(std::chrono::microseconds(round < 100 ? 10 : 1000));
   }
   // 4. Translation memory and the file go back to the OS. Threads holding a stale pointer to
-  //    the array now read zero entries and fail in fault() with kUnknownSpace.
+  //    the array now read zero entries and fail in fault() with kUnknownSpace. A crash before
+  //    the unlink leaves a file the catalog no longer names: the next open removes it.
   s->table.reset();
   std::string path = s->file.path();
-  s->file = io::PageFile{};
-  std::lock_guard lock(spaces_mutex_);
-  write_catalog_locked();
+  {
+    std::lock_guard lock(spaces_mutex_);  // flush syncs files of live spaces only, under it
+    s->file = io::PageFile{};
+  }
   ::unlink(path.c_str());
 }
 
@@ -350,12 +356,7 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
     if (req.result != static_cast<int>(options_.page_size)) {
       pool::throw_read_error(pid, req.result, options_.page_size);
     }
-    if (io::verify_page(frame, options_.page_size, pid) == io::PageCheck::kMismatch) {
-      throw Error(ErrorCode::kChecksumMismatch,
-                  "page " + std::to_string(pid.space()) + ":" + std::to_string(block) + " in " +
-                      space->file.path() + " failed its checksum",
-                  pid);
-    }
+    pool::check_read_page(io::verify_page(frame, options_.page_size, pid), pid, space->file.path());
   } catch (...) {
     if (f != kInvalidFrame) free_list_.push(f);
     e.store(0, std::memory_order_release);
@@ -373,25 +374,33 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
 template <class T>
 ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
   Space* space = resolve(id).space;
+  if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kAllocateResolved, PageId(id, 0));
   std::shared_lock fault_lock(space->fault_latch);
   if (!space->alive.load(std::memory_order_acquire)) {
     throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id) + " was dropped");
   }
-  // Claim the next block. Two rules:
-  //  - Latch its entry (loading) BEFORE publishing the new num_blocks: a reader that sees
-  //    the block then finds it loading and waits, instead of faulting an unwritten block in
-  //    from disk under our feet. Only the holder of entry(num_blocks) can advance it.
-  //  - Make room in the file first, so that a block in num_blocks always reads back (zeros
-  //    until written) and ENOSPC shows up here rather than at write-back.
-  uint64_t block;
-  translation::Entry* entry;
+  // Claim block b = num_blocks. The rules:
+  //  A1. Only the holder of entry(b)'s latch while num_blocks == b may advance num_blocks
+  //      (to b + 1). So: latch the entry (0 -> loading), then re-read num_blocks; if it moved
+  //      on, entry(b) is an existing, evicted page that another allocator published meanwhile:
+  //      give its latch back and start again.
+  //  A2. Make room in the file first, so that ENOSPC shows up here, not at write-back.
+  //  A3. Take the frame before publishing: a failure leaves nothing claimed (no block that
+  //      was counted but never written, which a reopen after a crash would find all zero).
+  //  A4. Publish the page (frame owner, dirty, entry {frame, seed, exclusive}) BEFORE
+  //      num_blocks: a flush that reads num_blocks = b + 1 (its durable count, rule 6) then
+  //      finds the page dirty and writes it. A reader of b before that gets kPageOutOfRange
+  //      (fault checks num_blocks) or waits on the latch.
   for (int spins = 0;;) {
-    block = space->num_blocks.load(std::memory_order_acquire);
+    uint64_t block = space->num_blocks.load(std::memory_order_acquire);
     if (block >= space->table.capacity()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
     }
-    if (block >= space->file_blocks.load(std::memory_order_acquire)) {
+    if (options_.test_points != nullptr) {
+      options_.test_points->at(pool::TestPoints::Point::kAllocateBlockRead, PageId(id, static_cast<BlockId>(block)));
+    }
+    if (block >= space->file_blocks.load(std::memory_order_acquire)) {  // A2
       std::lock_guard grow(space->grow_mutex);
       uint64_t have = space->file_blocks.load(std::memory_order_acquire);
       if (block >= have) {
@@ -401,47 +410,41 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
         space->file_blocks.store(want, std::memory_order_release);
       }
     }
-    entry = &space->table.entry(static_cast<BlockId>(block));
-    space->table.acquire_ref(static_cast<BlockId>(block));
-    if (translation::try_cas(*entry, EntryWord{0}, translation::kLoadingWord)) {
-      if (!owns(*entry, PageId(id, static_cast<BlockId>(block)))) {
-        // Recycled for another block since the lookup (R4): give it back, start again.
-        entry->store(0, std::memory_order_release);
-        if (space->table.release_ref(static_cast<BlockId>(block))) {
-          counters_.punches.fetch_add(1, std::memory_order_relaxed);
-        }
-        continue;
-      }
-      // Blocks at or past num_blocks are never faulted or prefetched, so nobody else can
-      // latch this entry, and nobody else can advance num_blocks past it.
-      uint64_t expected = block;
-      CALICO_CHECK(space->num_blocks.compare_exchange_strong(expected, block + 1, std::memory_order_acq_rel));
-      break;
+    const PageId pid(id, static_cast<BlockId>(block));
+    translation::Entry& e = space->table.entry(pid.block());
+    space->table.acquire_ref(pid.block());
+    auto give_back = [&] {  // entry(b) back to evicted, as it was before our CAS
+      e.store(0, std::memory_order_release);
+      if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    };
+    if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
+      // Another allocator holds this block and publishes it shortly, or it is resident.
+      if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
+      continue;
     }
-    // Another allocator holds this block; it publishes it shortly.
-    if (space->table.release_ref(static_cast<BlockId>(block))) {
-      counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    if (!owns(e, pid) || space->num_blocks.load(std::memory_order_acquire) != block) {
+      // Recycled for another block since the lookup (R4), or (A1) an existing page.
+      give_back();
+      continue;
     }
-    if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
+    FrameId f;
+    try {
+      f = get_frame(/*may_fail=*/false, pid);  // A3
+    } catch (...) {
+      give_back();
+      forget(space, pid.block());
+      throw;
+    }
+    std::memset(page_data(space, pid, f), 0, options_.page_size);
+    meta_[f].dirty.store(1, std::memory_order_relaxed);
+    publish_owner(f, pid, e);
+    EntryWord held = EntryWord::make(f, meta_[f].version_seed.load(std::memory_order_relaxed), kExclusive);
+    e.store(held.raw, std::memory_order_release);
+    uint64_t expected = block;  // A1: nobody else can have moved it while we hold entry(b)
+    CALICO_CHECK(space->num_blocks.compare_exchange_strong(expected, block + 1, std::memory_order_acq_rel));
+    return ExclusiveGuard(&e, held, page_data(space, pid, f), &meta_[f], pid);
   }
-  PageId pid(id, static_cast<BlockId>(block));
-  translation::Entry& e = *entry;
-  FrameId f;
-  try {
-    f = get_frame(/*may_fail=*/false, pid);
-  } catch (...) {
-    // The block stays allocated (an all-zero block is a valid empty page).
-    e.store(0, std::memory_order_release);
-    if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-    forget(space, pid.block());
-    throw;
-  }
-  std::memset(page_data(space, pid, f), 0, options_.page_size);
-  meta_[f].dirty.store(1, std::memory_order_relaxed);
-  publish_owner(f, pid, e);
-  EntryWord held = EntryWord::make(f, meta_[f].version_seed.load(std::memory_order_relaxed), kExclusive);
-  e.store(held.raw, std::memory_order_release);
-  return ExclusiveGuard(&e, held, page_data(space, pid, f), &meta_[f], pid);
 }
 
 template <class T>
@@ -575,7 +578,7 @@ void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
   CALICO_DCHECK(translation::load(e).state() == kIoPending && owns(e, p.pid));
   std::byte* frame = page_data(p.space, p.pid, p.frame);
   bool ok = result == static_cast<int>(options_.page_size) &&
-            io::verify_page(frame, options_.page_size, p.pid) != io::PageCheck::kMismatch;
+            io::verify_page(frame, options_.page_size, p.pid) == io::PageCheck::kOk;
   if (ok) {
     meta_[p.frame].dirty.store(0, std::memory_order_relaxed);
     publish_owner(p.frame, p.pid, e);
@@ -615,6 +618,16 @@ void BasicBufferPool<T>::drain_async() {
 template <class T>
 void BasicBufferPool<T>::flush() {
   std::lock_guard flush_lock(flush_mutex_);
+  // Rule 6: the durable count this flush may record for each live space is its num_blocks now.
+  // allocate() publishes a page dirty before it counts it, so every block below this count
+  // is written by the scan below (or was written before it).
+  std::vector<std::pair<Space*, uint64_t>> counted;
+  {
+    std::lock_guard lock(spaces_mutex_);
+    for (const auto& s : spaces_) {
+      if (s->alive.load()) counted.emplace_back(s.get(), s->num_blocks.load(std::memory_order_acquire));
+    }
+  }
   struct Held {
     translation::Entry* entry;
     FrameId frame;
@@ -679,10 +692,16 @@ void BasicBufferPool<T>::flush() {
   write_batch();
 
   std::lock_guard lock(spaces_mutex_);
-  for (const auto& s : spaces_) {
-    if (s->alive.load()) s->file.sync();
+  bool counts_changed = false;
+  for (auto& [s, blocks] : counted) {
+    if (!s->alive.load()) continue;
+    s->file.sync();
+    if (first_error.empty() && blocks > s->durable_blocks) {
+      s->durable_blocks = blocks;
+      counts_changed = true;
+    }
   }
-  write_catalog_locked();
+  if (counts_changed) write_catalog_locked();
   if (!first_error.empty()) throw Error(ErrorCode::kIoError, first_error + " (the page stays dirty)");
 }
 

@@ -27,6 +27,7 @@ struct BasicSpace {
         table(capacity, options),
         file(std::move(file_)),
         num_blocks(blocks),
+        durable_blocks(blocks),
         file_blocks(file.size_blocks()) {}
 
   const SpaceId id;
@@ -34,6 +35,9 @@ struct BasicSpace {
   Table table;
   io::PageFile file;
   std::atomic<uint64_t> num_blocks;  // blocks allocated; only grows
+  // Blocks made durable by the last flush that synced this space (what the catalog records;
+  // pool/README.md rule 6). <= num_blocks. Guarded by the pool's spaces_mutex_.
+  uint64_t durable_blocks;
   // Pages the file has room for (extended ahead in chunks under grow_mutex). Invariant:
   // num_blocks <= file_blocks, so every allocated block reads back (as zeros if unwritten).
   std::atomic<uint64_t> file_blocks;

@@ -13,7 +13,8 @@ namespace calico::testing {
 
 // Runs `program` with `args` in a new process, waits for it and returns its exit code
 // (-1 when it could not start or did not exit normally).
-inline int run_process(const std::string& program, const std::vector<std::string>& args) {
+// Starts `program` with `args` in a new process; returns its pid, or -1.
+inline pid_t start_process(const std::string& program, const std::vector<std::string>& args) {
   std::vector<std::string> all{program};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -21,6 +22,12 @@ inline int run_process(const std::string& program, const std::vector<std::string
   argv.push_back(nullptr);
   pid_t pid;
   if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  return pid;
+}
+
+inline int run_process(const std::string& program, const std::vector<std::string>& args) {
+  pid_t pid = start_process(program, args);
+  if (pid < 0) return -1;
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

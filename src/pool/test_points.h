@@ -1,0 +1,22 @@
+// TestPoints: moments inside the pool at which a test may pause a thread, to open a race
+// window deterministically instead of hoping for an unlucky schedule (the concurrency tests
+// of allocate and drop_space use them). Production code passes nullptr
+// (PoolOptions::test_points): one predictable branch on paths that are not the hot path.
+#pragma once
+
+#include "calico/page_id.h"
+
+namespace calico::pool {
+
+class TestPoints {
+ public:
+  enum class Point {
+    kAllocateResolved,   // allocate(): the space resolved, its fault latch not yet taken
+    kAllocateBlockRead,  // allocate(): num_blocks read as pid.block(), its entry not yet latched
+  };
+  virtual ~TestPoints() = default;
+  // Called by the thread at `point`; may block it. `pid` is the page concerned, if any.
+  virtual void at(Point point, PageId pid) = 0;
+};
+
+}  // namespace calico::pool
