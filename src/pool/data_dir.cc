@@ -118,15 +118,12 @@ DataDirectory open_data_directory(const std::string& dir, size_t page_size) {
   }
   for (const CatalogSpace& s : c.spaces) {
     std::string path = space_path(dir, s.id);
-    int64_t bytes = file_size(path);
-    if (bytes < 0) {
+    // Only the file's existence is checked here: a file shorter than the count (truncated
+    // by something else) still opens, and each missing page reads as kShortRead, so that
+    // the rest of the data stays reachable (Corruption.TruncatedFileIsAShortRead).
+    if (file_size(path) < 0) {
       throw Error(ErrorCode::kCorruptCatalog, "space '" + s.name + "' (" + path + ") is in the catalog but its file is " +
                                                   (errno == ENOENT ? "missing" : std::strerror(errno)));
-    }
-    if (static_cast<uint64_t>(bytes) / page_size < s.blocks) {
-      throw Error(ErrorCode::kCorruptCatalog,
-                  "space '" + s.name + "' (" + path + ") holds " + std::to_string(bytes / page_size) +
-                      " pages but the catalog records " + std::to_string(s.blocks) + " (the file was truncated)");
     }
     space_files.erase(s.id);
   }

@@ -11,8 +11,8 @@
 //  - A directory without a catalog is a new pool only when it holds nothing but LOCK and
 //    catalog.tmp (a crash during the very first open). Space files without a catalog are a lost
 //    catalog: kCorruptCatalog. Any other file: kInvalidArgument (not a Calico directory).
-//  - With a catalog: every space it names must have its file, at least <blocks> pages long
-//    (kCorruptCatalog otherwise). A space file the catalog does not name is a leftover of an
+//  - With a catalog: every space it names must have its file (kCorruptCatalog otherwise); a
+//    file shorter than <blocks> pages still opens, and its missing pages read as kShortRead. A space file the catalog does not name is a leftover of an
 //    interrupted create_space (empty file) or drop_space (id below next_space_id, the catalog
 //    written before the file is unlinked): it is removed once the open has succeeded. Any other
 //    unnamed space file means the catalog lost a space: kCorruptCatalog.

@@ -64,8 +64,6 @@ TEST(DataDir, FailedOpenChangesNothing) {
        [](const std::string& d) { return testing::small_options(d, 16); }, ErrorCode::kCorruptCatalog},
       {"missing space file", [](const std::string& d) { ::rename((d + "/space_2.dat").c_str(), (d + "/moved").c_str()); },
        [](const std::string& d) { return testing::small_options(d, 16); }, ErrorCode::kCorruptCatalog},
-      {"truncated space file", [](const std::string& d) { ::truncate((d + "/space_1.dat").c_str(), 4096 * 29); },
-       [](const std::string& d) { return testing::small_options(d, 16); }, ErrorCode::kCorruptCatalog},
       {"bad options", [](const std::string&) {},
        [](const std::string& d) {
          PoolOptions o = testing::small_options(d, 16);
