@@ -328,7 +328,11 @@ class BasicBufferPool {
   // Writes every dirty page (in batches), fsyncs every space file and the catalog. This is
   // the durability point: after a crash, a reopened pool holds exactly what the last flush
   // wrote (allocations after it are forgotten). Closing the pool flushes.
-  // Errors: kIoError (pages that failed stay dirty; nothing is lost).
+  // Errors: kIoError naming the first failure (a page write, a file's fdatasync, the
+  // catalog) and counting the others. Every space is synced even when one fails. A page is
+  // clean only once a sync of its file succeeded after its write: after a failed flush,
+  // every page it could not make durable is dirty again and the next flush rewrites it
+  // (pool/README.md rule 6 says what is and is not recoverable).
   void flush();
 
   PoolStats stats() const;
@@ -552,9 +556,15 @@ class BasicBufferPool {
   FrameId get_frame(bool may_fail, PageId pid);
   // One CLOCK round under evict_mutex_: evicts up to eviction_batch pages. Returns the
   // number of frames freed (1 when enough were already free). When `wait` is false and
-  // another thread is evicting, returns 0 at once. Throws kIoError when a write-back
-  // failed (those pages stay, dirty).
-  uint32_t evict_batch(bool wait);
+  // another thread is evicting, returns 0 at once. A failed write-back is the page's, not
+  // the caller's: the page stays resident and dirty, stats() counts it, and the first one
+  // is described in *write_failure (if given). Throws only kIoError when this thread has no
+  // I/O ring, before it latches anything.
+  struct WriteFailure {
+    PageId pid;        // invalid: no write-back failed
+    std::string what;  // names the page, the file and the error
+  };
+  uint32_t evict_batch(bool wait, WriteFailure* write_failure = nullptr);
   // This thread's counters in this pool (registered on first use). Only this thread writes
   // them (relaxed load + store, no atomic read-modify-write); stats() sums them.
   struct ThreadCounter {
@@ -585,6 +595,9 @@ class BasicBufferPool {
   Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
 
   static constexpr int kPoolFullWaitMs = 200;
+  // Consecutive eviction rounds that free nothing because write-backs fail before a caller
+  // that needs a frame gets kIoError (each round retries the failing pages).
+  static constexpr int kMaxFailedEvictionRounds = 4;
   static constexpr uint64_t kGrowMinBlocks = 64;  // files grow by max(64 pages, 1/8)
 
   PoolOptions options_;
@@ -628,7 +641,8 @@ class BasicBufferPool {
 
   struct Counters {
     std::atomic<uint64_t> faults{0}, evictions{0}, write_backs{0}, punches{0},
-        prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0}, hint_repairs{0};
+        prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0}, hint_repairs{0},
+        write_back_failures{0}, sync_failures{0};
   };
   mutable Counters counters_;
   // Frame hints only: frame f's page's entry, or nullptr while f is free or loading.

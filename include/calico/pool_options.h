@@ -59,6 +59,9 @@ struct PoolStats {
   size_t frame_bytes = 0;
   size_t frame_huge_page_bytes = 0;   // AnonHugePages of the frame arena (smaps)
   bool direct_io = false;             // every open space file uses O_DIRECT
+  uint64_t write_back_failures = 0;   // page writes (eviction, flush) that failed; the page
+                                      // stayed dirty in memory and is written again later
+  uint64_t sync_failures = 0;         // fdatasync calls of flush() that failed
 };
 
 struct SpaceInfo {

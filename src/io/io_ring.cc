@@ -13,8 +13,11 @@
 #include <liburing.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "calico/checks.h"
 #include "calico/error.h"
@@ -27,6 +30,9 @@ constexpr unsigned kMaxDepth = 4096;
 constexpr unsigned kMaxRetries = 8;
 // Consecutive io_uring_submit() calls that make no progress before the ring gives up.
 constexpr unsigned kMaxSubmitAttempts = 64;
+// After io_uring_wait_cqe fails with anything but EINTR, the completion is polled for (the
+// kernel posts completions without our help) at most this many times, 1 ms apart: ~10 s.
+constexpr unsigned kMaxWaitPolls = 10000;
 
 [[maybe_unused]] std::string strerror_result(const char* s, const char*) { return s; }
 [[maybe_unused]] std::string strerror_result(int, const char* buf) { return buf; }
@@ -37,21 +43,6 @@ std::string errno_text(int err) {
 }
 
 bool retryable(int res) { return res == -EINTR || res == -EAGAIN; }
-
-// Waits for the next CQE and consumes it. A failing wait on a healthy ring means our
-// accounting is wrong (e.g. CQ overflow); with buffers possibly still in the kernel's hands
-// there is no safe way on, hence a check rather than an Error.
-void wait_cqe(io_uring* ring, uint64_t* tag, int* res) {
-  io_uring_cqe* cqe = nullptr;
-  int rc;
-  // Unbounded on -EINTR: each retry is a delivered signal.
-  while ((rc = io_uring_wait_cqe(ring, &cqe)) == -EINTR) {
-  }
-  CALICO_CHECK(rc == 0 && cqe != nullptr);
-  *tag = io_uring_cqe_get_data64(cqe);
-  *res = cqe->res;
-  io_uring_cqe_seen(ring, cqe);
-}
 
 bool peek_cqe(io_uring* ring, uint64_t* tag, int* res) {
   io_uring_cqe* cqe = nullptr;
@@ -82,23 +73,65 @@ IoRing::IoRing(unsigned depth, FaultInjector* faults) : depth_(depth), faults_(f
     ring_ = nullptr;
     throw Error(ErrorCode::kIoError, "io_uring unavailable: " + errno_text(-rc));
   }
-  CALICO_CHECK(ring_->sq.ring_entries >= depth);
+  if (ring_->sq.ring_entries < depth) {
+    const unsigned got = ring_->sq.ring_entries;
+    io_uring_queue_exit(ring_);
+    delete ring_;
+    ring_ = nullptr;
+    throw Error(ErrorCode::kIoError, "io_uring gave " + std::to_string(got) + " entries, not " +
+                                         std::to_string(depth));
+  }
 }
 
 IoRing::~IoRing() {
   // The buffers belong to the caller and may be freed right after we return: the kernel
   // must be done with every request it took. Requests it never took (queued_) are dropped
   // with the ring; io_uring_queue_exit() does not submit.
-  drain_kernel();
+  try {
+    drain_kernel();
+  } catch (const Error& e) {
+    // The kernel may still hold buffers; nothing better can be done from a destructor.
+    std::fprintf(stderr, "calico: %s\n", e.what());
+  }
   io_uring_queue_exit(ring_);
   delete ring_;
 }
+
+void IoRing::wait_cqe(uint64_t* tag, int* res) {
+  if (failed_ != 0) {
+    throw Error(ErrorCode::kIoError, "io_uring wait failed earlier: " + errno_text(-failed_));
+  }
+  io_uring_cqe* cqe = nullptr;
+  int rc;
+  // Unbounded on EINTR: each retry is a delivered signal.
+  do {
+    rc = io_uring_wait_cqe(ring_, &cqe);
+    if (faults_ != nullptr) rc = faults_->on_wait(rc);
+  } while (rc == -EINTR);
+  if (rc != 0 || cqe == nullptr) {
+    // EAGAIN, EBUSY, ETIME or worse. The requests in flight are still the kernel's and their
+    // buffers must not be handed back before they complete: poll for the completion (the
+    // kernel posts it without our wait; each sleep is a syscall, which runs task work).
+    for (unsigned polls = 0; polls < kMaxWaitPolls; ++polls) {
+      if (peek_cqe(ring_, tag, res)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Nothing completed for ~10 s: the ring is unusable. Every later call fails too.
+    failed_ = rc != 0 ? rc : -EIO;
+    throw Error(ErrorCode::kIoError, "io_uring_wait_cqe: " + errno_text(-failed_) +
+                                         " (no completion for 10 s; the ring is abandoned)");
+  }
+  *tag = io_uring_cqe_get_data64(cqe);
+  *res = cqe->res;
+  io_uring_cqe_seen(ring_, cqe);
+}
+
 
 void IoRing::drain_kernel() {
   while (in_flight_ > queued_) {
     uint64_t tag;
     int res;
-    wait_cqe(ring_, &tag, &res);
+    wait_cqe(&tag, &res);
     CALICO_CHECK(tag < slots_.size() && slots_[tag].busy);
     slots_[tag].busy = false;
     free_slots_.push_back(static_cast<uint32_t>(tag));
@@ -112,9 +145,9 @@ void IoRing::prep(uint32_t slot) {
   io_uring_sqe* sqe = io_uring_get_sqe(ring_);
   CALICO_CHECK(sqe != nullptr);  // the SQ holds at most queued_ < depth_ entries
   if (r.write) {
-    io_uring_prep_write(sqe, r.fd, r.buf, r.len, r.offset);
+    io_uring_prep_write(sqe, r.fd, r.buf, slots_[slot].transfer_len, r.offset);
   } else {
-    io_uring_prep_read(sqe, r.fd, r.buf, r.len, r.offset);
+    io_uring_prep_read(sqe, r.fd, r.buf, slots_[slot].transfer_len, r.offset);
   }
   io_uring_sqe_set_data64(sqe, slot);
   unsubmitted_.push_back(slot);
@@ -148,7 +181,11 @@ bool IoRing::push(const IoRequest& request) {
   const uint32_t slot = free_slots_.back();
   free_slots_.pop_back();
   CALICO_CHECK(!slots_[slot].busy);
-  slots_[slot] = Slot{request, 0, true};
+  uint32_t transfer_len = request.len;
+  if (faults_ != nullptr) {
+    transfer_len = faults_->transfer_bytes(request.write, request.fd, request.offset, request.len);
+  }
+  slots_[slot] = Slot{request, transfer_len, 0, true};
   ++in_flight_;
   if (submit_error_ != 0) {
     // Never reaches the kernel; reap_one() reports it with submit_error_.
@@ -185,7 +222,7 @@ bool IoRing::reap_one(bool wait, uint64_t* user_data, int* result) {
         // Waiting for requests the kernel has not seen would never return.
         if (queued_ > 0) submit_prepared();
         if (in_flight_ == queued_) continue;  // submit failed: report those requests
-        wait_cqe(ring_, &tag, &res);
+        wait_cqe(&tag, &res);
       }
     }
     CALICO_CHECK(tag < slots_.size() && slots_[tag].busy);
@@ -208,6 +245,9 @@ bool IoRing::reap_one(bool wait, uint64_t* user_data, int* result) {
 }
 
 void IoRing::submit_and_wait(std::span<IoRequest> requests) {
+  if (failed_ != 0) {
+    throw Error(ErrorCode::kIoError, "io_uring wait failed earlier: " + errno_text(-failed_));
+  }
   CALICO_CHECK(in_flight_ == 0);
   // Keeps up to depth_ requests in flight, refilling as completions arrive; each request
   // rides in a slot whose user_data is its index in `requests`.

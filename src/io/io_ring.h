@@ -39,7 +39,8 @@ class IoRing {
 
   // Submits every request and waits for all of them; sets each request's `result` (after
   // the fault injector, if any). Never throws for per-request failures: callers check
-  // `result`. Pre: nothing in flight from push().
+  // `result`. Throws kIoError only when the ring itself fails (wait_cqe). Pre: nothing in
+  // flight from push().
   void submit_and_wait(std::span<IoRequest> requests);
 
   // Asynchronous use: push() queues one request (false when depth() are already queued or
@@ -54,6 +55,8 @@ class IoRing {
   unsigned reap(Fn&& fn, bool wait);
 
   unsigned in_flight() const { return in_flight_; }
+  // True once a wait found no completion (see wait_cqe): the ring must be replaced.
+  bool failed() const { return failed_ != 0; }
   unsigned depth() const { return depth_; }
 
  private:
@@ -62,6 +65,7 @@ class IoRing {
   // resubmission need.
   struct Slot {
     IoRequest request;     // as pushed (result unused)
+    uint32_t transfer_len = 0;  // bytes really transferred: request.len unless a fault says less
     unsigned retries = 0;  // resubmissions after -EINTR/-EAGAIN, at most kMaxRetries
     bool busy = false;
   };
@@ -76,6 +80,11 @@ class IoRing {
   void submit_prepared();
   // Waits for the kernel to finish everything it holds (in_flight_ == queued_ after).
   void drain_kernel();
+  // Waits for the next completion and consumes it. EINTR is retried; any other failure of
+  // io_uring_wait_cqe is followed by polling (bounded, ~10 s), since the requests and their
+  // buffers stay the kernel's until they complete. kIoError when nothing completes: the
+  // ring is then failed_ and every later wait throws at once.
+  void wait_cqe(uint64_t* tag, int* res);
 
   io_uring* ring_ = nullptr;
   unsigned depth_ = 0;
@@ -85,6 +94,8 @@ class IoRing {
   // 0, or the -errno of a hard submit failure. The ring then never submits again (SQEs the
   // kernel refused are still in the SQ): every later request completes with this error.
   int submit_error_ = 0;
+  // 0, or the -errno of a wait that found no completion even by polling (wait_cqe).
+  int failed_ = 0;
   std::vector<Slot> slots_;             // depth_ entries; busy == pushed and not reaped
   std::vector<uint32_t> free_slots_;    // stack of the !busy slot indices
   std::vector<uint32_t> unsubmitted_;   // slots of the queued_ requests, in SQ order

@@ -51,7 +51,11 @@ void check_transfer(const PageFile& file, bool is_write, BlockId block, int resu
                     " transferred " + std::to_string(result) + " of " +
                     std::to_string(file.page_size()) + " bytes");
   }
-  CALICO_CHECK(static_cast<size_t>(result) == file.page_size());
+  if (static_cast<size_t>(result) > file.page_size()) {
+    throw Error(ErrorCode::kIoError, std::string(op) + " of block " + std::to_string(block) + " of " +
+                                         file.path() + " reported " + std::to_string(result) +
+                                         " bytes, more than a page");
+  }
 }
 
 }  // namespace
@@ -125,10 +129,12 @@ void PageFile::read_block(BlockId block, std::byte* buf) const {
   CALICO_CHECK(fd_ >= 0);
   CALICO_CHECK(reinterpret_cast<uintptr_t>(buf) % kBufferAlignment == 0);
   const uint64_t offset = uint64_t{block} * page_size_;
+  size_t len = page_size_;
+  if (faults_ != nullptr) len = faults_->transfer_bytes(false, fd_, offset, static_cast<uint32_t>(len));
   ssize_t n;
   // Unbounded on EINTR: each retry is a delivered signal, not a failing device.
   do {
-    n = ::pread(fd_, buf, page_size_, static_cast<off_t>(offset));
+    n = ::pread(fd_, buf, len, static_cast<off_t>(offset));
   } while (n < 0 && errno == EINTR);
   int result = n < 0 ? -errno : static_cast<int>(n);
   if (faults_ != nullptr) {
@@ -141,9 +147,11 @@ void PageFile::write_block(BlockId block, const std::byte* buf) const {
   CALICO_CHECK(fd_ >= 0);
   CALICO_CHECK(reinterpret_cast<uintptr_t>(buf) % kBufferAlignment == 0);
   const uint64_t offset = uint64_t{block} * page_size_;
+  size_t len = page_size_;
+  if (faults_ != nullptr) len = faults_->transfer_bytes(true, fd_, offset, static_cast<uint32_t>(len));
   ssize_t n;
   do {
-    n = ::pwrite(fd_, buf, page_size_, static_cast<off_t>(offset));
+    n = ::pwrite(fd_, buf, len, static_cast<off_t>(offset));
   } while (n < 0 && errno == EINTR);
   int result = n < 0 ? -errno : static_cast<int>(n);
   if (faults_ != nullptr) {
@@ -158,8 +166,10 @@ void PageFile::sync() const {
   do {
     rc = ::fdatasync(fd_);
   } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    throw Error(ErrorCode::kIoError, "fdatasync " + path_ + ": " + errno_text(errno));
+  int result = rc == 0 ? 0 : -errno;
+  if (faults_ != nullptr) result = faults_->on_sync(fd_, result);
+  if (result != 0) {
+    throw Error(ErrorCode::kIoError, "fdatasync " + path_ + ": " + errno_text(-result));
   }
 }
 
@@ -176,14 +186,18 @@ void PageFile::extend_blocks(uint64_t blocks) const {
   CALICO_CHECK(fd_ >= 0);
   if (blocks <= size_blocks()) return;
   auto bytes = static_cast<off_t>(blocks * page_size_);
-  int rc;
-  do {
-    rc = ::fallocate(fd_, 0, 0, bytes);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) rc = ::ftruncate(fd_, bytes);
-  if (rc != 0) {
+  int result = faults_ != nullptr ? faults_->on_extend(fd_, static_cast<uint64_t>(bytes)) : 0;
+  if (result == 0) {
+    int rc;
+    do {
+      rc = ::fallocate(fd_, 0, 0, bytes);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0 && (errno == EOPNOTSUPP || errno == ENOSYS)) rc = ::ftruncate(fd_, bytes);
+    result = rc == 0 ? 0 : -errno;
+  }
+  if (result != 0) {
     throw Error(ErrorCode::kIoError,
-                "extending " + path_ + " to " + std::to_string(blocks) + " pages: " + errno_text(errno));
+                "extending " + path_ + " to " + std::to_string(blocks) + " pages: " + errno_text(-result));
   }
 }
 

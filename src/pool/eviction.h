@@ -6,8 +6,14 @@
 //   1. Move the hand over frames. For each owned frame, confirm through its entry (the frame
 //      ids must match): unlocked -> CAS to marked (first chance); marked -> CAS to exclusive
 //      (victim). Pinned, latched, loading pages are passed over.
+//      A page flush() wrote and has not synced yet (kWrittenUnsynced) is never a victim: if
+//      the sync fails, flush must find it in memory to write it again (README rule 6).
 //   2. Write all dirty victims in one io_uring batch (trailer stamped under the latch).
-//      A victim whose write fails is unlatched and kept, still dirty: nothing is lost.
+//      A victim whose write fails is unlatched and kept, still dirty: nothing is lost. The
+//      failure is the page's: it is counted (stats().write_back_failures) and described
+//      to the caller, never thrown at it (get_frame decides whether it matters).
+// Every victim latched in step 1 is unlatched on every path out (VictimLatches), and the
+// thread's ring exists before step 1, so a thread that cannot have one latches nothing.
 //   3. For each written or clean victim: (pages in place: discard the page, still latched)
 //      seed the frame's next version, clear its owner, zero the entry, release the punch
 //      reference (the last one punches the entries' page), delete the entry if the table
@@ -46,13 +52,30 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     if (meta_[want].owner.load(std::memory_order_relaxed) == 0 && free_list_.take(want)) return want;
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kPoolFullWaitMs);
+  int failed_rounds = 0;  // consecutive rounds that freed nothing because writes failed
   for (;;) {
     // Below the low watermark, make room ahead of need, unless another thread already is.
+    // Its write failures are not this caller's concern: they are counted in stats().
     if (free_list_.size() <= low_watermark_) evict_batch(/*wait=*/false);
     FrameId f = free_list_.pop();
     if (f != kInvalidFrame) return f;
-    if (evict_batch(/*wait=*/true) > 0) continue;
+    WriteFailure failure;
+    if (evict_batch(/*wait=*/true, &failure) > 0) {
+      failed_rounds = 0;
+      continue;
+    }
     if (may_fail) return kInvalidFrame;
+    if (failure.pid.valid()) {
+      // No frame because pages cannot be written back: after a few rounds (each retries
+      // them), that is an I/O error, and it names the page that cannot be written.
+      if (++failed_rounds >= kMaxFailedEvictionRounds) {
+        throw Error(ErrorCode::kIoError, "no frame for page " + std::to_string(pid.space()) + ":" +
+                                             std::to_string(pid.block()) + ": " + failure.what,
+                    failure.pid);
+      }
+      continue;
+    }
+    failed_rounds = 0;
     // Every frame is pinned, latched or loading. Pins are usually short: wait a bounded time
     // (kPoolFullWaitMs) before reporting a full pool. Completed prefetches free up frames too.
     {
@@ -70,8 +93,11 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
 }
 
 template <class T>
-uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
+uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure) {
   if constexpr (T::kDirect) return 0;  // direct translation never evicts
+  // The ring first: a thread that cannot have one (no file descriptor left) fails here,
+  // having latched nothing.
+  io::IoRing& ring = thread_ring();
   std::unique_lock lock(evict_mutex_, std::defer_lock);
   if (wait) {
     lock.lock();
@@ -84,13 +110,23 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     Space* space;
     PageId pid;
     FrameId frame;
-    translation::Entry* entry;  // latched exclusively by this round
+    translation::Entry* entry;  // latched exclusively by this round until `done`
     EntryWord held;
     bool write_failed;
+    bool done;  // evicted, or unlatched and kept
   };
   const uint32_t batch = std::min<uint32_t>(options_.eviction_batch, frames_.num_frames());
   std::vector<Victim> victims;
   victims.reserve(batch);
+  // Unlatches, unchanged, every victim not yet done when the round leaves by an exception.
+  struct VictimLatches {
+    std::vector<Victim>& victims;
+    ~VictimLatches() {
+      for (Victim& v : victims) {
+        if (!v.done) translation::unlock_exclusive(*v.entry, v.held, /*bump_version=*/false);
+      }
+    }
+  } latches{victims};
   // Two passes over all frames mark and then take every unpinned page; more finds nothing.
   const uint64_t scan_limit = 2 * uint64_t{frames_.num_frames()} + batch;
   for (uint64_t scanned = 0; scanned < scan_limit && victims.size() < batch; ++scanned) {
@@ -110,34 +146,43 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
         translation::unlock_exclusive(*e, w.with_state(kExclusive), /*bump_version=*/false);
         continue;
       }
-      victims.push_back({s, pid, f, e, w.with_state(kExclusive), false});
+      // Written by the flush in progress, not yet synced: it stays until the sync decides.
+      // (Set under flush's shared latch, so stable while we hold the exclusive one.)
+      if (meta_[f].dirty.load(std::memory_order_relaxed) == pool::kWrittenUnsynced) {
+        translation::unlock_exclusive(*e, w.with_state(kExclusive), /*bump_version=*/false);
+        continue;
+      }
+      victims.push_back({s, pid, f, e, w.with_state(kExclusive), false, false});
     }
   }
 
   std::vector<io::IoRequest> writes;
   std::vector<Victim*> writers;
   for (Victim& v : victims) {
-    if (meta_[v.frame].dirty.load(std::memory_order_relaxed) == 0) continue;
+    if (meta_[v.frame].dirty.load(std::memory_order_relaxed) == pool::kClean) continue;
     io::stamp_page(page_data(v.space, v.pid, v.frame), options_.page_size, v.pid);
     writes.push_back(io::IoRequest{v.space->file.fd(), uint64_t{v.pid.block()} * options_.page_size,
                                    page_data(v.space, v.pid, v.frame), static_cast<uint32_t>(options_.page_size),
                                    true, 0, 0});
     writers.push_back(&v);
   }
-  std::string first_error;
   if (!writes.empty()) {
-    thread_ring().submit_and_wait(writes);
+    ring.submit_and_wait(writes);
     for (size_t i = 0; i < writes.size(); ++i) {
+      Victim& v = *writers[i];
       if (writes[i].result == static_cast<int>(options_.page_size)) {
         counters_.write_backs.fetch_add(1, std::memory_order_relaxed);
+        v.space->unsynced_evictions.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      Victim& v = *writers[i];
       v.write_failed = true;
-      if (first_error.empty()) {
-        first_error = "writing back page " + std::to_string(v.pid.space()) + ":" +
-                      std::to_string(v.pid.block()) + ": " +
-                      (writes[i].result < 0 ? std::strerror(-writes[i].result) : "short write");
+      counters_.write_back_failures.fetch_add(1, std::memory_order_relaxed);
+      if (write_failure != nullptr && !write_failure->pid.valid()) {
+        write_failure->pid = v.pid;
+        write_failure->what = "writing back page " + std::to_string(v.pid.space()) + ":" +
+                              std::to_string(v.pid.block()) + " of " + v.space->file.path() + ": " +
+                              pool::transfer_error_text(writes[i].result, options_.page_size) +
+                              " (the page stays dirty in memory)";
       }
     }
   }
@@ -145,6 +190,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
   uint32_t freed = 0;
   for (Victim& v : victims) {
     translation::Entry& e = *v.entry;
+    v.done = true;
     if (v.write_failed) {
       translation::unlock_exclusive(e, v.held, /*bump_version=*/false);  // kept, still dirty
       continue;
@@ -158,7 +204,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     }
     pool::FrameMeta& m = meta_[v.frame];
     m.version_seed.store(v.held.version() + 1, std::memory_order_relaxed);
-    m.dirty.store(0, std::memory_order_relaxed);
+    m.dirty.store(pool::kClean, std::memory_order_relaxed);
     clear_owner(v.frame);
     e.store(0, std::memory_order_release);
     if (v.space->table.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
@@ -171,7 +217,6 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait) {
     ++freed;
   }
   counters_.evictions.fetch_add(freed, std::memory_order_relaxed);
-  if (!first_error.empty()) throw Error(ErrorCode::kIoError, first_error + " (the page stays dirty)");
   return freed;
 }
 

@@ -44,6 +44,10 @@ struct BasicSpace {
   std::mutex grow_mutex;
   std::atomic<bool> alive{true};
   std::shared_mutex fault_latch;
+  // Pages the evictor wrote (and dropped from memory) since the file's last successful
+  // fdatasync; flush() subtracts what it saw once a sync succeeds, and reports the rest
+  // when one fails (their durability is then unknown: pool/README.md rule 6).
+  std::atomic<uint64_t> unsynced_evictions{0};
 };
 
 }  // namespace calico::pool

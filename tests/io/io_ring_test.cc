@@ -244,6 +244,44 @@ TEST_F(RingTest, FaultInjectorAppliesToAsyncReaps) {
   }
 }
 
+// io_uring_wait_cqe failing with something other than EINTR used to abort the process
+// (CALICO_CHECK). The requests are still the kernel's, so the ring polls for them.
+class FailingWaits : public FaultInjector {
+ public:
+  std::atomic<int> to_fail{0};
+  std::atomic<int> failed{0};
+  int on_complete(bool, int, uint64_t, uint32_t, int result) override { return result; }
+  int on_wait(int result) override {
+    if (result == 0 && to_fail.fetch_sub(1) > 0) {
+      ++failed;
+      return -EBUSY;
+    }
+    return result;
+  }
+};
+
+TEST_F(RingTest, FailedWaitIsRecoveredByPollingForTheCompletion) {
+  constexpr uint32_t kN = 12;
+  write_blocks(kN);
+  FailingWaits faults;
+  faults.to_fail = 5;
+  IoRing ring(4, &faults);
+  std::vector<AlignedBuf> bufs;
+  std::vector<IoRequest> reqs(kN);
+  for (uint32_t i = 0; i < kN; ++i) {
+    bufs.push_back(aligned_buf(kPage));
+    reqs[i] = read_req(i, bufs[i].get());
+  }
+  ring.submit_and_wait(reqs);
+  // Each refill of the ring waits (an O_DIRECT read takes far longer than a submission).
+  EXPECT_GT(faults.failed.load(), 0);
+  EXPECT_FALSE(ring.failed());
+  for (uint32_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(reqs[i].result, int{kPage}) << i;
+    EXPECT_TRUE(has_pattern(bufs[i].get(), kPage, i)) << i;
+  }
+}
+
 TEST_F(RingTest, DestructorWaitsForRequestsInFlight) {
   constexpr unsigned kDepth = 32;
   write_blocks(kDepth);

@@ -267,6 +267,75 @@ TEST(PageFile, InjectedWriteFaults) {
   expect_error(ErrorCode::kShortRead, [&] { g.write_block(0, buf.get()); });
 }
 
+// The hooks for the failures no completion result can express: a torn write (only the
+// first half reaches the file), ENOSPC on extension, a failing fdatasync.
+class HookInjector : public FaultInjector {
+ public:
+  std::atomic<uint32_t> write_bytes{0};  // 0: whole pages
+  std::atomic<int> extend_error{0};
+  std::atomic<int> sync_error{0};
+  std::atomic<int> syncs{0};
+  uint32_t transfer_bytes(bool is_write, int, uint64_t, uint32_t len) override {
+    return is_write && write_bytes.load() != 0 ? write_bytes.load() : len;
+  }
+  int on_complete(bool, int, uint64_t, uint32_t len, int result) override {
+    return result == static_cast<int>(write_bytes.load()) ? static_cast<int>(len) : result;  // torn: "done"
+  }
+  int on_extend(int, uint64_t) override { return extend_error.load(); }
+  int on_sync(int, int result) override {
+    ++syncs;
+    return sync_error.load() != 0 ? sync_error.load() : result;
+  }
+};
+
+TEST(PageFile, TornWriteLeavesTheFirstHalfOnly) {
+  TempDir dir;
+  HookInjector hooks;
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true, &hooks);
+  auto old_page = aligned_buf(4096);
+  auto new_page = aligned_buf(4096);
+  fill(old_page.get(), 4096, 1);
+  fill(new_page.get(), 4096, 2);
+  f.write_block(0, old_page.get());
+  hooks.write_bytes = 2048;
+  f.write_block(0, new_page.get());  // reported whole, as a torn write after power loss is
+  hooks.write_bytes = 0;
+  auto back = aligned_buf(4096);
+  f.read_block(0, back.get());
+  EXPECT_EQ(std::memcmp(back.get(), new_page.get(), 2048), 0);
+  EXPECT_EQ(std::memcmp(back.get() + 2048, old_page.get() + 2048, 2048), 0);
+}
+
+TEST(PageFile, InjectedExtendAndSyncFailuresAreIoErrorsNamingTheFile) {
+  TempDir dir;
+  HookInjector hooks;
+  const std::string path = dir.sub("f");
+  PageFile f = PageFile::open(path, 4096, true, &hooks);
+  hooks.extend_error = -ENOSPC;
+  std::string msg = expect_error(ErrorCode::kIoError, [&] { f.extend_blocks(8); });
+  EXPECT_NE(msg.find(std::strerror(ENOSPC)), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_EQ(f.size_blocks(), 0u) << "a failed extension changes nothing";
+  hooks.extend_error = 0;
+  f.extend_blocks(8);
+  EXPECT_EQ(f.size_blocks(), 8u);
+
+  f.sync();
+  hooks.sync_error = -EIO;
+  msg = expect_error(ErrorCode::kIoError, [&] { f.sync(); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  EXPECT_EQ(hooks.syncs.load(), 2);
+}
+
+TEST(PageFile, ResultLongerThanAPageIsAnErrorNotAnAbort) {
+  TempDir dir;
+  TestInjector liar(false, 0, 8192);
+  PageFile f = PageFile::open(dir.sub("f"), 4096, true, &liar);
+  auto buf = aligned_buf(4096);
+  f.write_block(0, buf.get());
+  expect_error(ErrorCode::kIoError, [&] { f.read_block(0, buf.get()); });
+}
+
 TEST(PageFile, MoveTransfersTheFd) {
   TempDir dir;
   PageFile a = PageFile::open(dir.sub("a"), 4096, true);
