@@ -348,7 +348,7 @@ TEST(CorruptPages, HnswNeighbourPastTheCapacity) {
     const uint32_t first = (e / h.layout().per_page) * h.layout().per_page;
     for (uint32_t id = first; id < first + h.layout().per_page; ++id) {
       store<uint32_t>(p, h.layout().row_offset(id), 1);
-      store<uint32_t>(p, h.layout().row_offset(id) + sizeof(HnswRowHead), kNodes + 5);
+      store<uint32_t>(p, h.layout().row_offset(id) + sizeof(HnswRowHead), 0x00FFFFFFu);  // past the capacity
     }
   });
   Hnsw again = Hnsw::open(env.pool(), "hnsw");
