@@ -681,6 +681,9 @@ class BasicBTree {
   // malformed); otherwise returns, and the caller restarts (the tree changed meanwhile).
   void confirm_corrupt(PageId holder, PageId child, std::string_view key, bool after, int stop_level) {
     const size_t bytes = usable();
+    // Levels decrease by one per step, so no node is its own child (and a second pin of the
+    // holder could wait behind a writer queued on it).
+    if (holder == child) corrupt(holder, "inner node names itself as a child");
     SharedGuard gh = pool_->pin_shared(holder);
     int expect;
     if (holder == meta_pid()) {
