@@ -52,7 +52,16 @@ namespace calico::fuzz {
 inline constexpr uint64_t kMaxGrowthBlocks = 256;
 inline constexpr uint64_t kInvariantEvery = 64;
 
-// A temporary directory removed at exit.
+// Removes path (recursively) when the process exits normally. One path per process.
+inline void remove_at_exit(const std::string& path) {
+  static std::string* const removed = new std::string(path);
+  std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(*removed, ec);
+  });
+}
+
+// A temporary directory, removed at exit (the harness that owns it is never destroyed).
 class TempDir {
  public:
   TempDir() {
@@ -63,6 +72,7 @@ class TempDir {
       std::abort();
     }
     path_ = tmpl;
+    remove_at_exit(path_);
   }
   ~TempDir() {
     std::error_code ec;
@@ -178,7 +188,9 @@ class Harness {
 }  // namespace calico::fuzz
 
 // One index page target: the harness is built on the first input (libFuzzer calls
-// LLVMFuzzerTestOneInput from one thread) and lives until exit.
+// LLVMFuzzerTestOneInput from one thread) and never destroyed: a pool destroyed during
+// static destruction would flush through thread-local I/O rings that are already gone.
+// Its directory is removed at exit (remove_at_exit; a crash leaves it behind).
 #define CALICO_FUZZ_TARGET(TargetClass)                                                 \
   extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {             \
     static auto* harness = new ::calico::fuzz::Harness<TargetClass>();                  \
