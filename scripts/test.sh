@@ -3,14 +3,15 @@
 #   1. release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #      poisoned), plus a short demo run that verifies every page it reads;
 #   2. ThreadSanitizer build (stress tests shortened to 4 s);
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise).
-# Usage: scripts/test.sh [release|tsan|asan ...]   (default: all three)
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise);
+#   4. fuzz: the libFuzzer targets of the index page readers, ~60 s each (scripts/fuzz.sh).
+# Usage: scripts/test.sh [release|tsan|asan|fuzz ...]   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(release tsan asan)
+[ "${#suites[@]}" -gt 0 ] || suites=(release tsan asan fuzz)
 jobs=$(nproc)
 
 run_suite() {
@@ -42,8 +43,12 @@ for suite in "${suites[@]}"; do
       run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=address \
         -DCALICO_CHECKS_LEVEL=2 -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
       ;;
+    fuzz)
+      echo "=== fuzz: build and run (build-fuzz)"
+      bash scripts/fuzz.sh 60
+      ;;
     *)
-      echo "unknown suite '$suite' (release, tsan, asan)" >&2
+      echo "unknown suite '$suite' (release, tsan, asan, fuzz)" >&2
       exit 2
       ;;
   esac

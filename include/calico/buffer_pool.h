@@ -292,15 +292,15 @@ class BasicBufferPool {
   //   pid: contradiction. Without (4) the hinted read could return q's bytes as pid's.
   //   (1) alone is not enough: f may pass from pid to q between (1) and (2).
   OptimisticRead read_optimistic_hinted(PageId pid, FrameId* hint)
-    requires kFrameHints;
+    requires translation::kHasFrameHints<Translation>;  // not kFrameHints: clang 14 (fuzz build)
   // As pin_shared / pin_exclusive. Hinted path: latch e (reached as above) while it shows
   // f, then check meta[f].owner == pid under the latch. A latched page cannot leave its frame,
   // so the owner seen under the latch is the page of e; if it is not pid, the latch is
   // released (unchanged, no version bump) and the access falls back.
   SharedGuard pin_shared_hinted(PageId pid, FrameId* hint)
-    requires kFrameHints;
+    requires translation::kHasFrameHints<Translation>;  // not kFrameHints: clang 14 (fuzz build)
   ExclusiveGuard pin_exclusive_hinted(PageId pid, FrameId* hint)
-    requires kFrameHints;
+    requires translation::kHasFrameHints<Translation>;  // not kFrameHints: clang 14 (fuzz build)
 
   // Opportunistic hint repair (lipah.txt 4.4): if `holder` can be latched exclusively at once
   // (try_pin_exclusive), runs write(std::byte* page) under the latch and returns its result
@@ -741,7 +741,7 @@ inline ExclusiveGuard BasicBufferPool<T>::try_pin_exclusive(PageId pid) {
 
 template <class T>
 inline OptimisticRead BasicBufferPool<T>::read_optimistic_hinted(PageId pid, FrameId* hint)
-  requires kFrameHints
+  requires translation::kHasFrameHints<T>
 {
   const FrameId f = *hint;
   if (translation::Entry* e = hinted_entry(pid, f)) [[likely]] {   // (1), (2)
@@ -788,7 +788,7 @@ inline translation::Entry* BasicBufferPool<T>::latch_hinted(PageId pid, FrameId 
 
 template <class T>
 inline SharedGuard BasicBufferPool<T>::pin_shared_hinted(PageId pid, FrameId* hint)
-  requires kFrameHints
+  requires translation::kHasFrameHints<T>
 {
   translation::EntryWord held;
   if (translation::Entry* e = latch_hinted<false>(pid, *hint, &held)) [[likely]] {
@@ -801,7 +801,7 @@ inline SharedGuard BasicBufferPool<T>::pin_shared_hinted(PageId pid, FrameId* hi
 
 template <class T>
 inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_hinted(PageId pid, FrameId* hint)
-  requires kFrameHints
+  requires translation::kHasFrameHints<T>
 {
   translation::EntryWord held;
   if (translation::Entry* e = latch_hinted<true>(pid, *hint, &held)) [[likely]] {
@@ -863,6 +863,8 @@ auto BasicBufferPool<T>::optimistic_read(PageId pid, Fn&& fn)
 
 // The default pool: Calico's translation arrays.
 using BufferPool = BasicBufferPool<translation::ArrayTranslation>;
+#ifndef CALICO_IMPLICIT_INSTANTIATION  // the fuzz build (CMakeLists.txt, CALICO_FUZZ)
 extern template class BasicBufferPool<translation::ArrayTranslation>;
+#endif
 
 }  // namespace calico

@@ -43,6 +43,17 @@
 // Lock order: metadata page -> parent -> child; no thread waits for a latch while holding a
 // latch on a lower level. Pins are held one level at a time except during splits (3 pages).
 //
+// Corrupt pages (index/corrupt_page.h): node pages can come from disk, so their bytes are
+// checked, never trusted: a latched or pinned page must be a zeroed page or well_formed();
+// a page whose optimistic read validated but that is malformed, of another level than its
+// parent's minus one, or not covering the key its parent routes to it is rechecked under
+// shared pins of the parent and the page (confirm_corrupt) and then reported; child and
+// sibling ids past the space, splits and merges of nodes whose keys are not ordered inside
+// their fences, and malformed metadata are reported too. All as Error(kCorruptPage) naming
+// the page, before anything is changed (a remove whose merge finds a corrupt sibling has
+// removed its key). Descents are bounded by kMaxHeight levels, scans move strictly forward
+// (finite fences are ordered), so a cycle is reported instead of looping.
+//
 // Errors: keys must be 1..kMaxKeyBytes (256) bytes, values 0..kMaxValueBytes (512) bytes,
 // else Error(kInvalidArgument) naming the limit. open() of a space whose block 0 is not a
 // tree metadata page: Error(kInvalidArgument). Pool errors propagate unchanged; a split
@@ -70,6 +81,7 @@
 #include "calico/checks.h"
 #include "calico/error.h"
 #include "index/btree_node.h"
+#include "index/corrupt_page.h"
 
 namespace calico::index {
 
@@ -246,7 +258,12 @@ class BasicBTree {
       after = true;
       next.reset();
       last = leaf_pid;
-      if (link != 0) next = Ref{PageId(space_, link), link_hint};
+      if (link != 0) {
+        if (link >= pool_->space_blocks(space_)) {
+          corrupt(leaf_pid, "leaf names right sibling block " + std::to_string(link) + " past the space");
+        }
+        next = Ref{PageId(space_, link), link_hint};
+      }
     }
   }
 
@@ -271,6 +288,7 @@ class BasicBTree {
     auto gm = pool_->pin_exclusive(meta_pid());
     MetaPage m;
     std::memcpy(&m, gm.data(), sizeof m);
+    check_meta(m);
     if (m.height != 1 || size() != 0) {
       throw Error(ErrorCode::kInvalidArgument, "bulk_load: the tree is not empty");
     }
@@ -477,6 +495,30 @@ class BasicBTree {
     }
   }
 
+  static constexpr int kMaxHeight = 64;  // levels; a descent longer than this is a cycle
+
+  [[noreturn]] static void corrupt(PageId pid, const std::string& what) { corrupt_page("B-tree", what, pid); }
+  [[noreturn]] static void malformed(PageId pid, const Node& n) {
+    corrupt(pid, "page is not a well-formed node (type " + std::to_string(static_cast<int>(n.type())) + ", level " +
+                     std::to_string(n.level()) + ", " + std::to_string(n.count()) + " slots)");
+  }
+  // A latched or pinned page: a zeroed (kFree) page or a well-formed node.
+  static void check_latched(PageId pid, const Node& n) {
+    if (n.type() != NodeType::kFree && !n.well_formed()) malformed(pid, n);
+  }
+  // Before a split or merge rebuilds n from its keys. Pre: n.well_formed().
+  static void check_ordered(PageId pid, const Node& n) {
+    if (!n.ordered()) corrupt(pid, "node's keys are not strictly increasing inside its fences");
+  }
+  // The metadata page, as read validated or under a latch.
+  void check_meta(const MetaPage& m) const {
+    if (m.magic != kBTreeMagic || m.format_version != kFormatVersion || m.root == 0 || m.height == 0 ||
+        m.height > static_cast<uint32_t>(kMaxHeight)) {
+      corrupt(meta_pid(), "metadata page (root " + std::to_string(m.root) + ", height " + std::to_string(m.height) +
+                              ") is malformed");
+    }
+  }
+
   static void bump(int* restarts) {
     if (++*restarts > kMaxRestarts) {
       throw Error(ErrorCode::kRestartLimit,
@@ -586,13 +628,14 @@ class BasicBTree {
     if (!Pool::validate(parent)) return false;
     MetaPage m;
     std::memcpy(&m, meta_copy, sizeof m);
-    if (m.magic != kBTreeMagic || m.root == 0) return false;
+    check_meta(m);  // validated bytes
     Ref ref{PageId(space_, m.root), kHints ? m.root_hint : kInvalidFrame};
+    int expect_level = static_cast<int>(m.height) - 1;  // levels decrease by one per step
     RacyResult local;
     RacyResult* r = res ? res : &local;
-    for (int depth = 0; depth < 64; ++depth) {
+    for (int depth = 0; depth < kMaxHeight; ++depth) {
       const FrameId hint = ref.frame;
-      OptimisticRead cur = read_ref(&ref);
+      OptimisticRead cur = read_child(&ref, parent_ref.pid);
       if (!Pool::validate(parent)) return false;  // the pointer we followed is still current
       if constexpr (kHints) {
         if (ref.frame != hint) repair_child_hint(parent_ref.pid, key, after, ref);
@@ -601,7 +644,11 @@ class BasicBTree {
       RacyStep step = btree_racy_step<kHints>(cur.data, bytes, key, after, stop_level,
                                               mode == Mode::kValue ? value_buf : nullptr, r);
       if (!Pool::validate(cur)) return false;  // only now is `step` (and r) meaningful
-      if (step == RacyStep::kRestart) return false;
+      if (step == RacyStep::kRestart || r->level != expect_level) {
+        // Validated bytes that are not the expected node: corrupt, or the tree changed.
+        confirm_corrupt(parent_ref.pid, ref.pid, key, after, stop_level);
+        return false;
+      }
       if (path) path->push_back(ref.pid);
       if (step == RacyStep::kTarget) {
         if constexpr (mode == Mode::kSnapshot) {
@@ -609,19 +656,74 @@ class BasicBTree {
           copy_page_racy(buf.data(), cur.data, bytes);
           if (!Pool::validate(cur)) return false;
           Node n(buf.data(), bytes);
-          if (!n.well_formed() || !n.covers(key, after) || n.level() != stop_level) return false;
+          if (!n.well_formed()) malformed(ref.pid, n);  // validated bytes
+          if (!n.covers(key, after) || n.level() != stop_level) return false;
           at(n, ref.pid);
         } else {
           at(ref.pid, ref.frame);
         }
         return true;
       }
-      if (r->child == 0) return false;
+      if (r->child == 0) corrupt(ref.pid, "inner node names block 0 (the metadata page) as a child");
       parent = cur;
       parent_ref = ref;
       ref = Ref{PageId(space_, r->child), r->hint};
+      --expect_level;
     }
     return false;
+  }
+
+  // A node read through a validated reference (held by `holder`: the metadata page or an
+  // inner node) failed its step: malformed, another level than its parent's minus one, or
+  // fences not covering key. Rechecks under shared pins, holder first (the latch order;
+  // nothing else is held): when the holder still leads to `child` for key and the pinned
+  // child still fails, throws kCorruptPage naming it (or naming the holder when that is
+  // malformed); otherwise returns, and the caller restarts (the tree changed meanwhile).
+  void confirm_corrupt(PageId holder, PageId child, std::string_view key, bool after, int stop_level) {
+    const size_t bytes = usable();
+    // Levels decrease by one per step, so no node is its own child (and a second pin of the
+    // holder could wait behind a writer queued on it).
+    if (holder == child) corrupt(holder, "inner node names itself as a child");
+    SharedGuard gh = pool_->pin_shared(holder);
+    int expect;
+    if (holder == meta_pid()) {
+      MetaPage m;
+      std::memcpy(&m, gh.data(), sizeof m);
+      check_meta(m);
+      if (m.root != child.block()) return;
+      expect = static_cast<int>(m.height) - 1;
+    } else {
+      Node h(const_cast<std::byte*>(gh.data()), bytes);
+      if (!h.well_formed()) malformed(holder, h);
+      if (!h.is_inner() || h.level() <= stop_level || !h.covers(key, after)) return;
+      if (h.child_for(key, after) != child.block()) return;
+      expect = h.level() - 1;
+    }
+    SharedGuard gc = pool_->pin_shared(child);
+    Node c(const_cast<std::byte*>(gc.data()), bytes);
+    if (!c.well_formed()) malformed(child, c);
+    if (c.level() != expect) {
+      corrupt(child, "node has level " + std::to_string(c.level()) + " where its parent (page " +
+                         std::to_string(holder.space()) + ":" + std::to_string(holder.block()) + ") expects " +
+                         std::to_string(expect));
+    }
+    if (!c.covers(key, after)) {
+      corrupt(child, "node's fences do not cover the keys its parent (page " + std::to_string(holder.space()) + ":" +
+                         std::to_string(holder.block()) + ") leads to it");
+    }
+  }
+
+  // read_ref of a child whose id came from validated (or latched) bytes of `holder`: an id
+  // past the space is the holder's corruption.
+  OptimisticRead read_child(Ref* ref, PageId holder) {
+    try {
+      return read_ref(ref);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kPageOutOfRange && e.page() == ref->pid) {
+        corrupt(holder, "names child block " + std::to_string(ref->pid.block()) + " past the space");
+      }
+      throw;
+    }
   }
 
   // The node at `level` responsible for key (with the frame it was read from), or nullopt
@@ -646,7 +748,9 @@ class BasicBTree {
     copy_page_racy(buf.data(), r.data, bytes);
     if (!Pool::validate(r)) return false;
     Node n(buf.data(), bytes);
-    if (!n.well_formed() || !n.is_leaf() || n.lower_infinite() || n.lower_fence() != pos) return false;
+    if (n.type() == NodeType::kFree) return false;  // merged away
+    if (!n.well_formed()) malformed(next.pid, n);    // validated bytes
+    if (!n.is_leaf() || n.lower_infinite() || n.lower_fence() != pos) return false;
     if constexpr (kHints) {
       if (next.frame != hint) repair_link_hint(left, next);
     } else {
@@ -664,6 +768,8 @@ class BasicBTree {
     if (!leaf) return std::nullopt;
     ExclusiveGuard g = pin_exclusive_ref(&*leaf);
     Node n(g.data(), usable());
+    if (n.type() == NodeType::kFree) return std::nullopt;  // merged away meanwhile
+    if (!n.well_formed()) malformed(g.page_id(), n);
     if (!n.is_leaf() || !n.covers(key, false)) return std::nullopt;
     return g;
   }
@@ -705,17 +811,28 @@ class BasicBTree {
       PageId parent_pid = path[path.size() - 2];
       auto gp = pool_->pin_exclusive(parent_pid);
       Node p(gp.data(), usable());
+      check_latched(parent_pid, p);
       if (!p.is_inner() || p.level() != level + 1 || !p.covers(key, false) ||
           p.child_for(key, false) != target.block()) {
         continue;
       }
       auto gt = pool_->pin_exclusive(target);
       Node t(gt.data(), usable());
+      check_latched(target, t);
       if (t.type() == NodeType::kFree || t.level() != level || !t.covers(key, false)) continue;
+      check_ordered(target, t);
       if (t.count() < 2) return;
       std::vector<NodeEntry> all = t.entries();
       size_t mid = split_point(t, all);
       std::string sep = all[mid - 1].key;
+      {  // sep lies inside target's fences; the parent must route it to target
+        bool found;
+        const size_t i = p.lower_bound(sep, false, &found);
+        if (found || (i < p.count() ? p.child(i) : p.link()) != target.block()) {
+          corrupt(target, "node's keys do not match its parent's separators (page " + std::to_string(parent_pid.space()) +
+                              ":" + std::to_string(parent_pid.block()) + ")");
+        }
+      }
       if (!p.fits(sep, Node::kChildBytes)) {
         gt.release();
         gp.release();
@@ -759,6 +876,7 @@ class BasicBTree {
       PageId leaf = path.back();
       auto gp = pool_->pin_exclusive(path[path.size() - 2]);
       Node p(gp.data(), usable());
+      check_latched(gp.page_id(), p);
       if (!p.is_inner() || p.level() != 1 || !p.covers(key, false) ||
           p.child_for(key, false) != leaf.block()) {
         continue;
@@ -768,7 +886,7 @@ class BasicBTree {
       size_t i = p.lower_bound(key, false, &found);
       for (size_t a : {i, i - 1}) {
         if (a >= p.count()) continue;  // also skips i - 1 when i == 0 (wraps around)
-        if (merge_pair(p, a)) {
+        if (merge_pair(gp.page_id(), p, a)) {
           gp.mark_dirty();
           return;
         }
@@ -779,13 +897,31 @@ class BasicBTree {
 
   // Merges children a and a + 1 of the latched parent p into child a when they fit in 3/4
   // of a page; latches left then right. Returns whether it merged (p is then modified).
-  bool merge_pair(Node& p, size_t a) {
+  // Errors: kCorruptPage (nothing is changed) when the children are not two distinct leaves
+  // of this space, linked left to right, with matching fences and ordered keys.
+  bool merge_pair(PageId parent, Node& p, size_t a) {
     BlockId left_b = p.child(a);
     BlockId right_b = a + 1 < p.count() ? p.child(a + 1) : p.link();
+    const uint64_t blocks = pool_->space_blocks(space_);
+    for (BlockId b : {left_b, right_b}) {
+      // Latching block 0, the parent itself or a block twice would break the latch order.
+      if (b == 0 || b >= blocks || b == parent.block() || left_b == right_b) {
+        corrupt(parent, "inner node names children " + std::to_string(left_b) + " and " + std::to_string(right_b) +
+                            ", not two leaves of the space");
+      }
+    }
     auto gl = pool_->pin_exclusive(PageId(space_, left_b));
     auto gr = pool_->pin_exclusive(PageId(space_, right_b));
     Node l(gl.data(), usable()), r(gr.data(), usable());
-    CALICO_CHECK(l.is_leaf() && r.is_leaf() && l.link() == right_b);
+    for (auto [pid, n] : {std::pair{gl.page_id(), &l}, std::pair{gr.page_id(), &r}}) {
+      if (!n->well_formed()) malformed(pid, *n);
+      if (!n->is_leaf()) corrupt(pid, "node under a level-1 node is not a leaf");
+      check_ordered(pid, *n);
+    }
+    if (l.link() != right_b || l.upper_infinite() || r.lower_infinite() || l.upper_fence() != r.lower_fence()) {
+      corrupt(gl.page_id(), "leaf's right sibling or upper fence disagrees with its parent's next child (page " +
+                                std::to_string(gr.page_id().space()) + ":" + std::to_string(right_b) + ")");
+    }
     std::vector<NodeEntry> all = l.entries();
     std::vector<NodeEntry> more = r.entries();
     all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
@@ -815,10 +951,13 @@ class BasicBTree {
     auto gm = pool_->pin_exclusive(meta_pid());
     MetaPage m;
     std::memcpy(&m, gm.data(), sizeof m);
+    check_meta(m);
     if (m.root != root.block()) return false;
     auto gt = pool_->pin_exclusive(root);
     Node t(gt.data(), usable());
-    if (t.level() != level || !t.covers(key, false)) return false;
+    check_latched(root, t);
+    if (t.type() == NodeType::kFree || t.level() != level || !t.covers(key, false)) return false;
+    check_ordered(root, t);
     if (t.count() < 2) return true;
     auto gr = pool_->allocate(space_);
     auto gn = pool_->allocate(space_);
@@ -949,6 +1088,8 @@ class BasicBTree {
 };
 
 using BTree = BasicBTree<BufferPool>;
+#ifndef CALICO_IMPLICIT_INSTANTIATION  // the fuzz build (CMakeLists.txt, CALICO_FUZZ)
 extern template class BasicBTree<BufferPool>;
+#endif
 
 }  // namespace calico::index

@@ -212,6 +212,7 @@ enum class RacyStep : uint8_t {
   kTarget,   // the node at stop_level covering the key (leaf: found / value filled in)
 };
 struct RacyResult {
+  uint8_t level = 0;       // the node's level (kDescend, kTarget)
   BlockId child = 0;       // kDescend
   FrameId hint = 0;        // kDescend, hinted format: the child's frame hint
   uint16_t value_len = 0;  // kTarget with a value buffer, when found
@@ -237,6 +238,7 @@ CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t siz
   if (!leaf && type != static_cast<uint8_t>(NodeType::kInner)) return RacyStep::kRestart;
   if (leaf != (level == 0) || level < stop_level) return RacyStep::kRestart;
   if (count > (size - F::kHeader) / kSlotBytes) return RacyStep::kRestart;
+  out->level = level;
   const char* k = key.data();
   const size_t kn = key.size();
   // Fences: lower < key <= upper (after: lower <= key < upper).
@@ -599,23 +601,50 @@ class BasicNodeRef {
     return i;
   }
 
-  // Every offset and length inside the page, sizes consistent. Cheap (O(count)); run on
-  // validated snapshots before use, so that corruption restarts instead of misreading.
+  // Every offset and length inside the page, sizes consistent: heap_live is the sum of the
+  // fences and entries (so free_total() and the in-place edits stay inside the page),
+  // prefix_len is the fences' common prefix (so every key covered starts with it), finite
+  // fences are ordered (so scans move forward), values fit kMaxValueBytes. Cheap
+  // (O(count)); node pages can come from disk, so every pinned, latched or validated page
+  // is checked before use. Says nothing about the order of the keys (ordered()).
   bool well_formed() const {
     const NodeHeader& x = h();
     if (x.type != static_cast<uint8_t>(NodeType::kLeaf) && x.type != static_cast<uint8_t>(NodeType::kInner)) {
       return false;
     }
     if ((x.type == static_cast<uint8_t>(NodeType::kLeaf)) != (x.level == 0)) return false;
+    if (x.flags & ~(kLowerInfinite | kUpperInfinite)) return false;
     size_t slots_end = kHeader + size_t{x.count} * kSlotBytes;
     if (slots_end > x.heap_begin || x.heap_begin > size_) return false;
     auto in_heap = [&](size_t off, size_t len) { return off >= x.heap_begin && off + len <= size_; };
     if (!in_heap(x.lower_off, x.lower_len) || !in_heap(x.upper_off, x.upper_len)) return false;
     if (x.prefix_len > x.lower_len || x.prefix_len > x.upper_len) return false;
+    size_t live = size_t{x.lower_len} + x.upper_len;
     for (size_t i = 0; i < x.count; ++i) {
       const Slot& s = slots()[i];
       if (!in_heap(s.offset, size_t{s.key_len} + s.value_len)) return false;
+      if (s.value_len > kMaxValueBytes) return false;
       if (x.type == static_cast<uint8_t>(NodeType::kInner) && s.value_len != kChildBytes) return false;
+      live += size_t{s.key_len} + s.value_len;
+    }
+    if (live != x.heap_live) return false;
+    const bool finite = !lower_infinite() && !upper_infinite();
+    if (!finite) return x.prefix_len == 0;
+    const std::string_view lower = lower_fence(), upper = upper_fence();
+    size_t common = 0;
+    while (common < lower.size() && common < upper.size() && lower[common] == upper[common]) ++common;
+    return x.prefix_len == common && lower < upper;
+  }
+
+  // Keys strictly increasing and inside the fences, heads matching. O(count) key copies:
+  // for splits and merges, which rebuild nodes from full keys. Pre: well_formed().
+  bool ordered() const {
+    std::string prev;
+    for (size_t i = 0; i < count(); ++i) {
+      std::string k = full_key(i);
+      if (slots()[i].head != key_head(suffix(i))) return false;
+      if ((i > 0 && !(prev < k)) || !covers(k, false)) return false;
+      prev = std::move(k);
     }
     return true;
   }

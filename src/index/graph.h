@@ -23,7 +23,9 @@
 // validation go through graph_racy_* functions, which bounds-check everything taken from the
 // page and are not instrumented by ThreadSanitizer; after kOptimisticAttempts failed
 // validations the read is done under a shared pin). kPinned pins shared for every read.
-// A validated page that breaks the invariants is a bug (CALICO_CHECK).
+// A validated or pinned page that breaks the invariants (not this node's page, degree past
+// kMaxDegree, a neighbour >= nodes) is Error(kCorruptPage) naming the page: such bytes can
+// come from disk. Torn bytes of an optimistic read are only judged once they validate.
 //
 // Concurrency: the graph is immutable after create(); any number of threads may read it
 // (each with its own BfsState). create() must run alone. Errors: calico::Error.
@@ -42,6 +44,7 @@
 #include "calico/buffer_pool.h"
 #include "calico/checks.h"
 #include "calico/error.h"
+#include "index/corrupt_page.h"
 
 namespace calico::index {
 
@@ -120,13 +123,14 @@ struct MetaPage {
 };
 static_assert(sizeof(MetaPage) == 24);
 
-// Copies the neighbour list of a page that may be changing into out[0..kMaxDegree) and
-// returns its degree, or UINT32_MAX when the header is not a node's (garbage).
+// Copies the neighbour list of node `node`'s page (which may be changing) into
+// out[0..kMaxDegree) and returns its degree, or UINT32_MAX when the header is not node's
+// (garbage, or a page of another kind or node).
 inline __attribute__((no_sanitize("thread"), noinline)) uint32_t graph_racy_neighbours(const std::byte* page,
-                                                                                  uint32_t* out) {
+                                                                                  uint32_t node, uint32_t* out) {
   uint32_t h[4];
   __builtin_memcpy(h, page, sizeof h);
-  if (h[0] != GraphFormat::kNodeTag || h[2] > GraphFormat::kMaxDegree) return UINT32_MAX;
+  if (h[0] != GraphFormat::kNodeTag || h[1] != node || h[2] > GraphFormat::kMaxDegree) return UINT32_MAX;
   __builtin_memcpy(out, page + GraphFormat::kHeaderBytes, size_t{h[2]} * 4);
   return h[2];
 }
@@ -279,28 +283,36 @@ class BasicGraph : public GraphFormat {
  private:
   BasicGraph(Pool& pool, SpaceId space, uint32_t nodes) : pool_(&pool), space_(space), nodes_(nodes) {}
 
-  // Copies node's list into buf[0..kMaxDegree) and returns its degree.
+  // Copies node's list into buf[0..kMaxDegree) and returns its degree. Errors:
+  // kCorruptPage when the validated (or pinned) page is not node's or names a neighbour
+  // >= nodes().
   uint32_t read_list(uint32_t node, GraphRead read, uint32_t* buf) const {
     CALICO_DCHECK(node < nodes_);
+    const PageId pid = page_of(node);
     uint32_t degree = UINT32_MAX;
+    bool done = false;
     if (read == GraphRead::kOptimistic) {
-      for (int attempt = 0; attempt < Pool::kOptimisticAttempts && degree == UINT32_MAX; ++attempt) {
-        OptimisticRead r = pool_->read_optimistic(page_of(node));
-        uint32_t d = graph_detail::graph_racy_neighbours(r.data, buf);
+      for (int attempt = 0; attempt < Pool::kOptimisticAttempts && !done; ++attempt) {
+        OptimisticRead r = pool_->read_optimistic(pid);
+        const uint32_t d = graph_detail::graph_racy_neighbours(r.data, node, buf);
         if (Pool::validate(r)) {
-          CALICO_CHECK(d != UINT32_MAX);  // validated bytes must be a node page
           degree = d;
+          done = true;
         }
       }
     }
-    if (degree == UINT32_MAX) {  // kPinned, or repeated conflicts
-      SharedGuard g = pool_->pin_shared(page_of(node));
-      degree = graph_detail::graph_racy_neighbours(g.data(), buf);
-      CALICO_CHECK(degree != UINT32_MAX);
+    if (!done) {  // kPinned, or repeated conflicts
+      SharedGuard g = pool_->pin_shared(pid);
+      degree = graph_detail::graph_racy_neighbours(g.data(), node, buf);
     }
-    for (uint32_t i = 0; i < degree; ++i) CALICO_CHECK(buf[i] < nodes_);
+    if (degree == UINT32_MAX) corrupt(pid, "has no node header for node " + std::to_string(node));
+    for (uint32_t i = 0; i < degree; ++i) {
+      if (buf[i] >= nodes_) corrupt(pid, "names neighbour " + std::to_string(buf[i]) + " of " + std::to_string(nodes_));
+    }
     return degree;
   }
+
+  [[noreturn]] static void corrupt(PageId pid, const std::string& what) { corrupt_page("graph node page", what, pid); }
 
   Pool* pool_;
   SpaceId space_;

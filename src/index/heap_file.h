@@ -23,9 +23,10 @@
 //     [8, 8 + 4 * slot_count)     slot array: Slot {offset u16, length u16}; slot i is row i
 //     [8 + 4 * slot_count, rows_begin)   free space
 //     [rows_begin, U)             rows, packed from the end: row i+1 sits below row i
-//   Invariants (checked with CALICO_CHECK on every pinned access, by bounds checks on every
-//   optimistic one): 8 + 4 * slot_count <= rows_begin <= U, and every slot's
-//   [offset, offset + length) lies inside [rows_begin, U). Rows are never moved or deleted,
+//   Invariants (checked on every pinned access and on every validated optimistic one; a page
+//   that breaks them is Error(kCorruptPage) naming it; unvalidated bytes are only
+//   bounds-checked): 8 + 4 * slot_count <= rows_begin <= U, every slot's
+//   [offset, offset + length) lies inside [rows_begin, U), and last_page < the space's blocks. Rows are never moved or deleted,
 //   so a RowId stays valid for the life of the file.
 //
 // Capacity: a row takes length + 4 bytes of a page, so the longest row is
@@ -114,13 +115,14 @@ class BasicHeapFile : public HeapFormat {
 
   // Appends a copy of `row` and returns its RowId. Thread-safe (serialized on the metadata
   // page's exclusive latch). The caller must hold no latch of this space.
-  // Errors: kInvalidArgument when row.size() > max_row_bytes(); allocate()/pin errors.
+  // Errors: kInvalidArgument when row.size() > max_row_bytes(); allocate()/pin errors;
+  // kCorruptPage (the metadata or last data page breaks the format; nothing is written).
   RowId append(std::span<const std::byte> row);
   RowId append(std::string_view row) { return append(std::as_bytes(std::span(row.data(), row.size()))); }
 
   // Copies row `id` into *out and returns true; returns false (out untouched) when no such
   // row exists: block 0 or past the last data page, or slot past the page's slot count.
-  // Reads under a shared pin. Errors: pin errors only.
+  // Reads under a shared pin. Errors: pin errors; kCorruptPage (the page breaks the format).
   bool read(RowId id, std::string* out) const;
 
   // Rows appended so far (the metadata page's row count).
@@ -134,7 +136,8 @@ class BasicHeapFile : public HeapFormat {
   // may change); with kShared, on the pinned page, so fn must not call into this heap file
   // (append, read, size, scans all wait for latches that an append waiting for this page
   // holds) nor take other latches of this space.
-  // Errors: kInvalidArgument (prefetch_distance too large), pin errors; fn's exceptions pass.
+  // Errors: kInvalidArgument (prefetch_distance too large), pin errors, kCorruptPage (a page
+  // breaking the format, or a last_page past the space); fn's exceptions pass.
   void scan_sequential(const RowFn& fn, ScanOptions opts = {}) const;
   // The same over the pages in `order` (each a data page, 1..data_pages(); repetitions
   // allowed), e.g. a random permutation: the B-tree-leaf-like order of Table 2.
@@ -178,6 +181,8 @@ class BasicHeapFile : public HeapFormat {
 };
 
 using HeapFile = BasicHeapFile<BufferPool>;
+#ifndef CALICO_IMPLICIT_INSTANTIATION  // the fuzz build (CMakeLists.txt, CALICO_FUZZ)
 extern template class BasicHeapFile<BufferPool>;
+#endif
 
 }  // namespace calico

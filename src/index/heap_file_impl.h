@@ -10,7 +10,8 @@
 // such bytes goes through a heap_racy_* function below, which is not instrumented by
 // ThreadSanitizer (the race is intended; tests/tsan.supp names them) and bounds-checks
 // everything it takes from the page before using it as an index. Only validated results
-// are used, and a validated result that breaks the page invariants is a bug (CALICO_CHECK).
+// are used. A pinned page, or a validated copy or result, that breaks the page invariants is
+// Error(kCorruptPage) naming the page (index/corrupt_page.h): its bytes may come from disk.
 #pragma once
 
 #include "index/heap_file.h"
@@ -21,6 +22,7 @@
 
 #include "calico/checks.h"
 #include "calico/error.h"
+#include "index/corrupt_page.h"
 
 namespace calico {
 namespace heap_detail {
@@ -88,14 +90,26 @@ inline bool slot_ok(const PageHeader& h, const Slot& s, size_t usable) {
   return s.offset >= h.rows_begin && size_t{s.offset} + s.length <= usable;
 }
 
+[[noreturn]] inline void corrupt(PageId pid, const std::string& what) { index::corrupt_page("heap file", what, pid); }
+[[noreturn]] inline void bad_header(PageId pid, const PageHeader& h) {
+  corrupt(pid, "data page header (tag " + std::to_string(h.tag) + ", " + std::to_string(h.slot_count) +
+                   " slots, rows from " + std::to_string(h.rows_begin) + ") is not a data page's");
+}
+[[noreturn]] inline void bad_slot(PageId pid, uint32_t i) {
+  corrupt(pid, "slot " + std::to_string(i) + " lies outside the page's rows");
+}
+
 // Visits the rows of a stable page (pinned or a validated private copy).
+// Errors: kCorruptPage when the page breaks the invariants (nothing is visited then).
 template <class Fn>
 void for_each_row(const std::byte* page, size_t usable, PageId pid, Fn&& fn) {
   PageHeader h = load_header(page);
-  CALICO_CHECK(header_ok(h, usable));
+  if (!header_ok(h, usable)) bad_header(pid, h);
+  for (uint32_t i = 0; i < h.slot_count; ++i) {
+    if (!slot_ok(h, load_slot(page, i), usable)) bad_slot(pid, i);
+  }
   for (uint32_t i = 0; i < h.slot_count; ++i) {
     Slot s = load_slot(page, i);
-    CALICO_CHECK(slot_ok(h, s, usable));
     fn(RowId(pid.block(), i), std::span<const std::byte>(page + s.offset, s.length));
   }
 }
@@ -226,7 +240,10 @@ RowId BasicHeapFile<Pool>::append(std::span<const std::byte> row) {
   // Lock order: metadata page, then one data page (declared after, so released first).
   ExclusiveGuard meta = pool_->pin_exclusive(PageId(space_, 0));
   MetaPage m = load_meta(meta.data());
-  CALICO_CHECK(m.magic == kMagic);
+  if (m.magic != kMagic) corrupt(meta.page_id(), "metadata page has no heap magic");
+  if (m.last_page >= pool_->space_blocks(space_)) {
+    corrupt(meta.page_id(), "metadata names last page " + std::to_string(m.last_page) + " past the space");
+  }
   const size_t need = row.size() + kSlotBytes;
 
   ExclusiveGuard page;
@@ -234,13 +251,13 @@ RowId BasicHeapFile<Pool>::append(std::span<const std::byte> row) {
   if (m.last_page != 0) {
     page = pool_->pin_exclusive(PageId(space_, m.last_page));
     h = load_header(page.data());
-    CALICO_CHECK(header_ok(h, usable_));
+    if (!header_ok(h, usable_)) bad_header(page.page_id(), h);
     if (h.tag == 0 || h.rows_begin - (kHeaderBytes + size_t{h.slot_count} * kSlotBytes) < need) page.release();
   }
   if (!page.held()) {
     page = pool_->allocate(space_);
-    // Appends are serialized, so nobody else allocates here; a failed allocate may have left
-    // zero blocks (empty pages) in between.
+    // Appends are serialized, so nobody else allocates here (and last_page < the space's
+    // blocks was checked); a failed allocate may have left zero blocks (empty pages) in between.
     CALICO_CHECK(page.page_id().block() > m.last_page);
     h = PageHeader{0, static_cast<uint16_t>(usable_), kDataTag};
     m.last_page = page.page_id().block();
@@ -268,10 +285,10 @@ bool BasicHeapFile<Pool>::read(RowId id, std::string* out) const {
   if (id.block() == 0 || id.block() > last_page()) return false;
   SharedGuard g = pool_->pin_shared(PageId(space_, id.block()));
   PageHeader h = load_header(g.data());
-  CALICO_CHECK(header_ok(h, usable_));
+  if (!header_ok(h, usable_)) bad_header(g.page_id(), h);
   if (id.slot() >= h.slot_count) return false;
   Slot s = load_slot(g.data(), id.slot());
-  CALICO_CHECK(slot_ok(h, s, usable_));
+  if (!slot_ok(h, s, usable_)) bad_slot(g.page_id(), id.slot());
   out->assign(reinterpret_cast<const char*>(g.data() + s.offset), s.length);
   return true;
 }
@@ -304,6 +321,9 @@ void BasicHeapFile<Pool>::for_each_page(const std::span<const BlockId>* order, S
                                                  " exceeds " + std::to_string(kMaxPrefetchDistance));
   }
   const BlockId last = last_page();
+  if (last >= pool_->space_blocks(space_)) {
+    corrupt(PageId(space_, 0), "metadata names last page " + std::to_string(last) + " past the space");
+  }
   if (order != nullptr) {
     for (BlockId b : *order) {
       if (b == 0 || b > last) {
@@ -357,7 +377,7 @@ uint64_t BasicHeapFile<Pool>::sum_one_page(BlockId block, size_t offset, ScanRea
   uint64_t sum = 0;
   if (read == ScanRead::kShared) {
     SharedGuard g = pool_->pin_shared(pid);
-    CALICO_CHECK(heap_racy_sum_page(g.data(), usable_, offset, &sum));
+    if (!heap_racy_sum_page(g.data(), usable_, offset, &sum)) corrupt(pid, "data page breaks the page invariants");
     return sum;
   }
   auto [ok, page_sum] = pool_->optimistic_read(pid, [&](const std::byte* p) {
@@ -365,7 +385,7 @@ uint64_t BasicHeapFile<Pool>::sum_one_page(BlockId block, size_t offset, ScanRea
     bool ok = heap_racy_sum_page(p, usable_, offset, &s);
     return std::pair<bool, uint64_t>(ok, s);
   });
-  CALICO_CHECK(ok);  // validated bytes must satisfy the page invariants
+  if (!ok) corrupt(pid, "data page breaks the page invariants");  // validated (or pinned) bytes
   return page_sum;
 }
 

@@ -57,7 +57,10 @@
 //   add: id >= capacity, an id added before, a vector with NaN or infinity, a cosine vector
 //     of norm 0; kRestartLimit (see above); pool errors (kPoolFull, kIoError, ...);
 //   search: k == 0, a state made for another index, a query with NaN or infinity, a zero
-//     cosine query. ef < k is raised to k. Searching an empty index returns no results.
+//     cosine query. ef < k is raised to k. Searching an empty index returns no results;
+//   add, search, size, contains: kCorruptPage naming the page when a pinned or validated
+//     page breaks the format (a head, count or id out of range, an upper list past the
+//     space, an entry point past the capacity, metadata naming pages the space lacks).
 #pragma once
 
 #include <algorithm>
@@ -65,6 +68,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -76,6 +80,7 @@
 #include "calico/buffer_pool.h"
 #include "calico/checks.h"
 #include "calico/error.h"
+#include "index/corrupt_page.h"
 #include "index/hnsw_layout.h"
 #include "vector/distance.h"
 #include "vector/neighbor.h"
@@ -298,6 +303,7 @@ class BasicHnsw {
     if (ms.entry == HnswMeta::kNone) {
       ExclusiveGuard g = pool_->pin_exclusive(meta_page());
       HnswMetaState now = meta_state_of(g.data());
+      if (!meta_state_ok(now)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
       if (now.entry == HnswMeta::kNone) {  // the first node: nothing to link
         now.entry = id;
         now.max_level = level;
@@ -330,6 +336,7 @@ class BasicHnsw {
     }
     ExclusiveGuard g = pool_->pin_exclusive(meta_page());
     HnswMetaState now = meta_state_of(g.data());
+    if (!meta_state_ok(now)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
     now.size += 1;
     if (level > now.max_level) {
       now.entry = id;
@@ -514,22 +521,30 @@ class BasicHnsw {
 
   // Reads page pid through fn(const std::byte* page) -> bool (false: the bytes break the
   // format). Optimistic: retried until a validation succeeds, at most kOptimisticAttempts
-  // times, then pinned. A validated or pinned page that breaks the format is a bug.
+  // times, then pinned. Errors: kCorruptPage (`what` is malformed) when a validated or
+  // pinned page breaks the format; unvalidated bytes are only retried.
   template <class Fn>
-  void read_page(PageId pid, bool optimistic, HnswStats& s, Fn&& fn) const {
+  void read_page(PageId pid, bool optimistic, HnswStats& s, const char* what, Fn&& fn) const {
     if (optimistic) {
       for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
         OptimisticRead r = pool_->read_optimistic(pid);
         const bool ok = fn(r.data);
         if (Pool::validate(r)) {
-          CALICO_CHECK(ok);
+          if (!ok) corrupt(pid, std::string(what) + " is malformed");
           return;
         }
         ++s.retries;
       }
     }
     SharedGuard g = pool_->pin_shared(pid);
-    CALICO_CHECK(fn(g.data()));
+    if (!fn(g.data())) corrupt(pid, std::string(what) + " is malformed");
+  }
+
+  [[noreturn]] static void corrupt(PageId pid, const std::string& what) { corrupt_page("hnsw", what, pid); }
+
+  // Whether a metadata state (as read from the page) is usable.
+  bool meta_state_ok(const HnswMetaState& ms) const {
+    return ms.entry == HnswMeta::kNone || (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap);
   }
 
   static HnswMetaState meta_state_of(const std::byte* page) {
@@ -543,10 +558,9 @@ class BasicHnsw {
   }
   HnswMetaState read_meta_state(bool optimistic, HnswStats& s) const {
     HnswMetaState ms{};
-    read_page(meta_page(), optimistic, s, [&](const std::byte* p) {
+    read_page(meta_page(), optimistic, s, "metadata state (entry point, max level)", [&](const std::byte* p) {
       hnsw_detail::hnsw_racy_copy(&ms, p + offsetof(HnswMeta, entry), sizeof ms);
-      return ms.entry == HnswMeta::kNone ||
-             (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap);
+      return meta_state_ok(ms);
     });
     return ms;
   }
@@ -554,9 +568,10 @@ class BasicHnsw {
   HnswRowHead read_head(uint32_t id, bool optimistic, HnswStats& s) const {
     HnswRowHead h{};
     const uint32_t off = layout_.row_offset(id);
-    read_page(page_of(id), optimistic, s, [&](const std::byte* p) {
+    read_page(page_of(id), optimistic, s, "link row head", [&](const std::byte* p) {
       hnsw_detail::hnsw_racy_copy(&h, p + off, sizeof h);
-      return h.flags == 0 || (h.flags == HnswRowHead::kPresent && h.level < layout_.max_level_cap);
+      return h.flags == 0 || (h.flags == HnswRowHead::kPresent && h.level < layout_.max_level_cap &&
+                              (h.level == 0) == (h.upper == HnswRowHead::kNoUpper));
     });
     return h;
   }
@@ -567,8 +582,18 @@ class BasicHnsw {
       return ListLocation{page_of(id), layout_.row_offset(id), static_cast<uint32_t>(sizeof(HnswRowHead)),
                           2 * params_.M};
     }
-    CALICO_CHECK(h.flags == HnswRowHead::kPresent && h.level >= level && h.upper != HnswRowHead::kNoUpper);
-    return ListLocation{PageId(space_, layout_.upper_block(h.upper, level)), layout_.upper_offset(h.upper, level), 4,
+    // h was read validated or pinned: a node named in a level-`level` list must have that level.
+    if (h.flags != HnswRowHead::kPresent || h.level < level || h.upper == HnswRowHead::kNoUpper) {
+      corrupt(page_of(id), "node " + std::to_string(id) + " is named on level " + std::to_string(level) +
+                               " but its head says level " + std::to_string(h.level) + ", flags " +
+                               std::to_string(h.flags));
+    }
+    const uint64_t block = layout_.upper_block(h.upper, level);
+    if (block >= pool_->space_blocks(space_)) {
+      corrupt(page_of(id), "node " + std::to_string(id) + " has its level-" + std::to_string(level) +
+                               " list in block " + std::to_string(block) + ", past the space");
+    }
+    return ListLocation{PageId(space_, static_cast<BlockId>(block)), layout_.upper_offset(h.upper, level), 4,
                         params_.M};
   }
   ListLocation list_location(uint32_t id, uint32_t level, HnswStats& s) const {
@@ -581,7 +606,7 @@ class BasicHnsw {
         list_location(id, level, level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_));
     uint32_t count = 0;
     const uint32_t capacity = layout_.capacity;
-    read_page(loc.pid, optimistic, st.stats_, [&](const std::byte* p) {
+    read_page(loc.pid, optimistic, st.stats_, "neighbour list", [&](const std::byte* p) {
       hnsw_detail::hnsw_racy_copy(&count, p + loc.offset, 4);
       if (count > loc.max) return false;
       hnsw_detail::hnsw_racy_copy(out, p + loc.offset + loc.ids_offset, size_t{count} * 4);
@@ -596,7 +621,7 @@ class BasicHnsw {
   void read_vector(uint32_t id, bool optimistic, HnswSearchState& st, float* out) const {
     const uint32_t off = layout_.vector_offset(id);
     const size_t bytes = size_t{params_.dim} * 4;
-    read_page(page_of(id), optimistic, st.stats_, [&](const std::byte* p) {
+    read_page(page_of(id), optimistic, st.stats_, "vector", [&](const std::byte* p) {
       hnsw_detail::hnsw_racy_copy(out, p + off, bytes);
       return true;
     });
@@ -606,8 +631,13 @@ class BasicHnsw {
     if (optimistic) return distance_in(q, id, pool_->read_optimistic(page_of(id)), st);
     read_vector(id, false, st, st.vec_.data());
     ++st.stats_.distances;
-    return dist_(q, st.vec_.data(), params_.dim);
+    return ordered(dist_(q, st.vec_.data(), params_.dim));
   }
+
+  // NaN (an inner product of huge finite values, or a corrupt stored vector) as +infinity:
+  // distances are sorted (std::sort needs a strict weak order, which NaN breaks: it may then
+  // read past the range).
+  static float ordered(float d) { return d != d ? std::numeric_limits<float>::infinity() : d; }
 
   // Touches every cache line of a vector at `at` (a hint: the bytes may be anything).
   void prefetch_lines(const std::byte* at) const {
@@ -630,10 +660,10 @@ class BasicHnsw {
     const float* v = reinterpret_cast<const float*>(r.data + layout_.vector_offset(id));
 #endif
     const float d = dist_(q, v, params_.dim);
-    if (Pool::validate(r)) [[likely]] return d;
+    if (Pool::validate(r)) [[likely]] return ordered(d);
     ++st.stats_.retries;
     read_vector(id, true, st, st.vec_.data());
-    return dist_(q, st.vec_.data(), params_.dim);
+    return ordered(dist_(q, st.vec_.data(), params_.dim));
   }
 
   // One level of greedy descent: moves (*cur, *cur_d) to the closest neighbour on `level`
@@ -755,6 +785,11 @@ class BasicHnsw {
     }
     const uint32_t lpp = layout_.lists_per_page;
     CALICO_CHECK(level <= lpp);
+    if (uint64_t{ms.upper_units} > uint64_t{ms.upper_pages} * lpp ||
+        uint64_t{layout_.upper_base} + ms.upper_pages > pool_->space_blocks(space_)) {
+      corrupt(meta_page(), "metadata names " + std::to_string(ms.upper_units) + " upper units on " +
+                               std::to_string(ms.upper_pages) + " pages, more than the space holds");
+    }
     uint64_t u = ms.upper_units;
     if (u % lpp + level > lpp) u = (u / lpp + 1) * lpp;
     const uint64_t end = u + level;
@@ -762,7 +797,11 @@ class BasicHnsw {
     const uint64_t pages = (end + lpp - 1) / lpp;
     while (ms.upper_pages < pages) {
       ExclusiveGuard g = pool_->allocate(space_);  // zeroed: empty lists
-      CALICO_CHECK(g.page_id().block() == uint64_t{layout_.upper_base} + ms.upper_pages);
+      if (g.page_id().block() != uint64_t{layout_.upper_base} + ms.upper_pages) {
+        // The space has pages the metadata does not count (only this object allocates).
+        corrupt(meta_page(), "metadata counts " + std::to_string(ms.upper_pages) + " upper pages, but the space ends at " +
+                                 std::to_string(g.page_id().block()));
+      }
       ++ms.upper_pages;
     }
     ExclusiveGuard g = pool_->pin_exclusive(meta_page());
@@ -798,8 +837,15 @@ class BasicHnsw {
         ExclusiveGuard g = pool_->pin_exclusive(loc.pid);
         std::byte* list = g.data() + loc.offset;
         std::memcpy(&count, list, 4);
-        CALICO_CHECK(count <= loc.max);
+        if (count > loc.max) corrupt(loc.pid, "neighbour list of node " + std::to_string(node) + " holds " +
+                                                  std::to_string(count) + " ids, more than " + std::to_string(loc.max));
         std::memcpy(st.snapshot_.data(), list + loc.ids_offset, size_t{count} * 4);
+        for (uint32_t i = 0; i < count; ++i) {
+          if (st.snapshot_[i] >= layout_.capacity) {
+            corrupt(loc.pid, "neighbour list of node " + std::to_string(node) + " names node " +
+                                 std::to_string(st.snapshot_[i]) + ", past the capacity");
+          }
+        }
         st.merged_.assign(st.snapshot_.begin(), st.snapshot_.begin() + count);
         for (uint32_t i = 0; i < n; ++i) {
           CALICO_DCHECK(ids[i] != node);

@@ -62,7 +62,10 @@
 // every add, and readers hold at most one shared pin at a time, so there is no deadlock.
 // Searches see a row added concurrently or not; every row whose add() returned before the
 // search started is seen. build() and open() must not race with operations on the same
-// space. Errors: calico::Error (kInvalidArgument for bad input; pool errors pass through).
+// space. Errors: calico::Error (kInvalidArgument for bad input; pool errors pass through;
+// kCorruptPage naming the page when a pinned or validated page breaks the invariants above:
+// a wrong tag, list or count, a next block outside the posting pages or past the space, a
+// chain longer than the space (a cycle), a directory tail that is not a posting page).
 #pragma once
 
 #include <algorithm>
@@ -83,6 +86,7 @@
 #include "calico/buffer_pool.h"
 #include "calico/checks.h"
 #include "calico/error.h"
+#include "index/corrupt_page.h"
 #include "vector/distance.h"
 #include "vector/kmeans.h"
 #include "vector/neighbor.h"
@@ -452,8 +456,8 @@ class BasicIvf : public IvfFormat {
       for (uint32_t l = l0; l < l1; ++l) {
         ivf_detail::IvfDirEntry e;
         std::memcpy(&e, g.data() + size_t{l - l0} * kDirEntryBytes, sizeof e);
-        if (e.first == kNoBlock || e.build_pages == 0 || uint64_t{e.first} + e.build_pages > blocks || e.tail == kNoBlock ||
-            e.tail >= blocks) {
+        if (e.first < posting_first(m) || e.build_pages == 0 || uint64_t{e.first} + e.build_pages > blocks ||
+            e.tail < posting_first(m) || e.tail >= blocks) {
           throw reject("list " + std::to_string(l) + " has a bad directory entry");
         }
         heads[l] = {e.first, e.build_pages};
@@ -511,10 +515,18 @@ class BasicIvf : public IvfFormat {
     ExclusiveGuard dg = pool_->pin_exclusive(dir_pid);
     ivf_detail::IvfDirEntry e;
     std::memcpy(&e, dg.data() + dir_off, sizeof e);
+    // The tail must be a posting page: never the latched directory page (a self-deadlock)
+    // nor a block past the space.
+    if (e.tail < posting_first(meta_) || e.tail >= pool_->space_blocks(space_)) {
+      corrupt(dir_pid, "directory entry of list " + std::to_string(list) + " names tail block " +
+                           std::to_string(e.tail) + ", not a posting page");
+    }
     ExclusiveGuard tg = pool_->pin_exclusive(PageId(space_, e.tail));
     ivf_detail::IvfPostingHeader h;
     std::memcpy(&h, tg.data(), sizeof h);
-    CALICO_CHECK(h.tag == kPostingTag && h.list == list && h.next == kNoBlock && h.count <= meta_.records_per_page);
+    if (h.tag != kPostingTag || h.list != list || h.next != kNoBlock || h.count > meta_.records_per_page) {
+      bad_posting(tg.page_id(), h, list, "as the tail of");
+    }
     const size_t rec = record_bytes(dim());
     auto write_record = [&](std::byte* page, uint32_t slot) {
       std::byte* r = page + kPostingHeaderBytes + size_t{slot} * rec;
@@ -571,21 +583,27 @@ class BasicIvf : public IvfFormat {
   }
 
   // Replaces *ids with the ids of list `list` in stored order (read under shared pins).
-  // Pre: list < nlist().
+  // Errors: kInvalidArgument (list >= nlist()); kCorruptPage (see the header).
   void list_ids(uint32_t list, std::vector<uint32_t>* ids) const {
-    CALICO_CHECK(list < nlist());
+    if (list >= nlist()) {
+      throw Error(ErrorCode::kInvalidArgument, "ivf list_ids: list " + std::to_string(list) + " >= nlist " +
+                                                   std::to_string(nlist()));
+    }
     ids->clear();
+    ChainBound bound(*this);
     for (uint32_t block = heads_[list].first; block != kNoBlock;) {
       SharedGuard g = pool_->pin_shared(PageId(space_, block));
       ivf_detail::IvfPostingHeader h;
       std::memcpy(&h, g.data(), sizeof h);
-      CALICO_CHECK(h.tag == kPostingTag && h.list == list && h.count <= meta_.records_per_page);
+      if (h.tag != kPostingTag || h.list != list || h.count > meta_.records_per_page) {
+        bad_posting(g.page_id(), h, list, "in the chain of");
+      }
       for (uint32_t r = 0; r < h.count; ++r) {
         uint32_t id;
         std::memcpy(&id, g.data() + kPostingHeaderBytes + r * record_bytes(dim()), 4);
         ids->push_back(id);
       }
-      block = h.next;
+      block = bound.next(g.page_id(), h.next);
     }
   }
 
@@ -677,9 +695,8 @@ class BasicIvf : public IvfFormat {
     const uint32_t window = prefetch_window();
     uint32_t prefetched = 1;  // pages [0, prefetched) of the build-time run were prefetched
     uint64_t index = 0;
-    const uint64_t max_pages = pool_->space_blocks(space_);
+    ChainBound bound(*this);
     for (uint32_t block = head.first; block != kNoBlock; ++index) {
-      CALICO_CHECK(index < max_pages);  // a chain is acyclic
       if (opt.prefetch && prefetched < head.build_pages && prefetched <= index + window / 2) {
         const uint64_t end = std::min<uint64_t>(head.build_pages, index + 1 + window);
         st.group_.clear();
@@ -689,7 +706,8 @@ class BasicIvf : public IvfFormat {
         if (!st.group_.empty()) pool_->prefetch_group(st.group_);
         prefetched = static_cast<uint32_t>(std::max<uint64_t>(end, prefetched));
       }
-      block = scan_page(PageId(space_, block), l, query, opt, st);
+      const PageId pid(space_, block);
+      block = bound.next(pid, scan_page(pid, l, query, opt, st));
     }
   }
 
@@ -702,7 +720,7 @@ class BasicIvf : public IvfFormat {
         const bool ok = ivf_detail::ivf_racy_score_posting(r.data, meta_.records_per_page, dim(), dist_, query, &h,
                                                            st.scored_.data(), st.scratch_.data());
         if (Pool::validate(r)) {
-          CALICO_CHECK(ok && h.list == l);  // validated bytes must be list l's posting page
+          if (!ok || h.list != l) bad_posting(pid, h, l, "in the chain of");  // validated bytes
           for (uint32_t i = 0; i < h.count; ++i) ivf_detail::push_candidate(st.heap_, opt.k, st.scored_[i]);
           return h.next;
         }
@@ -710,7 +728,7 @@ class BasicIvf : public IvfFormat {
     }
     SharedGuard g = pool_->pin_shared(pid);  // pinned reads, or repeated conflicts
     std::memcpy(&h, g.data(), sizeof h);
-    CALICO_CHECK(h.tag == kPostingTag && h.list == l && h.count <= meta_.records_per_page);
+    if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) bad_posting(pid, h, l, "in the chain of");
     score(g.data() + kPostingHeaderBytes, h.count, query, opt.k, st.heap_);
     return h.next;
   }
@@ -732,6 +750,45 @@ class BasicIvf : public IvfFormat {
     ivf_detail::IvfDirEntry e;
     std::memcpy(&e, g.data() + size_t{l % meta_.entries_per_page} * kDirEntryBytes, sizeof e);
     return e;
+  }
+
+  // The first block after the centroids and the directory: posting pages start there.
+  static uint64_t posting_first(const ivf_detail::IvfMeta& m) {
+    return std::max<uint64_t>(uint64_t{m.centroid_first} + m.centroid_pages,
+                              uint64_t{m.directory_first} + m.directory_pages);
+  }
+
+  // Walks a posting chain with a bound: every next block must be a posting page inside the
+  // space, and a chain may not have more pages than the space (else it has a cycle). The
+  // space may grow meanwhile (add): the block count is read again before giving up.
+  class ChainBound {
+   public:
+    explicit ChainBound(const BasicIvf& ivf) : ivf_(ivf), blocks_(ivf.pool_->space_blocks(ivf.space_)) {}
+    // The block after `pid` (whose validated or pinned header says `next`), or kNoBlock.
+    uint32_t next(PageId pid, uint32_t next) {
+      if (next == kNoBlock) return kNoBlock;
+      ++pages_;
+      if (next >= blocks_ || pages_ >= blocks_) blocks_ = ivf_.pool_->space_blocks(ivf_.space_);
+      if (next < posting_first(ivf_.meta_) || next >= blocks_) {
+        corrupt(pid, "posting page names next block " + std::to_string(next) + ", not a posting page");
+      }
+      if (pages_ >= blocks_) corrupt(pid, "posting chain is longer than the space (a cycle)");
+      return next;
+    }
+
+   private:
+    const BasicIvf& ivf_;
+    uint64_t blocks_;
+    uint64_t pages_ = 0;  // pages left behind so far
+  };
+
+  [[noreturn]] static void corrupt(PageId pid, const std::string& what) { corrupt_page("ivf", what, pid); }
+  [[noreturn]] void bad_posting(PageId pid, const ivf_detail::IvfPostingHeader& h, uint32_t list,
+                                const char* role) const {
+    corrupt(pid, "page (tag " + std::to_string(h.tag) + ", list " + std::to_string(h.list) + ", count " +
+                     std::to_string(h.count) + ", next " + std::to_string(h.next) + ") is not a posting page " + role +
+                     " list " + std::to_string(list) + " (at most " + std::to_string(meta_.records_per_page) +
+                     " records)");
   }
 
   [[noreturn]] static void fail(uint32_t list, const char* what) {

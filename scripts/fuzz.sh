@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh [SECONDS_PER_TARGET]
+#
+# Builds the libFuzzer targets (tests/fuzz/*_fuzz.cc: one per index page reader) with clang,
+# ASan and UBSan in build-fuzz (-DCALICO_FUZZ=ON), then runs each for SECONDS_PER_TARGET
+# seconds (default 60; libFuzzer -max_total_time) starting from its seed corpus
+# (tests/fuzz/corpus/<target>/, copied: the repository's corpus is never written), with a
+# per-input limit of FUZZ_INPUT_TIMEOUT seconds (default 10; a slower input is a hang).
+# Prints per target the executions (libFuzzer's stat::number_of_executed_units), then a
+# final line "fuzz: N passed, M failed". Any crash, hang, sanitizer report or escaped
+# exception fails the run (exit 1) and keeps the input in build-fuzz/findings/<target>/
+# (replay: build-fuzz/<target> <file>).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+secs="${1:-60}"
+input_timeout="${FUZZ_INPUT_TIMEOUT:-10}"
+build=build-fuzz
+if ! [[ "$secs" =~ ^[0-9]+$ ]] || [[ "$secs" -lt 1 ]]; then
+  echo "usage: scripts/fuzz.sh [SECONDS_PER_TARGET]" >&2
+  exit 2
+fi
+command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (scripts/setup.sh installs clang)" >&2; exit 2; }
+
+start=$(date +%s)
+mkdir -p "$build"
+echo "fuzz: configuring and building $build (clang, ASan+UBSan, libFuzzer)"
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCALICO_CHECKS_LEVEL=2 -DCALICO_FUZZ=ON -DCALICO_BUILD_TESTS=OFF -DCALICO_BUILD_BENCH=OFF \
+  >"$build/configure.log" 2>&1 || { tail -20 "$build/configure.log"; exit 1; }
+cmake --build "$build" --target calico_fuzz -j "$(nproc)" >"$build/build.log" 2>&1 ||
+  { tail -40 "$build/build.log"; exit 1; }
+built=$(date +%s)
+echo "fuzz: built in $((built - start)) s; $secs s per target"
+
+passed=0
+failed=0
+for src in tests/fuzz/*_fuzz.cc; do
+  target=$(basename "$src" .cc)
+  work="$build/run/$target"
+  findings="$build/findings/$target"
+  rm -rf "$work"
+  mkdir -p "$work/corpus" "$findings"
+  if [[ -d "tests/fuzz/corpus/$target" ]]; then cp "tests/fuzz/corpus/$target"/* "$work/corpus/" 2>/dev/null || true; fi
+  log="$work/fuzz.log"
+  set +e
+  ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allocator_may_return_null=1" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "$build/$target" "$work/corpus" -max_total_time="$secs" -timeout="$input_timeout" \
+    -print_final_stats=1 -artifact_prefix="$findings/" -max_len=4096 >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
+  if [[ $rc -eq 0 && -n "$execs" ]]; then
+    passed=$((passed + 1))
+    echo "fuzz: $target: ok, ${execs} executions in ${secs} s"
+  else
+    failed=$((failed + 1))
+    echo "fuzz: $target: FAILED (exit $rc, ${execs:-?} executions); log $log; inputs kept in $findings/:"
+    ls -1 "$findings" | sed 's/^/  /'
+    grep -m 5 -E "ERROR|runtime error|invariant violated|terminate|deadly signal|Timeout" "$log" | sed 's/^/  /' || true
+  fi
+done
+echo "fuzz: total $(($(date +%s) - start)) s (build $((built - start)) s)"
+echo "fuzz: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,73 @@
+// Fuzz target: arbitrary bytes as one page (metadata, level-0 or upper-level page) of a
+// small HNSW index; then searches (optimistic and pinned, prefetch on and off), contains,
+// size, and one add (of a node whose level is 0, so that the restore of the harness leaves
+// the upper region as it was). See fuzz_harness.h.
+#include "fuzz_harness.h"
+#include "index/hnsw.h"
+
+namespace calico::fuzz {
+namespace {
+
+constexpr uint32_t kDim = 8;
+constexpr uint32_t kNodes = 150;
+constexpr uint32_t kCapacity = 200;
+
+std::vector<float> vec_of(uint32_t i) {
+  std::vector<float> v(kDim);
+  for (uint32_t d = 0; d < kDim; ++d) v[d] = static_cast<float>((i * 2654435761u >> (d * 3)) % 97) + 0.5f * d;
+  return v;
+}
+
+class HnswTarget {
+ public:
+  static constexpr const char* kName = "hnsw";
+  void build(BufferPool& pool, const std::string& name) {
+    name_ = name;
+    index::HnswParams p;
+    p.dim = kDim;
+    p.M = 4;
+    p.ef_construction = 16;
+    index::BasicHnsw<BufferPool> h = index::BasicHnsw<BufferPool>::create(pool, name, p, kCapacity);
+    for (uint32_t i = 0; i < kNodes; ++i) h.add(i, vec_of(i).data());
+    for (spare_ = kNodes; spare_ < kCapacity && h.level_of(spare_) != 0; ++spare_) {
+    }
+    space_ = h.space();
+    blocks_ = static_cast<BlockId>(pool.space_blocks(space_));
+  }
+  SpaceId space() const { return space_; }
+  std::vector<BlockId> candidates() const {
+    std::vector<BlockId> c;
+    for (BlockId b = 0; b < blocks_; ++b) c.push_back(b);
+    return c;
+  }
+  void run(BufferPool& pool, const uint8_t* data, size_t size) {
+    auto h = index::BasicHnsw<BufferPool>::open(pool, name_);
+    index::HnswSearchState st(h);
+    std::vector<vector::Neighbor> out;
+    const std::vector<float> q = vec_of(size > 0 ? data[size - 1] : 7);
+    for (bool optimistic : {true, false}) {
+      for (bool prefetch : {true, false}) {
+        index::HnswSearchOptions opt;
+        opt.k = 5;
+        opt.ef = 24;
+        opt.optimistic = optimistic;
+        opt.prefetch = prefetch;
+        h.search(q.data(), opt, st, &out);
+      }
+    }
+    (void)h.size();
+    (void)h.contains(size % kCapacity);
+    if (spare_ < kCapacity) h.add(spare_, q.data());
+  }
+
+ private:
+  std::string name_;
+  SpaceId space_ = 0;
+  BlockId blocks_ = 0;
+  uint32_t spare_ = kCapacity;
+};
+
+}  // namespace
+}  // namespace calico::fuzz
+
+CALICO_FUZZ_TARGET(calico::fuzz::HnswTarget)
