@@ -3,7 +3,8 @@
 #   1. release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #      poisoned), plus a short demo run that verifies every page it reads;
 #   2. ThreadSanitizer build (stress tests shortened to 4 s);
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise).
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest checks
+#      level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on).
 # Usage: scripts/test.sh [release|tsan|asan ...]   (default: all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ for suite in "${suites[@]}"; do
       ;;
     asan)
       run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=address \
-        -DCALICO_CHECKS_LEVEL=2 -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
+        -DCALICO_CHECKS_LEVEL=3 -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
       ;;
     *)
       echo "unknown suite '$suite' (release, tsan, asan)" >&2
