@@ -14,11 +14,17 @@
 #include "index/graph.h"
 #include "micro.h"
 #include "scan.h"
+#include "sizes.h"
 #include "variants/registry.h"
 #include "vector.h"
 #include "ycsb.h"
 
 namespace {
+
+// Every size in MB on the command line: 0 .. kMaxSizeMb, so that "-1" (which CLI11 would
+// read into an unsigned option as a huge number) and sizes that overflow << 20 are rejected
+// with the option's name.
+const CLI::Range kSizeMb(0.0, double(calico::bench::kMaxSizeMb), "MB");
 
 // The options every microbenchmark takes (micro_harness.h, Common).
 void add_micro_options(CLI::App* a, calico::bench::micro::Common& c) {
@@ -70,7 +76,7 @@ int main(int argc, char** argv) {
   auto* secs = y->add_option("--seconds", ycsb.seconds, "run time per run")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
   y->add_option("--ops", ycsb.ops, "operations per run (instead of --seconds)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))->excludes(secs);
   y->add_option("--warmup-seconds", ycsb.warmup_seconds, "unrecorded run of each workload before it (0: none, as YCSB)")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  y->add_option("--cache-mb", ycsb.cache_mb, "pool / block cache / WT cache in MB (0: in memory, 3x the data + 64 MB)")->capture_default_str();
+  y->add_option("--cache-mb", ycsb.cache_mb, "pool / block cache / WT cache in MB (0: in memory, 3x the data + 64 MB)")->capture_default_str()->check(kSizeMb);
   y->add_option("--data-dir", ycsb.data_dir, "directory for the engines' data (one subdirectory each)")->capture_default_str();
   y->add_option("--repeat", ycsb.repeat, "runs per configuration (systems interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
   y->add_option("--json", ycsb.json_path, "append a JSON line per run to this file");
@@ -83,7 +89,7 @@ int main(int argc, char** argv) {
   sc->alias("micro-scan");
   add_micro_options(sc, scan.common);
   sc->add_option("--data-mb", scan.data_mb, "heap size per translation")->capture_default_str()->check(CLI::Range(1, 1 << 22));
-  sc->add_option("--pool-mb", scan.pool_mb, "pool size (0: data + 25% + 64 MB, all resident)")->capture_default_str();
+  sc->add_option("--pool-mb", scan.pool_mb, "pool size (0: data + 25% + 64 MB, all resident)")->capture_default_str()->check(kSizeMb);
   sc->add_option("--page-size", scan.page_size, "page size in bytes")->capture_default_str()->check(CLI::IsMember({4096, 8192, 16384}));
   sc->add_option("--row-bytes", scan.row_bytes, "row size in bytes")->capture_default_str()->check(CLI::Range(16, 16000));
   sc->add_option("--prefetch-distance", scan.prefetch_distance, "group prefetch distance in pages (0 = off)")->capture_default_str()->check(CLI::Range(0, 256));
@@ -95,7 +101,7 @@ int main(int argc, char** argv) {
   mb->add_option("--records", bt.records, "records bulk-loaded")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   mb->add_option("--value-bytes", bt.value_bytes, "value size in bytes")->capture_default_str()->check(CLI::Range(16, 500));
   mb->add_option("--lookups", bt.lookups, "lookups per run")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
-  mb->add_option("--pool-mb", bt.pool_mb, "pool size (0: sized from the records, all resident)")->capture_default_str();
+  mb->add_option("--pool-mb", bt.pool_mb, "pool size (0: sized from the records, all resident)")->capture_default_str()->check(kSizeMb);
 
   calico::bench::MicroBfsConfig bfs;
   auto add_graph_options = [](CLI::App* a, calico::bench::MicroBfsConfig& g) {
@@ -103,7 +109,7 @@ int main(int argc, char** argv) {
     a->add_option("--degree", g.degree, "random neighbours per node")->capture_default_str()->check(CLI::Range(1u, calico::index::GraphFormat::kMaxDegree));
     a->add_option("--visits", g.visits, "nodes visited per BFS query")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
     a->add_option("--queries", g.queries, "BFS queries (random roots) per run")->capture_default_str()->check(CLI::Range(1u, 1u << 20));
-    a->add_option("--pool-mb", g.pool_mb, "pool size (0: graph + 25% + 64 MB, all resident)")->capture_default_str();
+    a->add_option("--pool-mb", g.pool_mb, "pool size (0: graph + 25% + 64 MB, all resident)")->capture_default_str()->check(kSizeMb);
   };
   CLI::App* mf = app.add_subcommand("micro-bfs", "graph BFS per translation, group prefetch off/on (calico.txt Table 4, Figure 1d, Table 6)");
   add_micro_options(mf, bfs.common);

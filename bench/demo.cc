@@ -15,6 +15,7 @@
 
 #include "calico/buffer_pool.h"
 #include "data_dir.h"
+#include "sizes.h"
 #include "machine.h"
 #include "page_pattern.h"
 #include "zipf.h"
@@ -35,7 +36,9 @@ struct ThreadResult {
 }  // namespace
 
 int run_demo(const DemoConfig& cfg) {
-  prepare_data_dir(cfg.data_dir);
+  check_size_mb(cfg.data_mb, "--data-mb");
+  check_size_mb(cfg.pool_mb, "--pool-mb");
+  prepare_bench_dir(cfg.data_dir);
   PoolOptions opt;
   opt.data_dir = cfg.data_dir;
   opt.page_size = cfg.page_size;
@@ -173,7 +176,7 @@ int run_demo(const DemoConfig& cfg) {
         << "\n";
   }
   pool.reset();
-  if (!cfg.keep_data) std::filesystem::remove_all(cfg.data_dir);
+  if (!cfg.keep_data) remove_bench_dir(cfg.data_dir);
   if (total.bad_pages != 0) {
     fmt::print(stderr, "FAILED: {} reads saw a page that did not match its pattern\n", total.bad_pages);
     return 1;

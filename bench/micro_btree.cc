@@ -18,6 +18,7 @@ namespace calico::bench {
 int run_micro_btree(const MicroBTreeConfig& cfg) {
   const micro::Common& common = cfg.common;
   if (cfg.records == 0 || cfg.lookups == 0) throw std::invalid_argument("records and lookups must be > 0");
+  check_size_mb(cfg.pool_mb, "--pool-mb");
   const std::vector<std::string> names = micro::select_translations(common.translations, true, "micro-btree");
   // Bulk-loaded leaves are 90% full; an entry costs its key, value and about 24 bytes of
   // slot and length fields: 1.3x the payload covers leaves, inner nodes and fences.

@@ -27,6 +27,7 @@ struct GraphTarget {
 };
 
 inline uint64_t graph_pool_mb(const MicroBfsConfig& cfg) {
+  check_size_mb(cfg.pool_mb, "--pool-mb");
   const uint64_t data_mb = (uint64_t{cfg.nodes} + 1) * 4096 >> 20;
   return cfg.pool_mb ? cfg.pool_mb : data_mb + data_mb / 4 + 64;
 }

@@ -29,6 +29,7 @@
 
 #include "calico/buffer_pool.h"
 #include "data_dir.h"
+#include "sizes.h"
 #include "perf_counters.h"
 
 namespace calico::bench::micro {
@@ -87,8 +88,7 @@ struct ScratchPoolDeleter {
       }
     }
     delete p;
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    remove_bench_dir(dir);  // only what the bench created (data_dir.h)
   }
 };
 template <class Pool>
@@ -96,7 +96,7 @@ using ScratchPool = std::unique_ptr<Pool, ScratchPoolDeleter<Pool>>;
 
 template <class Pool>
 ScratchPool<Pool> open_scratch_pool(const PoolOptions& opt) {
-  prepare_data_dir(opt.data_dir);
+  prepare_bench_dir(opt.data_dir);
   return ScratchPool<Pool>(Pool::open(opt).release(), ScratchPoolDeleter<Pool>{opt.data_dir});
 }
 

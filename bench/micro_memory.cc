@@ -82,6 +82,9 @@ void append_json(const micro::Common& common, const std::string& line) {
 
 int run_micro_memory(const MicroMemoryConfig& cfg) {
   const micro::Common& common = cfg.common;
+  check_size_mb(cfg.pool_mb, "--pool-mb");
+  check_size_mb(cfg.moving_data_mb, "--moving-data-mb");
+  for (uint64_t mb : cfg.data_mb) check_size_mb(mb, "--data-mb");
   const std::vector<std::string> names = micro::select_translations(common.translations, false, "micro-memory");
   const uint64_t record_bytes = kv::kKeyBytes + cfg.value_bytes;
   micro::print_banner(

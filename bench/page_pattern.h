@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calico/page_id.h"
+#include "pool/racy_read.h"
 
 namespace calico::bench {
 
@@ -40,10 +41,10 @@ inline uint64_t pattern_stamp(const std::byte* page) {
 }
 
 // Copies `bytes` of a page that may be changing under an optimistic read (the copy is used
-// only if the read validates). Not instrumented by ThreadSanitizer, which cannot know about
-// the validation; every use of the copy is. See tests/tsan.supp.
-__attribute__((no_sanitize("thread"), noinline)) inline void copy_page_racy(std::byte* dst, const std::byte* src,
-                                                                            size_t bytes) {
+// only if the read validates). An optimistic reader (pool/racy_read.h): not instrumented by
+// ThreadSanitizer, which cannot know about the validation; every use of the copy is.
+CALICO_OPTIMISTIC_READER __attribute__((noinline)) inline void copy_page_racy(std::byte* dst, const std::byte* src,
+                                                                             size_t bytes) {
   const volatile std::byte* s = src;
   for (size_t i = 0; i < bytes; ++i) dst[i] = s[i];
 }

@@ -48,6 +48,8 @@ struct ScanTarget {
 
 int run_scan(const ScanConfig& cfg) {
   const micro::Common& common = cfg.common;
+  check_size_mb(cfg.data_mb, "--data-mb");
+  check_size_mb(cfg.pool_mb, "--pool-mb");
   const std::vector<std::string> names = micro::select_translations(common.translations, true, "scan");
   const uint64_t pool_mb = cfg.pool_mb ? cfg.pool_mb : cfg.data_mb + cfg.data_mb / 4 + 64;
   micro::check_memory_budget(names.size() * (pool_mb << 20), "scan");

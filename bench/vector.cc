@@ -175,7 +175,7 @@ BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::
       return b;
     }
   }
-  prepare_data_dir(b.dir);
+  prepare_bench_dir(b.dir, {"built.json"});
   using Pool = BufferPool;
   PoolOptions opt;
   opt.data_dir = b.dir;
@@ -231,9 +231,8 @@ std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const Bui
   opt.pool_bytes = (opt.pool_bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
   opt.max_blocks_per_space = micro::space_capacity(b.bytes / opt.page_size + 1);
   t->pool_bytes = opt.pool_bytes;
-  prepare_data_dir(opt.data_dir);
-  fs::create_directories(fs::path(opt.data_dir).parent_path());
-  fs::copy(b.dir, opt.data_dir, fs::copy_options::recursive);
+  prepare_bench_dir(opt.data_dir);
+  fs::copy(b.dir, opt.data_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::remove(fs::path(opt.data_dir) / "built.json");
   t->pool = micro::ScratchPool<Pool>(Pool::open(opt).release(), micro::ScratchPoolDeleter<Pool>{opt.data_dir});
   t->index.emplace(Kind::template Index<Pool>::open(*t->pool, Kind::kName));

@@ -20,6 +20,8 @@
 #include <thread>
 #include <tuple>
 
+#include "data_dir.h"
+#include "sizes.h"
 #include "machine.h"
 #include "zipf.h"
 
@@ -321,19 +323,12 @@ uint64_t YcsbDatabase::verify(unsigned threads) {
 
 namespace {
 
-// A directory for one engine's data: <data_dir>/<system>, marked as ours so that a later run
-// may wipe it; refuses to delete anything else.
+// A directory for one engine's data: <data_dir>/<system>, a bench directory (data_dir.h)
+// holding the engine's files in db/; refuses anything the bench did not create.
 std::string prepare_engine_dir(const std::string& data_dir, const std::string& system) {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(data_dir) / system;
-  if (fs::exists(dir)) {
-    if (!fs::is_directory(dir) || (!fs::is_empty(dir) && !fs::exists(dir / ".calico-ycsb"))) {
-      throw std::runtime_error(dir.string() + " exists and is not a YCSB data directory; refusing to delete it");
-    }
-    fs::remove_all(dir);
-  }
-  fs::create_directories(dir / "db");
-  std::ofstream(dir / ".calico-ycsb") << "data of calico_bench ycsb; deleted by the next run\n";
+  const std::filesystem::path dir = std::filesystem::path(data_dir) / system;
+  prepare_bench_dir(dir.string(), {"db"});
+  std::filesystem::create_directories(dir / "db");
   return (dir / "db").string();
 }
 
@@ -357,6 +352,7 @@ double median_of(const std::vector<RunResult>& runs, F f) {
 }  // namespace
 
 int run_ycsb(const YcsbConfig& cfg) {
+  check_size_mb(cfg.cache_mb, "--cache-mb");
   std::vector<char> workloads;
   for (const std::string& w : cfg.workloads) {
     if (w.size() != 1) throw std::invalid_argument("workload '" + w + "': one letter A..F");
@@ -470,7 +466,7 @@ int run_ycsb(const YcsbConfig& cfg) {
           }
         }
       }  // closes the engine (checkpoint / flush)
-      if (!cfg.keep_data) std::filesystem::remove_all(std::filesystem::path(cfg.data_dir) / system);
+      if (!cfg.keep_data) remove_bench_dir((std::filesystem::path(cfg.data_dir) / system).string(), {"db"});
     }
   }
 

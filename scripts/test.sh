@@ -3,8 +3,10 @@
 #   1. release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #      poisoned), plus a short demo run that verifies every page it reads;
 #   2. ThreadSanitizer build (stress tests shortened to 4 s);
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise);
-#   4. fuzz: the libFuzzer targets of the index page readers, ~60 s each (scripts/fuzz.sh).
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest checks
+#      level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on);
+#   4. fuzz: the libFuzzer targets (catalog parser, index page readers), ~60 s each
+#      (scripts/fuzz.sh).
 # Usage: scripts/test.sh [release|tsan|asan|fuzz ...]   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +43,7 @@ for suite in "${suites[@]}"; do
       ;;
     asan)
       run_suite asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=address \
-        -DCALICO_CHECKS_LEVEL=2 -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
+        -DCALICO_CHECKS_LEVEL=3 -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
       ;;
     fuzz)
       echo "=== fuzz: build and run (build-fuzz)"

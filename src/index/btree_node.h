@@ -7,7 +7,7 @@
 //   NodeRef::insert_at / remove_at / set_child / compact   in-place edits (exclusive latch)
 //   NodeRef::well_formed()       bounds check of every offset (for snapshots and check())
 //   btree_racy_step(page, ...)   one step of an optimistic descent, searching the node in
-//                                place in its frame (bounds-checked; uninstrumented for TSan)
+//                                place in its frame (bounds-checked; an optimistic reader)
 //   copy_page_racy(dst, src, n)  copies a page during an optimistic section (scans);
 //                                with the btree_racy_ functions, the only code that reads a
 //                                page during an optimistic section
@@ -71,6 +71,7 @@
 
 #include "calico/checks.h"
 #include "calico/page_id.h"
+#include "pool/racy_read.h"
 
 namespace calico::index {
 
@@ -132,8 +133,8 @@ struct NodeFormat {
 
 // Copies n bytes (a multiple of 8) of a page that a writer may be modifying. Used only
 // between read_optimistic and validate; the copy is used only after validate succeeded.
-// Not instrumented by ThreadSanitizer: this race is intended (tests/tsan.supp).
-__attribute__((no_sanitize("thread"), noinline)) inline void copy_page_racy(std::byte* dst,
+// An optimistic reader (pool/racy_read.h): the race is intended.
+CALICO_OPTIMISTIC_READER __attribute__((noinline)) inline void copy_page_racy(std::byte* dst,
                                                                            const std::byte* src,
                                                                            size_t n) {
   const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(src);
@@ -148,16 +149,13 @@ __attribute__((no_sanitize("thread"), noinline)) inline void copy_page_racy(std:
 //    into a local and bounds-checked against the page before any byte it designates is
 //    read: offsets + lengths <= size, count <= the slots that fit, value_len <= the max;
 //  - nothing computed here is used before the caller validates the page's version.
-// ThreadSanitizer: these functions are not instrumented (the race is intended; the names
-// share the prefix btree_racy_, which tests/tsan.supp matches). They call only each other
-// (always inlined, same attributes) and builtins expanded inline (fixed-size
-// __builtin_memcpy), never a library function that TSan intercepts.
-#define CALICO_RACY_HELPER __attribute__((no_sanitize("thread"), always_inline)) inline
-#if defined(__SANITIZE_THREAD__)
-#define CALICO_RACY_ENTRY __attribute__((no_sanitize("thread"), noinline))
-#else
-#define CALICO_RACY_ENTRY __attribute__((no_sanitize("thread")))
-#endif
+// btree_racy_step is an optimistic reader (pool/racy_read.h: the race is intended). The
+// btree_racy_ helpers are always inlined and called only by btree_racy_step, so they are
+// uninstrumented with it (always_inline into any other caller would be instrumented
+// there). They use only builtins expanded inline (fixed-size __builtin_memcpy), never a
+// library function that TSan intercepts.
+#define CALICO_RACY_HELPER CALICO_OPTIMISTIC_READER __attribute__((always_inline)) inline
+#define CALICO_RACY_ENTRY CALICO_OPTIMISTIC_READER
 
 static_assert(std::endian::native == std::endian::little, "page integers are little endian");
 

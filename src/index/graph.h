@@ -21,7 +21,7 @@
 //
 // Reads: kOptimistic uses read_optimistic + validate (no atomic write; the bytes read before
 // validation go through graph_racy_* functions, which bounds-check everything taken from the
-// page and are not instrumented by ThreadSanitizer; after kOptimisticAttempts failed
+// page and are optimistic readers, pool/racy_read.h; after kOptimisticAttempts failed
 // validations the read is done under a shared pin). kPinned pins shared for every read.
 // A validated or pinned page that breaks the invariants (not this node's page, degree past
 // kMaxDegree, a neighbour >= nodes) is Error(kCorruptPage) naming the page: such bytes can
@@ -45,6 +45,7 @@
 #include "calico/checks.h"
 #include "calico/error.h"
 #include "index/corrupt_page.h"
+#include "pool/racy_read.h"
 
 namespace calico::index {
 
@@ -126,17 +127,17 @@ static_assert(sizeof(MetaPage) == 24);
 // Copies the neighbour list of node `node`'s page (which may be changing) into
 // out[0..kMaxDegree) and returns its degree, or UINT32_MAX when the header is not node's
 // (garbage, or a page of another kind or node).
-inline __attribute__((no_sanitize("thread"), noinline)) uint32_t graph_racy_neighbours(const std::byte* page,
-                                                                                  uint32_t node, uint32_t* out) {
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) uint32_t graph_racy_neighbours(const std::byte* page,
+                                                                                       uint32_t node, uint32_t* out) {
   uint32_t h[4];
   __builtin_memcpy(h, page, sizeof h);
   if (h[0] != GraphFormat::kNodeTag || h[1] != node || h[2] > GraphFormat::kMaxDegree) return UINT32_MAX;
-  __builtin_memcpy(out, page + GraphFormat::kHeaderBytes, size_t{h[2]} * 4);
+  racy_copy(out, page + GraphFormat::kHeaderBytes, size_t{h[2]} * 4);  // never a memcpy call
   return h[2];
 }
 
 // The payload digest of a page that may be changing.
-inline __attribute__((no_sanitize("thread"), noinline)) uint64_t graph_racy_probe(const std::byte* page) {
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) uint64_t graph_racy_probe(const std::byte* page) {
   uint64_t w[GraphFormat::kPayloadWords];
   __builtin_memcpy(w, page + GraphFormat::kPayloadOffset, sizeof w);
   uint64_t s = 0;

@@ -7,8 +7,8 @@
 //
 // Optimistic reads (src/pool/README.md, rule 4): the bytes of a page read without a latch
 // may change under us or belong to another page until validate() succeeds. Every read of
-// such bytes goes through a heap_racy_* function below, which is not instrumented by
-// ThreadSanitizer (the race is intended; tests/tsan.supp names them) and bounds-checks
+// such bytes goes through a heap_racy_* function below, an optimistic reader
+// (pool/racy_read.h: the race is intended, not instrumented by TSan) that bounds-checks
 // everything it takes from the page before using it as an index. Only validated results
 // are used. A pinned page, or a validated copy or result, that breaks the page invariants is
 // Error(kCorruptPage) naming the page (index/corrupt_page.h): its bytes may come from disk.
@@ -23,6 +23,7 @@
 #include "calico/checks.h"
 #include "calico/error.h"
 #include "index/corrupt_page.h"
+#include "pool/racy_read.h"
 
 namespace calico {
 namespace heap_detail {
@@ -117,22 +118,13 @@ void for_each_row(const std::byte* page, size_t usable, PageId pid, Fn&& fn) {
 // --- racy readers: the only code that reads unlatched page bytes ----------------------
 
 // Copies `bytes` (a multiple of 8, page-aligned source) of a page that may be changing.
-inline __attribute__((no_sanitize("thread"), noinline)) void heap_racy_copy(std::byte* dst, const std::byte* src,
-                                                                       size_t bytes) {
-#if defined(__SANITIZE_THREAD__)
-  // Under TSan a memcpy call would be intercepted (and reported); copy word by word.
-  const volatile uint64_t* s = reinterpret_cast<const volatile uint64_t*>(src);
-  for (size_t i = 0; i < bytes / 8; ++i) {
-    uint64_t w = s[i];
-    __builtin_memcpy(dst + i * 8, &w, 8);
-  }
-#else
-  std::memcpy(dst, src, bytes);
-#endif
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) void heap_racy_copy(std::byte* dst, const std::byte* src,
+                                                                            size_t bytes) {
+  racy_copy(dst, src, bytes);
 }
 
 // Reads the 8-byte integer at `at` of a page that may be changing (at + 8 <= page size).
-inline __attribute__((no_sanitize("thread"), noinline)) uint64_t heap_racy_u64(const std::byte* at) {
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) uint64_t heap_racy_u64(const std::byte* at) {
   uint64_t v;
   __builtin_memcpy(&v, at, 8);
   return v;
@@ -141,7 +133,7 @@ inline __attribute__((no_sanitize("thread"), noinline)) uint64_t heap_racy_u64(c
 // SUM of the 8-byte integer at `offset` over the rows of a page that may be changing.
 // Every slot and bound taken from the page is checked before it is used; returns false when
 // one fails (garbage: the caller's validation will fail too, or the page is broken).
-inline __attribute__((no_sanitize("thread"), noinline)) bool heap_racy_sum_page(const std::byte* page, size_t usable,
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool heap_racy_sum_page(const std::byte* page, size_t usable,
                                                                            size_t offset, uint64_t* sum_out) {
   PageHeader h;
   __builtin_memcpy(&h, page, sizeof h);

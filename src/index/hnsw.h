@@ -648,17 +648,11 @@ class BasicHnsw {
   // The distance of q to node id, whose page read `r` was started (read_optimistic of id's
   // page), computed in place from the frame and then validated; on a failed validation the
   // value (of possibly torn bytes: any float, never a fault, since frames stay mapped) is
-  // dropped and the vector read again (read_vector). Under ThreadSanitizer the vector is
-  // copied first (hnsw_racy_copy), as the kernel's loads would be reported as the intended
-  // race.
+  // dropped and the vector read again (read_vector). The kernel is the optimistic reader
+  // here (vector/distance.h: every kernel is one, pool/racy_read.h).
   float distance_in(const float* q, uint32_t id, const OptimisticRead& r, HnswSearchState& st) const {
     ++st.stats_.distances;
-#if defined(__SANITIZE_THREAD__)
-    hnsw_detail::hnsw_racy_copy(st.vec_.data(), r.data + layout_.vector_offset(id), size_t{params_.dim} * 4);
-    const float* v = st.vec_.data();
-#else
     const float* v = reinterpret_cast<const float*>(r.data + layout_.vector_offset(id));
-#endif
     const float d = dist_(q, v, params_.dim);
     if (Pool::validate(r)) [[likely]] return ordered(d);
     ++st.stats_.retries;

@@ -38,6 +38,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "pool/racy_read.h"
+
 namespace calico::index {
 
 static_assert(std::endian::native == std::endian::little, "the HNSW format is little-endian");
@@ -152,20 +154,11 @@ namespace hnsw_detail {
 // The only reader of unlatched page bytes: copies `bytes` (a multiple of 4) at `src` of a
 // page that a writer may be changing. The copy is used only after the page's version
 // validated (or under a pin); callers bounds-check the range before calling and every value
-// taken from the copy before using it. Not instrumented by ThreadSanitizer (the race is
-// intended, src/pool/README.md rule 4): under TSan the copy goes word by word, since a
-// memcpy call would be intercepted.
-inline __attribute__((no_sanitize("thread"), noinline)) void hnsw_racy_copy(void* dst, const std::byte* src,
-                                                                       size_t bytes) {
-#if defined(__SANITIZE_THREAD__)
-  const volatile uint32_t* s = reinterpret_cast<const volatile uint32_t*>(src);
-  for (size_t i = 0; i < bytes / 4; ++i) {
-    uint32_t w = s[i];
-    __builtin_memcpy(static_cast<std::byte*>(dst) + i * 4, &w, 4);
-  }
-#else
-  std::memcpy(dst, src, bytes);
-#endif
+// taken from the copy before using it. An optimistic reader (pool/racy_read.h: the race is
+// intended, src/pool/README.md rule 4).
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) void hnsw_racy_copy(void* dst, const std::byte* src,
+                                                                            size_t bytes) {
+  racy_copy(dst, src, bytes);
 }
 
 }  // namespace hnsw_detail

@@ -44,7 +44,7 @@
 //
 // Search (see search()): reads are optimistic (read_optimistic, then
 // ivf_racy_score_posting scores the page's records in place into a per-thread buffer,
-// bounds-checking everything taken from the page, uninstrumented by ThreadSanitizer; the
+// bounds-checking everything taken from the page, an optimistic reader (racy_read.h); the
 // scores enter the top-k only after the page validates; after kOptimisticAttempts failed
 // validations the page is read under a shared pin) or, with optimistic = false, under a
 // shared pin (distances computed in place). Group prefetch (options.prefetch):
@@ -87,6 +87,7 @@
 #include "calico/checks.h"
 #include "calico/error.h"
 #include "index/corrupt_page.h"
+#include "pool/racy_read.h"
 #include "vector/distance.h"
 #include "vector/kmeans.h"
 #include "vector/neighbor.h"
@@ -185,12 +186,10 @@ static_assert(sizeof(IvfPostingHeader) == IvfFormat::kPostingHeaderBytes);
 // query into out[0 .. count) as {distance, id}; returns false for garbage. The kernel reads
 // the vectors in the frame (any bytes give some float, and frames stay mapped); every
 // offset is bounds-checked first, and the caller uses nothing before the page validates.
-// Not instrumented by ThreadSanitizer (the race is intended); under TSan each record is
-// first copied into scratch (dim floats) by a volatile word loop, as the kernel's loads
-// would be reported and a memcpy call intercepted.
-inline __attribute__((no_sanitize("thread"), noinline)) bool ivf_racy_score_posting(
+// An optimistic reader (pool/racy_read.h: the race is intended), as is the kernel.
+CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool ivf_racy_score_posting(
     const std::byte* page, uint32_t records_per_page, uint32_t dim, vector::DistanceFn dist, const float* query,
-    IvfPostingHeader* h, vector::Neighbor* out, [[maybe_unused]] float* scratch) {
+    IvfPostingHeader* h, vector::Neighbor* out) {
   const volatile uint32_t* w = reinterpret_cast<const volatile uint32_t*>(page);
   h->tag = w[0];
   h->list = w[1];
@@ -201,15 +200,7 @@ inline __attribute__((no_sanitize("thread"), noinline)) bool ivf_racy_score_post
   for (uint32_t r = 0; r < h->count; ++r) {
     const volatile uint32_t* rec = w + IvfFormat::kPostingHeaderBytes / 4 + r * words;
     out[r].id = rec[0];
-#if defined(__SANITIZE_THREAD__)
-    for (uint32_t i = 0; i < dim; ++i) {
-      const uint32_t x = rec[1 + i];
-      __builtin_memcpy(scratch + i, &x, 4);
-    }
-    out[r].distance = dist(query, scratch, dim);
-#else
     out[r].distance = dist(query, const_cast<const float*>(reinterpret_cast<const volatile float*>(rec + 1)), dim);
-#endif
   }
   return true;
 }
@@ -243,7 +234,6 @@ class alignas(64) IvfSearchState {
     query_.reserve(ivf.dim());
     order_.reserve(ivf.nlist());
     scored_.resize(ivf.records_per_page());
-    scratch_.resize(ivf.dim());
   }
 
  private:
@@ -254,7 +244,6 @@ class alignas(64) IvfSearchState {
   std::vector<vector::Neighbor> heap_;   // the best k so far (max-heap)
   std::vector<PageId> group_;            // a prefetch group
   std::vector<vector::Neighbor> scored_;  // one posting page's records, scored
-  std::vector<float> scratch_;            // one vector (ThreadSanitizer builds)
 };
 
 template <class Pool>
@@ -494,7 +483,6 @@ class BasicIvf : public IvfFormat {
       pool_->prefetch_group(st.group_);
     }
     st.scored_.resize(meta_.records_per_page);
-    st.scratch_.resize(dim());
     st.heap_.clear();
     for (const vector::Neighbor& p : probes) scan_list(p.id, query, opt, st);
     std::sort_heap(st.heap_.begin(), st.heap_.end());
@@ -718,7 +706,7 @@ class BasicIvf : public IvfFormat {
       for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
         OptimisticRead r = pool_->read_optimistic(pid);
         const bool ok = ivf_detail::ivf_racy_score_posting(r.data, meta_.records_per_page, dim(), dist_, query, &h,
-                                                           st.scored_.data(), st.scratch_.data());
+                                                           st.scored_.data());
         if (Pool::validate(r)) {
           if (!ok || h.list != l) bad_posting(pid, h, l, "in the chain of");  // validated bytes
           for (uint32_t i = 0; i < h.count; ++i) ivf_detail::push_candidate(st.heap_, opt.k, st.scored_[i]);

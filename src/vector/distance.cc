@@ -8,6 +8,7 @@
 #include <string>
 
 #include "calico/error.h"
+#include "pool/racy_read.h"
 
 namespace calico::vector {
 
@@ -27,7 +28,7 @@ std::string_view metric_name(Metric m) {
   return "?";
 }
 
-float l2_scalar(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER float l2_scalar(const float* a, const float* b, size_t dim) {
   float s = 0;
   for (size_t i = 0; i < dim; ++i) {
     float d = a[i] - b[i];
@@ -36,7 +37,7 @@ float l2_scalar(const float* a, const float* b, size_t dim) {
   return s;
 }
 
-float ip_scalar(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER float ip_scalar(const float* a, const float* b, size_t dim) {
   float s = 0;
   for (size_t i = 0; i < dim; ++i) s += a[i] * b[i];
   return 1.0f - s;
@@ -52,7 +53,7 @@ __attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-__attribute__((target("avx2,fma"))) float l2_avx2(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) float l2_avx2(const float* a, const float* b, size_t dim) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 16 <= dim; i += 16) {
@@ -73,7 +74,7 @@ __attribute__((target("avx2,fma"))) float l2_avx2(const float* a, const float* b
   return s;
 }
 
-__attribute__((target("avx2,fma"))) float ip_avx2(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) float ip_avx2(const float* a, const float* b, size_t dim) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 16 <= dim; i += 16) {
@@ -96,7 +97,7 @@ __attribute__((target("avx512f"))) float hsum512(__m512 v) {
   return s;
 }
 
-__attribute__((target("avx512f"))) float l2_avx512(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float l2_avx512(const float* a, const float* b, size_t dim) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {
@@ -116,7 +117,7 @@ __attribute__((target("avx512f"))) float l2_avx512(const float* a, const float* 
   return hsum512(s0);
 }
 
-__attribute__((target("avx512f"))) float ip_avx512(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float ip_avx512(const float* a, const float* b, size_t dim) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {

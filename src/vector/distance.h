@@ -8,6 +8,9 @@
 //                          (normalize() before storing and before searching)
 //
 // Thread-safe: the table is resolved on first use (a function-local static).
+// Every kernel is an optimistic reader (pool/racy_read.h): HNSW and IVF searches compute
+// distances in place on frames read optimistically, dropping the value unless the page
+// validates afterwards.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // Multi-threaded stress: more threads than cores on a pool of ~3% of the data, mixing
-// exclusive writes, shared reads, optimistic reads, prefetch groups, flushes and space
-// drops; every page is checked against a reference model during the run, at the end, and
-// after a reopen from disk.
+// exclusive writes, shared reads, optimistic reads (2% of the operations forced onto the
+// pinned fallback), prefetch groups, flushes and space drops; every page is checked against
+// a reference model during the run, at the end, and after a reopen from disk.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -69,7 +69,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   // generation as their stamp.
   std::atomic<uint64_t> transient{0};
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failures{0}, ops{0}, writes{0}, optimistic{0}, prefetches{0}, drops{0},
+  std::atomic<uint64_t> failures{0}, ops{0}, writes{0}, optimistic{0}, forced_fallbacks{0}, prefetches{0}, drops{0},
       transient_reads{0};
   std::mutex failure_mutex;
   std::string first_failure;
@@ -114,6 +114,27 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
               fail("optimistic read: validated a torn or future page " + std::to_string(b));
             }
             ++optimistic;
+          } else if (dice < 87) {
+            // The fallback path: the page changes under every optimistic attempt (this reader
+            // holds no latch during fn, so it re-latches the page itself and writes it), until
+            // optimistic_read gives up and runs fn once more under a shared pin.
+            int calls = 0;
+            Snapshot snap = pool->optimistic_read(pid, [&](const std::byte* p) {
+              Snapshot seen = read_snapshot(p, usable, pid);
+              if (++calls <= Pool::kOptimisticAttempts) {
+                ExclusiveGuard g = pool->pin_exclusive(pid);
+                const uint64_t expect = model_of(si, b).load();
+                bench::stamp_pattern(g.data(), usable, pid, expect + 1);
+                model_of(si, b).store(expect + 1);
+                g.mark_dirty();
+              }
+              return seen;
+            });
+            // The last call ran under the pin: the page and the model agree.
+            if (calls != Pool::kOptimisticAttempts + 1 || !snap.pattern_ok || snap.stamp != model_of(si, b).load()) {
+              fail("forced fallback: " + std::to_string(calls) + " calls, page " + std::to_string(b));
+            }
+            ++forced_fallbacks;
           } else if (dice < 95) {
             for (auto& p : group) p = PageId(spaces[rng() % spaces_n], static_cast<BlockId>(rng() % pages));
             pool->prefetch_group(group);
@@ -177,15 +198,18 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   EXPECT_EQ(failures.load(), 0u) << first_failure;
   EXPECT_GT(writes.load(), 100u);
   EXPECT_GT(optimistic.load(), 100u);
+  EXPECT_GT(forced_fallbacks.load(), 10u);
   EXPECT_GT(prefetches.load(), 10u);
   EXPECT_GT(drops.load(), 2u);
   PoolStats st = pool->stats();
   EXPECT_GT(st.evictions, 1000u) << "the pool must be under pressure";
+  EXPECT_GE(st.optimistic_fallbacks, forced_fallbacks.load()) << "every forced fallback is counted";
   std::printf("stress: %lu ops (%lu writes, %lu optimistic, %lu prefetch groups, %lu transient reads), "
-              "%lu drops, %lu evictions, %lu punches, %lu optimistic fallbacks\n",
+              "%lu drops, %lu evictions, %lu punches, %lu optimistic fallbacks (%lu forced)\n",
               (unsigned long)ops.load(), (unsigned long)writes.load(), (unsigned long)optimistic.load(),
               (unsigned long)prefetches.load(), (unsigned long)transient_reads.load(), (unsigned long)drops.load(),
-              (unsigned long)st.evictions, (unsigned long)st.punches, (unsigned long)st.optimistic_fallbacks);
+              (unsigned long)st.evictions, (unsigned long)st.punches, (unsigned long)st.optimistic_fallbacks,
+              (unsigned long)forced_fallbacks.load());
 
   pool->check_invariants();
   for (int si = 0; si < spaces_n; ++si) {
