@@ -22,6 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kLockFile = "LOCK";
+// Files of Calico's own tools (the bench drivers' ".calico-bench" marker), tolerated beside a pool.
+constexpr std::string_view kToolMarkerPrefix = ".calico";
 
 // The space id of a file named space_<id>.dat, or 0.
 SpaceId space_file_id(const std::string& name) {
@@ -76,7 +78,8 @@ DataDirectory open_data_directory(const std::string& dir, size_t page_size) {
       has_catalog = true;
     } else if (SpaceId id = space_file_id(name); id != 0) {
       space_files[id] = name;
-    } else if (name != kLockFile && name != kCatalogTempFile && unknown.empty()) {
+    } else if (name != kLockFile && name != kCatalogTempFile && !name.starts_with(kToolMarkerPrefix) &&
+               unknown.empty()) {
       unknown = name;
     }
   }

@@ -6,10 +6,11 @@
 //   catalog          page size, spaces and their durable block counts (catalog.h)
 //   catalog.tmp      a catalog being written (ignored; replaced by the next write)
 //   space_<id>.dat   one file of pages per space
+//   .calico*         markers of Calico's own tools (bench/data_dir.h), ignored
 //
 // Rules (a failed open changes nothing on disk; a successful one never starts empty over data):
-//  - A directory without a catalog is a new pool only when it holds nothing but LOCK and
-//    catalog.tmp (a crash during the very first open). Space files without a catalog are a lost
+//  - A directory without a catalog is a new pool only when it holds nothing but LOCK,
+//    catalog.tmp (a crash during the very first open) and tool markers. Space files without a catalog are a lost
 //    catalog: kCorruptCatalog. Any other file: kInvalidArgument (not a Calico directory).
 //  - With a catalog: every space it names must have its file (kCorruptCatalog otherwise); a
 //    file shorter than <blocks> pages still opens, and its missing pages read as kShortRead. A space file the catalog does not name is a leftover of an
