@@ -39,6 +39,13 @@ inline uint64_t pattern_stamp(const std::byte* page) {
   std::memcpy(&s, page + 8, 8);
   return s;
 }
+// The same, read from a page that may be changing: an optimistic reader (pool/racy_read.h);
+// meaningful only if the read validates.
+CALICO_OPTIMISTIC_READER __attribute__((noinline)) inline uint64_t pattern_stamp_racy(const std::byte* page) {
+  uint64_t s;
+  __builtin_memcpy(&s, page + 8, 8);
+  return s;
+}
 
 // Copies `bytes` of a page that may be changing under an optimistic read (the copy is used
 // only if the read validates). An optimistic reader (pool/racy_read.h): not instrumented by
