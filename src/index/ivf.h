@@ -424,8 +424,10 @@ class BasicIvf : public IvfFormat {
     if (m.page_size != pool.page_size() || m.dim == 0 || m.dim > max_dim(usable) || m.metric > 2 || m.nlist == 0 ||
         m.centroids_per_page != centroids_per_page(usable, m.dim) || m.records_per_page != IvfFormat::records_per_page(usable, m.dim) ||
         m.entries_per_page != usable / kDirEntryBytes ||
-        uint64_t{m.centroid_pages} * m.centroids_per_page < m.nlist ||
-        uint64_t{m.directory_pages} * m.entries_per_page < m.nlist ||
+        // Exactly as many pages as the lists need: a page past them would start past nlist
+        // (the copies below would then count from c0 > c1; found by ivf_posting_fuzz).
+        m.centroid_pages != (uint64_t{m.nlist} + m.centroids_per_page - 1) / m.centroids_per_page ||
+        m.directory_pages != (uint64_t{m.nlist} + m.entries_per_page - 1) / m.entries_per_page ||
         uint64_t{m.centroid_first} + m.centroid_pages > blocks ||
         uint64_t{m.directory_first} + m.directory_pages > blocks) {
       throw reject("inconsistent metadata");
