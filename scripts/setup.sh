@@ -10,6 +10,7 @@ APT_PACKAGES=(
   liblmdb-dev librocksdb-dev libwiredtiger-dev
   python3-matplotlib python3-venv fio
   ccache clang libclang-rt-14-dev
+  libreadline-dev zlib1g-dev procps
 )
 
 missing=()

@@ -6,14 +6,18 @@
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest checks
 #      level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on);
 #   4. fuzz: the libFuzzer targets (catalog parser, index page readers), ~60 s each
-#      (scripts/fuzz.sh).
-# Usage: scripts/test.sh [release|tsan|asan|fuzz ...]   (default: all four)
+#      (scripts/fuzz.sh);
+#   5. postgres: PostgreSQL 15 with Calico inside, built from Debian's sources (cached after
+#      the first run, ~5 min cold): its regression suite (default and 1 MB shared_buffers), its
+#      isolation suite, pgvector's tests, a vanilla-vs-calico differential test and a stress
+#      run with amcheck (scripts/postgres.sh test).
+# Usage: scripts/test.sh [release|tsan|asan|fuzz|postgres ...]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(release tsan asan fuzz)
+[ "${#suites[@]}" -gt 0 ] || suites=(release postgres tsan asan fuzz)
 jobs=$(nproc)
 
 run_suite() {
@@ -49,8 +53,12 @@ for suite in "${suites[@]}"; do
       echo "=== fuzz: build and run (build-fuzz)"
       bash scripts/fuzz.sh 60
       ;;
+    postgres)
+      echo "=== postgres: build (cached) and test"
+      bash scripts/postgres.sh test
+      ;;
     *)
-      echo "unknown suite '$suite' (release, tsan, asan, fuzz)" >&2
+      echo "unknown suite '$suite' (release, tsan, asan, fuzz, postgres)" >&2
       exit 2
       ;;
   esac

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The PostgreSQL suites CI runs (scripts/postgres.sh test), on the calico build unless named:
+#   1. PostgreSQL's main regression suite (make check), with the default shared_buffers and
+#      with shared_buffers = 1MB (128 buffers: eviction on nearly every access);
+#   2. the isolation suite;
+#   3. pgvector's regression tests (installcheck), with 1 MB and default shared_buffers, and
+#      on vanilla (so a failure there is ours, not pgvector's);
+#   4. differential: the same queries on vanilla and calico give identical results, and
+#      HNSW search on calico gives identical results with optimistic reads and group
+#      prefetch on and off (postgres/tests/differential.sh);
+#   5. stress: pgbench clients and DROP/TRUNCATE/VACUUM loops on a 1 MB pool, then amcheck,
+#      the pgbench balance invariants and the translation counters (postgres/tests/stress.sh).
+# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress ...]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/postgres/common.sh"
+OUT=$(bash "$ROOT/postgres/build.sh")
+ensure_pg_user
+give_to_pg "$OUT"
+PG=$ROOT/scripts/postgres.sh
+TMP=$(mktemp -d /tmp/calico-pg-test-XXXXXX)
+chmod 755 "$TMP"
+trap 'rm -rf "$TMP"' EXIT
+echo "shared_buffers = 1MB" > "$TMP/tiny.conf"
+chmod 644 "$TMP/tiny.conf"
+
+suites=("$@")
+[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress)
+
+# make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
+# regression diffs are shown.
+make_in() {
+  local flavor=$1 dir=$2
+  shift 2
+  if ! as_pg make -C "$OUT/$flavor/$dir" "$@" > "$TMP/make.log" 2>&1; then
+    tail -30 "$TMP/make.log"
+    find "$OUT/$flavor/$dir" -name regression.diffs -newer "$TMP/tiny.conf" -exec head -80 {} \;
+    echo "=== postgres: FAILED: make -C $flavor/$dir $*"
+    exit 1
+  fi
+  grep -E "tests passed|All [0-9]+ tests" "$TMP/make.log" | tail -1
+}
+
+pgvector_installcheck() {
+  local flavor=$1
+  shift
+  bash "$PG" run "$flavor" "$@" -- \
+    bash -c 'as() { if [ "$(id -u)" -eq 0 ]; then runuser -u '"$CALICO_PG_USER"' -- "$@"; else "$@"; fi; }
+             as env PATH="$PATH" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+               make -C "'"$OUT/$flavor"'/pgvector" installcheck PG_CONFIG="$(command -v pg_config)"' \
+    > "$TMP/pgvector.log" 2>&1 || {
+      tail -30 "$TMP/pgvector.log"
+      find "$OUT/$flavor/pgvector" -name regression.diffs -exec head -80 {} \;
+      echo "=== postgres: FAILED: pgvector installcheck on $flavor $*"
+      exit 1
+    }
+  grep -E "tests passed|All [0-9]+ tests" "$TMP/pgvector.log" | tail -1
+}
+
+for suite in "${suites[@]}"; do
+  start=$(date +%s)
+  case "$suite" in
+    regress)
+      echo "=== postgres: regression suite (calico, default shared_buffers)"
+      make_in calico src check
+      echo "=== postgres: regression suite (calico, shared_buffers = 1MB)"
+      make_in calico src check TEMP_CONFIG="$TMP/tiny.conf"
+      ;;
+    isolation)
+      echo "=== postgres: isolation suite (calico)"
+      make_in calico src/src/test/isolation check
+      ;;
+    pgvector)
+      echo "=== postgres: pgvector installcheck (calico, shared_buffers = 1MB, optimistic reads and group prefetch on)"
+      pgvector_installcheck calico shared_buffers=1MB
+      echo "=== postgres: pgvector installcheck (calico, default shared_buffers)"
+      pgvector_installcheck calico
+      echo "=== postgres: pgvector installcheck (vanilla)"
+      pgvector_installcheck vanilla
+      ;;
+    differential)
+      echo "=== postgres: differential (vanilla vs calico; optimistic/prefetch on vs off)"
+      bash "$ROOT/postgres/tests/differential.sh" "$TMP"
+      ;;
+    stress)
+      echo "=== postgres: stress (pgbench + DROP/TRUNCATE/VACUUM on a 1 MB pool, then amcheck)"
+      bash "$ROOT/postgres/tests/stress.sh" "$TMP"
+      ;;
+    *) echo "unknown suite '$suite'" >&2; exit 2 ;;
+  esac
+  echo "=== postgres: $suite passed in $(( $(date +%s) - start )) s"
+done
