@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Stress test (postgres/tests/run.sh) on calico with a 1 MB pool (128 buffers):
-#   pgbench (TPC-B-like, 4 clients) and, at the same time, a session looping
+#   pgbench with 4 clients mixing TPC-B-like transactions, HNSW inserts (exclusive locks on
+#   index pages: versions change under optimistic readers) and HNSW searches (optimistic
+#   reads, group prefetch) and, at the same time, a session looping
 #   CREATE / INSERT / CREATE INDEX / TRUNCATE / VACUUM / VACUUM FULL (new relfilenode) / DROP.
 # Then:
 #   - pgbench finished with no failed transaction and the TPC-B balance invariants hold
 #     (accounts, tellers, branches and history sum to the same);
+#   - once the inserts stopped, HNSW searches give the same answers with optimistic reads and
+#     group prefetch on and off (the index is the same; only how pages are read differs);
 #   - amcheck finds nothing: bt_index_check(heapallindexed) on every index, verify_heapam on
 #     every table;
 #   - the translation counters are consistent: every prefix with a mapped buffer has a slot,
@@ -24,7 +28,18 @@ q() { psql -X -A -t -q -v ON_ERROR_STOP=1 -d "$DB" -c "$1"; }
 dropdb --if-exists "$DB"
 createdb "$DB"
 pgbench -i -s 2 -q "$DB" 2>&1 | tail -1
-q "CREATE EXTENSION amcheck; CREATE EXTENSION pg_buffercache;"
+q "CREATE EXTENSION amcheck; CREATE EXTENSION pg_buffercache; CREATE EXTENSION vector;"
+q "SELECT setseed(0.5); CREATE TABLE vec (id serial PRIMARY KEY, e vector(16));
+   INSERT INTO vec (e) SELECT (SELECT array_agg(random()::real) FROM generate_series(1, 16) WHERE g > 0)::vector
+     FROM generate_series(1, 5000) g;
+   CREATE INDEX vec_hnsw ON vec USING hnsw (e vector_l2_ops) WITH (m = 8, ef_construction = 32);"
+cat > "$PGHOST/vec_insert.sql" <<SQL
+INSERT INTO vec (e) SELECT (SELECT array_agg(random()::real) FROM generate_series(1, 16) WHERE g > 0)::vector FROM generate_series(1, 5) g;
+SQL
+cat > "$PGHOST/vec_search.sql" <<SQL
+\\set id random(1, 5000)
+SELECT id FROM vec ORDER BY e <-> (SELECT e FROM vec WHERE id = :id) LIMIT 10;
+SQL
 
 churn() {
   local i=0 end=$(( $(date +%s) + SECS ))
@@ -47,17 +62,28 @@ SQL
 }
 churn > "$PGHOST/churn.out" 2>&1 &
 churn_pid=$!
-pgbench -n -c 4 -j 2 -T "$SECS" "$DB" > "$PGHOST/pgbench.out" 2>&1 || { cat "$PGHOST/pgbench.out"; exit 1; }
+pgbench -n -c 4 -j 2 -T "$SECS" -b tpcb-like@4 -f "$PGHOST/vec_insert.sql@1" -f "$PGHOST/vec_search.sql@3" \
+  "$DB" > "$PGHOST/pgbench.out" 2>&1 || { cat "$PGHOST/pgbench.out"; exit 1; }
 wait "$churn_pid" || { cat "$PGHOST/churn.out"; echo "churn session failed"; exit 1; }
 cat "$PGHOST/churn.out"
 grep -E "number of (transactions actually processed|failed)|tps" "$PGHOST/pgbench.out" | head -3
 if grep -q "number of failed transactions: [1-9]" "$PGHOST/pgbench.out"; then echo "pgbench had failed transactions"; exit 1; fi
 
+q "SELECT '\''optimistic reads: '\'' || optimistic_ok || '\'' validated, '\'' || optimistic_failed || '\'' failed and fell back'\'' FROM pg_calico_stats()"
 balances=$(q "SELECT (SELECT sum(abalance) FROM pgbench_accounts), (SELECT sum(tbalance) FROM pgbench_tellers),
                      (SELECT sum(bbalance) FROM pgbench_branches), (SELECT sum(delta) FROM pgbench_history)")
 echo "balances accounts|tellers|branches|history = $balances"
 echo "$balances" | awk -F"|" "{ exit !(\$1 == \$2 && \$2 == \$3 && \$3 == \$4) }" || { echo "TPC-B invariants broken"; exit 1; }
 
+searches() {
+  PGOPTIONS="-c calico_optimistic_reads=$1 -c calico_group_prefetch=$2" psql -X -A -t -q -d "$DB" -c "
+    SELECT string_agg((SELECT string_agg(id::text, '\'','\'') FROM
+      (SELECT id FROM vec ORDER BY e <-> q.e LIMIT 10) n), '\'';'\'' ORDER BY q.id)
+    FROM vec q WHERE q.id % 100 = 0" | md5sum
+}
+a=$(searches on on); b=$(searches off off)
+echo "HNSW after concurrent inserts: $(q "SELECT count(*) FROM vec") vectors; searches optimistic on/off: $a / $b"
+[ "$a" = "$b" ] || { echo "optimistic and pinned searches differ"; exit 1; }
 q "SELECT bt_index_check(c.oid, true) FROM pg_index i
    JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
    WHERE a.amname = '\''btree'\'' AND c.relpersistence = '\''p'\''" > /dev/null
