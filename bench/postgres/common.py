@@ -17,6 +17,22 @@ PG_SH = os.path.join(REPO, 'scripts', 'postgres.sh')
 PORTS = {'vanilla': 55431, 'calico': 55432}
 
 
+def add_common_args(ap, seconds):
+    """The options every PostgreSQL benchmark takes."""
+    ap.add_argument('--out', default=os.path.join(REPO, 'pg-results'), help='results and scratch directory')
+    ap.add_argument('--clients', default='1,2', help='client connections (comma list)')
+    ap.add_argument('--seconds', type=float, default=seconds, help='timed seconds per run')
+    ap.add_argument('--rounds', type=int, default=3, help='interleaved rounds')
+    ap.add_argument('--reload', action='store_true', help='build the data directory again')
+    ap.add_argument('--json', default=None, help='JSON lines file (default OUT/postgres.jsonl)')
+
+
+def finish_args(args):
+    os.makedirs(args.out, exist_ok=True)
+    args.json = args.json or os.path.join(args.out, 'postgres.jsonl')
+    return Servers(os.path.join(args.out, 'scratch'))
+
+
 def log(msg):
     print(f'[{time.strftime("%H:%M:%S")}] {msg}', file=sys.stderr, flush=True)
 
@@ -68,6 +84,7 @@ class Servers:
             self.stop(f)
 
     def psql(self, flavor, sql, db='postgres', options=None, check=True):
+        """Runs sql (one -c: several statements run as one transaction)."""
         r = subprocess.run([self.bin(flavor, 'psql'), '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1',
                             '-d', db, '-c', sql], capture_output=True, text=True,
                            env=self.client_env(flavor, options))

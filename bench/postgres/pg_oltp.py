@@ -11,26 +11,19 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import REPO, Servers, emit, log, machine, median  # noqa
+from common import add_common_args, finish_args, emit, log, machine, median  # noqa
 
 DB = 'oltp'
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--out', default=os.path.join(REPO, 'pg-results'))
     ap.add_argument('--scale', type=int, default=50)
-    ap.add_argument('--clients', default='1,2')
     ap.add_argument('--workloads', default='tpcb,select')
     ap.add_argument('--modes', default='inmem,ltm')
-    ap.add_argument('--seconds', type=float, default=10.0)
-    ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--reload', action='store_true')
-    ap.add_argument('--json', default=None)
+    add_common_args(ap, seconds=10.0)
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    args.json = args.json or os.path.join(args.out, 'postgres.jsonl')
-    s = Servers(os.path.join(args.out, 'scratch'))
+    s = finish_args(args)
     common = {'max_parallel_workers_per_gather': '0', 'jit': 'off', 'synchronous_commit': 'off',
               'max_wal_size': '8GB', 'checkpoint_timeout': '1h'}
     marker = os.path.join(s.base('calico'), f'oltp-s{args.scale}')
@@ -43,7 +36,8 @@ def main():
         import subprocess
         subprocess.run([s.bin('calico', 'pgbench'), '-i', '-q', '-s', str(args.scale), DB], check=True,
                        env=s.client_env('calico'), stdout=subprocess.DEVNULL)
-        s.psql('calico', 'CREATE EXTENSION pg_prewarm; CHECKPOINT', db=DB)
+        s.psql('calico', 'CREATE EXTENSION pg_prewarm', db=DB)
+        s.psql('calico', 'CHECKPOINT', db=DB)
         s.stop('calico')
         s.clone_data('calico', 'vanilla')
         open(marker, 'w').close()

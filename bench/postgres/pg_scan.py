@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import REPO, Servers, emit, log, machine, median  # noqa
+from common import add_common_args, finish_args, emit, log, machine, median  # noqa
 
 DB = 'scans'
 HEAP_TUPLE_OVERHEAD = 24 + 4 + 8 + 4 + 4  # header, line pointer, id, val, varlena header
@@ -21,18 +21,11 @@ HEAP_TUPLE_OVERHEAD = 24 + 4 + 8 + 4 + 4  # header, line pointer, id, val, varle
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--out', default=os.path.join(REPO, 'pg-results'))
     ap.add_argument('--row-sizes', default='128,256,512,1024,2048,4096,6144')
     ap.add_argument('--table-mb', type=int, default=512)
-    ap.add_argument('--clients', default='1,2')
-    ap.add_argument('--seconds', type=float, default=5.0)
-    ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--reload', action='store_true')
-    ap.add_argument('--json', default=None)
+    add_common_args(ap, seconds=5.0)
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    args.json = args.json or os.path.join(args.out, 'postgres.jsonl')
-    s = Servers(os.path.join(args.out, 'scratch'))
+    s = finish_args(args)
     sizes = [int(x) for x in args.row_sizes.split(',')]
     if min(sizes) < 64 or max(sizes) > 8000:
         sys.exit('row sizes must be within 64..8000 bytes (one heap page holds at most 8 KB)')
@@ -54,7 +47,8 @@ def main():
             s.psql('calico', f'CREATE UNLOGGED TABLE scan_{size} (id int8, val int4, pad text); '
                              f'ALTER TABLE scan_{size} ALTER COLUMN pad SET STORAGE PLAIN; '
                              f'INSERT INTO scan_{size} SELECT g, g % 1000, repeat(\'x\', {pad}) '
-                             f'FROM generate_series(1, {rows}) g; VACUUM ANALYZE scan_{size};', db=DB)
+                             f'FROM generate_series(1, {rows}) g', db=DB)
+            s.psql('calico', f'VACUUM ANALYZE scan_{size}', db=DB)
         s.psql('calico', 'CHECKPOINT', db=DB)
         s.stop('calico')
         s.clone_data('calico', 'vanilla')

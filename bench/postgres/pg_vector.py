@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import REPO, Servers, MemoryCgroup, drop_os_caches, emit, log, machine, median  # noqa
+from common import REPO, MemoryCgroup, add_common_args, finish_args, drop_os_caches, emit, log, machine, median  # noqa
 
 CONFIGS = {
     'vanilla': ('vanilla', {}),
@@ -39,17 +39,22 @@ CONFIGS = {
 DB = 'vectors'
 
 
-def read_vecs(path, kind, limit=None):
-    """Rows of an .fvecs (kind 'f') or .ivecs (kind 'i') file."""
-    rows = []
+def iter_vecs(path, kind):
+    """The rows of an .fvecs (kind 'f') or .ivecs (kind 'i') file, one at a time."""
     with open(path, 'rb') as f:
-        while limit is None or len(rows) < limit:
+        while True:
             head = f.read(4)
             if not head:
-                break
+                return
             dim = struct.unpack('<i', head)[0]
-            rows.append(struct.unpack(f'<{dim}{kind}', f.read(4 * dim)))
-    return rows
+            body = f.read(4 * dim)
+            if len(body) != 4 * dim:
+                sys.exit(f'{path}: truncated row')
+            yield struct.unpack(f'<{dim}{kind}', body)
+
+
+def read_vecs(path, kind):
+    return list(iter_vecs(path, kind))
 
 
 def dataset(args):
@@ -85,20 +90,22 @@ def load(servers, args, ds):
     s.psql('calico', f'CREATE TABLE items (id int PRIMARY KEY, embedding vector({args.dim})); '
                      f'CREATE TABLE queries (id int PRIMARY KEY, embedding vector({args.dim}));', db=DB)
     for table, name in (('items', 'base.fvecs'), ('queries', 'query.fvecs')):
-        rows = read_vecs(os.path.join(ds, name), 'f')
         tmp = os.path.join(s.scratch, f'{table}.copy')
+        rows = 0
         with open(tmp, 'w') as f:
-            for i, v in enumerate(rows):
+            for i, v in enumerate(iter_vecs(os.path.join(ds, name), 'f')):
                 f.write(f'{i}\t{vec_text(v)}\n')
+                rows += 1
         os.chmod(tmp, 0o644)
-        log(f'loading {len(rows)} rows into {table}')
+        log(f'loading {rows} rows into {table}')
         s.psql('calico', f"\\copy {table} FROM '{tmp}'", db=DB)
         os.remove(tmp)
     log(f'building the HNSW index (M={args.M}, ef_construction={args.ef_construction})')
     t0 = time.time()
     s.psql('calico', f'CREATE INDEX items_hnsw ON items USING hnsw (embedding vector_l2_ops) '
-                     f'WITH (m = {args.M}, ef_construction = {args.ef_construction}); '
-                     f'VACUUM ANALYZE items; VACUUM ANALYZE queries; CHECKPOINT;', db=DB)
+                     f'WITH (m = {args.M}, ef_construction = {args.ef_construction})', db=DB)
+    for sql in ('VACUUM ANALYZE items', 'VACUUM ANALYZE queries', 'CHECKPOINT'):  # one per session
+        s.psql('calico', sql, db=DB)
     build_s = time.time() - t0
     s.stop('calico')
     s.clone_data('calico', 'vanilla')
@@ -124,7 +131,6 @@ def recall(servers, flavor, ef, gt, k, options=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--out', default=os.path.join(REPO, 'pg-results'), help='results and scratch directory')
     ap.add_argument('--cache-dir', default=None, help='dataset cache (default OUT/data)')
     ap.add_argument('--n', type=int, default=1000000)
     ap.add_argument('--dim', type=int, default=128)
@@ -133,22 +139,16 @@ def main():
     ap.add_argument('--ef-construction', type=int, default=64)
     ap.add_argument('--ef', default='40,100,200')
     ap.add_argument('--k', type=int, default=10)
-    ap.add_argument('--clients', default='1,2')
     ap.add_argument('--modes', default='inmem,ltm-drop,ltm-cg')
     ap.add_argument('--ltm-ef', default='40,100', help='ef_search sweep larger than memory')
     ap.add_argument('--configs', default=','.join(CONFIGS))
-    ap.add_argument('--seconds', type=float, default=5.0, help='timed seconds per run')
     ap.add_argument('--ltm-seconds', type=float, default=8.0)
-    ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--inmem-shared-buffers', default='4GB')
     ap.add_argument('--cgroup-extra-mb', type=int, default=256)
-    ap.add_argument('--reload', action='store_true', help='rebuild the data directory')
-    ap.add_argument('--json', default=None, help='JSON lines file (default OUT/postgres.jsonl)')
+    add_common_args(ap, seconds=5.0)
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    servers = finish_args(args)
     args.cache_dir = args.cache_dir or os.path.join(args.out, 'data')
-    args.json = args.json or os.path.join(args.out, 'postgres.jsonl')
-    servers = Servers(os.path.join(args.out, 'scratch'))
     configs = args.configs.split(',')
     for c in configs:
         if c not in CONFIGS:
@@ -239,10 +239,9 @@ def main():
                 emit(args.json, summary)
                 log(f'{mode} ef={ef} clients={clients}: ' +
                     ', '.join(f'{c} {med[c]:.0f}' for c in configs))
-        if mode == 'inmem' or True:
-            stats = servers.psql('calico', 'SELECT slots_used, resident_bytes, dense_bytes, optimistic_ok, '
-                                           'optimistic_failed, prefetch_resident, prefetch_io FROM pg_calico_stats()')
-            emit(args.json, dict(base, kind='calico_stats', mode=mode, stats=stats.strip()))
+        stats = servers.psql('calico', 'SELECT slots_used, resident_bytes, dense_bytes, optimistic_ok, '
+                                       'optimistic_failed, prefetch_resident, prefetch_io FROM pg_calico_stats()')
+        emit(args.json, dict(base, kind='calico_stats', mode=mode, stats=stats.strip()))
         servers.stop_all()
 
 

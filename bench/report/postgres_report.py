@@ -12,6 +12,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 CONFIGS = ['vanilla', 'calico-array', 'calico+opt', 'calico']
 
 
+def save(fig, ax, path, title):
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def section(records, bench, title, header):
+    """The summary records of a benchmark, after printing its title and table header."""
+    summ = latest(records, bench=bench, kind='summary')
+    if summ:
+        print(title(summ[-1]) + '\n')
+        print('| ' + ' | '.join(header) + ' |')
+        print('|' + '---|' * len(header))
+    return summ
+
+
 def load(path):
     with open(path) as f:
         return [json.loads(l) for l in f if l.strip()]
@@ -53,25 +71,18 @@ def vector(records, out):
         ax.set_xticks([j + 1.5 * width for j in range(len(keys))])
         ax.set_xticklabels([f'ef {k[1]}\n{k[2]} client(s)' for k in keys], fontsize=8)
         ax.set_ylabel('queries / s')
-        ax.set_title(f'pgvector HNSW, {mode}')
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(out, f'pg_vector_{mode}.png'), dpi=120)
-        plt.close(fig)
+        save(fig, ax, os.path.join(out, f'pg_vector_{mode}.png'), f'pgvector HNSW, {mode}')
 
 
 def scan(records, out):
-    summ = latest(records, bench='pg_scan', kind='summary')
+    summ = section(records, 'pg_scan', lambda r: f"### Heap SUM scans (in memory, tables of ~{r['table_mb']} MB, "
+                   f"shared_buffers {r['shared_buffers']})",
+                   ['row size', 'clients', 'vanilla GB/s', 'calico GB/s', 'calico / vanilla'])
     if not summ:
         return
-    print(f"### Heap SUM scans (in memory, tables of ~{summ[-1]['table_mb']} MB, shared_buffers {summ[-1]['shared_buffers']})\n")
-    print('| row size | clients | vanilla GB/s | calico GB/s | calico / vanilla |')
-    print('|---|---|---|---|---|')
     rec = {(r['row_size'], r['clients']): r for r in summ}
     for (size, clients), r in sorted(rec.items()):
         print(f"| {size} B | {clients} | {r['gb_per_s']['vanilla']} | {r['gb_per_s']['calico']} | {r['speedup']}x |")
-    for g in latest(records, bench='pg_scan', kind='geomean'):
-        last = g
     geos = {g['clients']: g['speedup'] for g in latest(records, bench='pg_scan', kind='geomean')}
     print('\nGeomean speedup: ' + ', '.join(f'{c} client(s) {v}x' for c, v in sorted(geos.items())) + '\n')
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -82,20 +93,15 @@ def scan(records, out):
     ax.set_xscale('log', base=2)
     ax.set_xlabel('row size (bytes)')
     ax.set_ylabel('calico / vanilla')
-    ax.set_title('SELECT sum(val): speedup over vanilla')
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, 'pg_scan.png'), dpi=120)
-    plt.close(fig)
+    save(fig, ax, os.path.join(out, 'pg_scan.png'), 'SELECT sum(val): speedup over vanilla')
 
 
 def oltp(records, out):
-    summ = latest(records, bench='pg_oltp', kind='summary')
+    summ = section(records, 'pg_oltp', lambda r: f"### pgbench (scale {r['scale']}, {r['db_mb']} MB, "
+                   f"synchronous_commit off)",
+                   ['mode', 'shared_buffers', 'workload', 'clients', 'vanilla tps', 'calico tps', 'calico / vanilla'])
     if not summ:
         return
-    print(f"### pgbench (scale {summ[-1]['scale']}, {summ[-1]['db_mb']} MB, synchronous_commit off)\n")
-    print('| mode | shared_buffers | workload | clients | vanilla tps | calico tps | calico / vanilla |')
-    print('|---|---|---|---|---|---|---|')
     rec = {(r['mode'], r['workload'], r['clients']): r for r in summ}
     for (mode, w, c), r in sorted(rec.items()):
         print(f"| {mode} | {r['shared_buffers']} | {w} | {c} | {r['tps']['vanilla']} | {r['tps']['calico']} | {r['speedup']}x |")

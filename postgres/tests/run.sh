@@ -2,7 +2,7 @@
 # The PostgreSQL suites CI runs (scripts/postgres.sh test), on the calico build unless named:
 #   1. PostgreSQL's main regression suite (make check), with the default shared_buffers and
 #      with shared_buffers = 1MB (128 buffers: eviction on nearly every access);
-#   2. the isolation suite;
+#   2. the isolation suite, with the default shared_buffers and with 1 MB;
 #   3. pgvector's regression tests (installcheck), with 1 MB and default shared_buffers, and
 #      on vanilla (so a failure there is ours, not pgvector's);
 #   4. differential: the same queries on vanilla and calico give identical results, and
@@ -67,8 +67,10 @@ for suite in "${suites[@]}"; do
       make_in calico src check TEMP_CONFIG="$TMP/tiny.conf"
       ;;
     isolation)
-      echo "=== postgres: isolation suite (calico)"
+      echo "=== postgres: isolation suite (calico, default shared_buffers)"
       make_in calico src/src/test/isolation check
+      echo "=== postgres: isolation suite (calico, shared_buffers = 1MB)"
+      make_in calico src/src/test/isolation check TEMP_CONFIG="$TMP/tiny.conf"
       ;;
     pgvector)
       echo "=== postgres: pgvector installcheck (calico, shared_buffers = 1MB, optimistic reads and group prefetch on)"
