@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -64,7 +65,10 @@ class HnswImpl final : public HnswApi {
                                                      ") was added before");
       }
     }
-    parallel_rows(v.rows, threads_for(v.rows, threads, 1),
+    // 'direct' validates no optimistic read: its adds run one at a time (kDirectAdds).
+    std::unique_lock serial(direct_add_mu_, std::defer_lock);
+    if constexpr (kDirectAdds) serial.lock();
+    parallel_rows(v.rows, kDirectAdds ? 1 : threads_for(v.rows, threads, 1),
                   [&](unsigned, uint64_t i) { h.add(static_cast<uint32_t>(id_of(i)), v.data + i * h.dim()); });
   }
 
@@ -119,6 +123,11 @@ class HnswImpl final : public HnswApi {
   std::shared_ptr<Gate> gate_;
   std::shared_ptr<void> owner_;  // keeps the pool object alive
   std::optional<Index> index_;
+  // The direct translation (the ceiling) validates no optimistic read, so concurrent adds
+  // (whose searches read lists other adds write) are serialised; searching while adding is
+  // then still unsupported there (src/index/hnsw.h).
+  static constexpr bool kDirectAdds = Pool::TranslationPolicy::kDirect;
+  std::mutex direct_add_mu_;
   StatePool<index::HnswSearchState> states_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -86,7 +87,10 @@ class IvfImpl final : public IvfApi {
                                                      std::to_string(i) + ") is not below 2^32 - 1");
       }
     }
-    parallel_rows(v.rows, threads_for(v.rows, threads, 64),
+    // 'direct' validates no optimistic read: its adds run one at a time.
+    std::unique_lock serial(direct_add_mu_, std::defer_lock);
+    if constexpr (Pool::TranslationPolicy::kDirect) serial.lock();
+    parallel_rows(v.rows, Pool::TranslationPolicy::kDirect ? 1 : threads_for(v.rows, threads, 64),
                   [&](unsigned, uint64_t i) { x.add(static_cast<uint32_t>(id_of(i)), v.data + i * dim_); });
   }
 
@@ -137,7 +141,8 @@ class IvfImpl final : public IvfApi {
   uint32_t nlist_;
   std::mutex train_mu_;  // guards the untrained -> trained transition of index_
   std::optional<Index> index_;
-  bool closed_ = false;  // written under the gate held exclusive
+  bool closed_ = false;
+  std::mutex direct_add_mu_;  // serialises adds on 'direct' pools  // written under the gate held exclusive
   StatePool<index::IvfSearchState> states_;
 };
 

@@ -117,6 +117,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     using Index = index::BasicHnsw<Pool>;
     std::optional<Index> index;
     if (exists(name)) {
+      make_resident_if_direct(name);
       index.emplace(Index::open(*pool_, name));
     } else if (create) {
       index::HnswParams p;
@@ -142,6 +143,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     if (!x) {
       using Index = index::BasicIvf<Pool>;
       if (exists(name)) {
+        make_resident_if_direct(name);
         Index index = Index::open(*pool_, name);
         x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name),
                                             index.dim(), from_metric(index.metric()), index.nlist(),
@@ -173,6 +175,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     using Tree = index::BasicBTree<Pool>;
     std::unique_ptr<Tree> tree;
     if (exists(name)) {
+      make_resident_if_direct(name);
       tree = std::make_unique<Tree>(Tree::open(*pool_, name));
     } else if (create) {
       tree = std::make_unique<Tree>(Tree::create(*pool_, name));
@@ -185,6 +188,17 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
   }
 
  private:
+  // 'direct' (no translation: the ceiling) reads optimistically from frame block + 1
+  // without validation, so a page must be resident before any read: an index opened there
+  // has its whole space loaded first (pages allocated later are resident already).
+  void make_resident_if_direct(std::string_view name) {
+    if constexpr (Pool::TranslationPolicy::kDirect) {
+      const SpaceId s = pool_->open_space(name);
+      const uint64_t blocks = pool_->space_blocks(s);
+      for (uint64_t b = 0; b < blocks; ++b) pool_->pin_shared(PageId(s, static_cast<BlockId>(b)));
+    }
+  }
+
   bool exists(std::string_view name) {
     for (const SpaceInfo& s : pool_->spaces()) {
       if (s.name == name) return true;
