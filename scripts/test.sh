@@ -2,18 +2,21 @@
 # Sets up a fresh Debian machine, then builds and runs the whole test suite three times:
 #   1. release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #      poisoned), plus a short demo run that verifies every page it reads;
+#   python: pip installs the calico package (python/) into .venv, incrementally (its build
+#      directory build-python/ persists), and runs its pytest suite, including one install
+#      from a clean clone into a fresh virtualenv;
 #   2. ThreadSanitizer build (stress tests shortened to 4 s);
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest checks
 #      level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on);
 #   4. fuzz: the libFuzzer targets (catalog parser, index page readers), ~60 s each
 #      (scripts/fuzz.sh).
-# Usage: scripts/test.sh [release|tsan|asan|fuzz ...]   (default: all four)
+# Usage: scripts/test.sh [release|python|tsan|asan|fuzz ...]   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(release tsan asan fuzz)
+[ "${#suites[@]}" -gt 0 ] || suites=(release python tsan asan fuzz)
 jobs=$(nproc)
 
 run_suite() {
@@ -37,6 +40,11 @@ for suite in "${suites[@]}"; do
         --data-dir "$demo_dir/data" --prefetch-group 4
       rm -rf "$demo_dir"
       ;;
+    python)
+      echo "=== python: pip install . into .venv, then pytest python/tests"
+      .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation .
+      .venv/bin/python -m pytest -q python/tests
+      ;;
     tsan)
       run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=thread \
         -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
@@ -50,7 +58,7 @@ for suite in "${suites[@]}"; do
       bash scripts/fuzz.sh 60
       ;;
     *)
-      echo "unknown suite '$suite' (release, tsan, asan, fuzz)" >&2
+      echo "unknown suite '$suite' (release, python, tsan, asan, fuzz)" >&2
       exit 2
       ;;
   esac
