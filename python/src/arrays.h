@@ -1,11 +1,12 @@
 // NumPy arrays in and out of the module, and the one rule for vector input:
-//   vectors and queries must be float32 and C-contiguous (1-D: one row; 2-D: rows x dim):
+//   vectors and queries must be float32 and C-contiguous (1-D: one row; 2-D: rows x dim),
+//   any object with the buffer protocol (NumPy arrays, memoryviews):
 //   they are read in place, never copied. Any other dtype or a non-contiguous layout is a
 //   TypeError (naming the fix: np.ascontiguousarray(x, dtype=np.float32)); a wrong shape or
 //   dim is calico.InvalidArgumentError (a ValueError).
 //   ids are a 1-D integer array (any integer dtype, no negative value) of one per row,
 //   copied once into uint64 (they are small next to the vectors).
-//   Outputs are new NumPy arrays that own C++ buffers (no copy on return).
+//   Outputs are new NumPy arrays (numpy.empty) that the search fills in place.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -24,38 +25,53 @@ namespace nb = nanobind;
 
 using AnyArray = nb::ndarray<nb::ro, nb::device::cpu>;
 
-inline bool c_contiguous(const AnyArray& a) {
-  int64_t expect = 1;
-  for (size_t i = a.ndim(); i-- > 0;) {
-    if (a.shape(i) != 1 && a.stride(i) != expect) return false;
-    expect *= static_cast<int64_t>(a.shape(i));
-  }
-  return true;
+inline nb::builtin_exception vector_type_error(const char* what, const char* problem) {
+  return nb::type_error((std::string(what) + " must be " + problem +
+                         " (pass np.ascontiguousarray(x, dtype=np.float32); calico never copies vectors implicitly)")
+                            .c_str());
 }
 
-// The rows of a float32 C-contiguous array of `dim` columns (what: the argument's name).
-inline VectorBatch vectors_of(const AnyArray& a, uint32_t dim, const char* what) {
-  if (a.dtype() != nb::dtype<float>()) {
-    throw nb::type_error((std::string(what) + " must be a float32 array (pass np.ascontiguousarray(x, "
-                                              "dtype=np.float32); calico never copies vectors implicitly)")
-                             .c_str());
+// The rows of a float32 C-contiguous array of `dim` columns, read through the buffer
+// protocol (what: the argument's name). Holds the buffer (and so the array) until
+// destroyed: destroy it with the GIL held, after the C++ call that reads the rows.
+class FloatRows {
+ public:
+  FloatRows(nb::handle obj, uint32_t dim, const char* what) {
+    Py_buffer& view_ = held_.view;
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_RECORDS_RO) != 0) {
+      PyErr_Clear();
+      throw vector_type_error(what, "a float32 NumPy array");
+    }
+    held_.on = true;
+    const std::string_view f = view_.format ? view_.format : "B";
+    if (view_.itemsize != 4 || (f != "f" && f != "<f" && f != "=f")) throw vector_type_error(what, "a float32 array");
+    if (!PyBuffer_IsContiguous(&view_, 'C')) throw vector_type_error(what, "C-contiguous");
+    if (view_.ndim != 1 && view_.ndim != 2) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) +
+                                                   " must be 1-D (one vector) or 2-D (rows x dim), not " +
+                                                   std::to_string(view_.ndim) + "-D");
+    }
+    const uint64_t cols = view_.shape[view_.ndim - 1];
+    if (cols != dim) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) + " has dimension " + std::to_string(cols) +
+                                                   "; the index has dim " + std::to_string(dim));
+    }
+    batch_ = VectorBatch{static_cast<const float*>(view_.buf), view_.ndim == 1 ? 1 : static_cast<uint64_t>(view_.shape[0])};
   }
-  if (!c_contiguous(a)) {
-    throw nb::type_error((std::string(what) + " must be C-contiguous (pass np.ascontiguousarray(x, "
-                                              "dtype=np.float32); calico never copies vectors implicitly)")
-                             .c_str());
-  }
-  if (a.ndim() != 1 && a.ndim() != 2) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " must be 1-D (one vector) or 2-D (rows x dim), not " +
-                                                 std::to_string(a.ndim()) + "-D");
-  }
-  const uint64_t cols = a.shape(a.ndim() - 1);
-  if (cols != dim) {
-    throw Error(ErrorCode::kInvalidArgument, std::string(what) + " has dimension " + std::to_string(cols) +
-                                                 "; the index has dim " + std::to_string(dim));
-  }
-  return VectorBatch{static_cast<const float*>(a.data()), a.ndim() == 1 ? 1 : static_cast<uint64_t>(a.shape(0))};
-}
+  FloatRows(const FloatRows&) = delete;
+  FloatRows& operator=(const FloatRows&) = delete;
+  const VectorBatch& batch() const { return batch_; }
+
+ private:
+  struct Held {  // a member, so that the buffer is released when the constructor throws too
+    Py_buffer view{};
+    bool on = false;
+    ~Held() {
+      if (on) PyBuffer_Release(&view);
+    }
+  } held_;
+  VectorBatch batch_;
+};
 
 // ids (None: empty) checked against the row count and copied to uint64.
 inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
@@ -94,18 +110,22 @@ inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
   return out;
 }
 
-// A new rows x cols NumPy array owning a C++ buffer.
+// A new rows x cols NumPy array (numpy.empty, called through a cached reference: cheaper
+// than exporting a C++ buffer) and its data pointer, valid while `array` lives.
 template <class T>
 struct OutArray {
-  OutArray(uint64_t rows, uint64_t cols) : rows(rows), cols(cols), data(new T[rows * cols]) {}
-  ~OutArray() { delete[] data; }
-  nb::object release() {
-    T* d = data;
-    data = nullptr;
-    nb::capsule owner(d, [](void* p) noexcept { delete[] static_cast<T*>(p); });
-    return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<2>>(d, {rows, cols}, owner));
+  OutArray(uint64_t rows, uint64_t cols) {
+    static const nb::object* empty = new nb::object(nb::module_::import_("numpy").attr("empty"));
+    static const nb::object* dtype =
+        new nb::object(nb::module_::import_("numpy").attr(std::is_same_v<T, float> ? "float32" : "uint64"));
+    array = (*empty)(nb::make_tuple(rows, cols), *dtype);
+    Py_buffer view;
+    if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+    data = static_cast<T*>(view.buf);
+    PyBuffer_Release(&view);  // `array` keeps the memory; nothing resizes it
   }
-  uint64_t rows, cols;
+  nb::object release() { return std::move(array); }
+  nb::object array;
   T* data;
 };
 

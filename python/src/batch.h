@@ -17,7 +17,8 @@ namespace calico::py {
 // The threads a batch of n rows uses: `requested` (0: one per core), at most one per
 // `grain` rows, at least one.
 inline unsigned threads_for(uint64_t n, unsigned requested, uint64_t grain) {
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  // Cached: hardware_concurrency() reads /sys on every call (microseconds).
+  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const uint64_t want = requested == 0 ? hw : requested;
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, n / std::max<uint64_t>(1, grain))));
 }

@@ -49,8 +49,9 @@ using HnswHandle = VectorHandle<HnswApi>;
 using IvfHandle = VectorHandle<IvfApi>;
 
 template <class Api>
-void add_rows(VectorHandle<Api>& h, const AnyArray& vectors, const nb::object& ids, unsigned threads) {
-  const VectorBatch v = vectors_of(vectors, h.api->dim(), "vectors");
+void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, unsigned threads) {
+  FloatRows rows(vectors, h.api->dim(), "vectors");
+  const VectorBatch& v = rows.batch();
   const std::vector<uint64_t> id = ids_of(ids, v.rows);
   nb::gil_scoped_release release;
   h.api->add(v, id.empty() ? nullptr : id.data(), threads);
@@ -58,8 +59,9 @@ void add_rows(VectorHandle<Api>& h, const AnyArray& vectors, const nb::object& i
 
 // k checked against the index's size: k above it is an error (results would be padded).
 template <class Api>
-nb::tuple search_rows(VectorHandle<Api>& h, const AnyArray& queries, uint32_t k, uint32_t param, unsigned threads) {
-  const VectorBatch q = vectors_of(queries, h.api->dim(), "queries");
+nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads) {
+  FloatRows rows(queries, h.api->dim(), "queries");
+  const VectorBatch& q = rows.batch();
   SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads};
   if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
   OutArray<uint64_t> ids(q.rows, k);
@@ -122,7 +124,7 @@ void bind_vectors(nb::module_& m) {
            "bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
       .def(
           "search",
-          [](HnswHandle& h, const AnyArray& q, uint32_t k, std::optional<uint32_t> ef, unsigned threads) {
+          [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads) {
             return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads);
           },
           "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "num_threads"_a = 0,
@@ -185,10 +187,10 @@ void bind_vectors(nb::module_& m) {
           "pool"_a, "name"_a, "Opens the index written earlier under ``name`` (UnknownSpaceError when missing).")
       .def(
           "train",
-          [](IvfHandle& h, const AnyArray& x, uint32_t iters, uint64_t seed, unsigned threads) {
-            const VectorBatch v = vectors_of(x, h.api->dim(), "vectors");
+          [](IvfHandle& h, nb::handle x, uint32_t iters, uint64_t seed, unsigned threads) {
+            FloatRows rows(x, h.api->dim(), "vectors");
             nb::gil_scoped_release release;
-            h.api->train(v, iters, seed, threads);
+            h.api->train(rows.batch(), iters, seed, threads);
           },
           "vectors"_a, "iters"_a = 10, "seed"_a = 42, "num_threads"_a = 0,
           "Trains the nlist centroids by k-means on a sample of ``vectors`` (float32 C-contiguous, at\n"
@@ -200,7 +202,7 @@ void bind_vectors(nb::module_& m) {
            "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.")
       .def(
           "search",
-          [](IvfHandle& h, const AnyArray& q, uint32_t k, uint32_t nprobe, unsigned threads) {
+          [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads) {
             return search_rows(h, q, k, nprobe, threads);
           },
           "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0,
