@@ -203,6 +203,7 @@ void bind_vectors(nb::module_& m) {
       .def(
           "search",
           [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads) {
+            if (!h.api->trained()) throw Error(ErrorCode::kInvalidArgument, "ivf search: '" + h.name + "' is not trained");
             return search_rows(h, q, k, nprobe, threads);
           },
           "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0,

@@ -51,6 +51,10 @@ class HnswImpl final : public HnswApi {
     Use u(*gate_);
     Index& h = live();
     check_rows(v, h.dim(), h.params().metric, "hnsw add");
+    // ids = None numbers rows from size(): such adds run one batch at a time, so that two
+    // threads never hand out the same ids.
+    std::unique_lock numbering(auto_ids_mu_, std::defer_lock);
+    if (!ids) numbering.lock();
     const uint64_t base = h.size();
     auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
     std::unordered_set<uint64_t> seen;
@@ -128,6 +132,7 @@ class HnswImpl final : public HnswApi {
   // then still unsupported there (src/index/hnsw.h).
   static constexpr bool kDirectAdds = Pool::TranslationPolicy::kDirect;
   std::mutex direct_add_mu_;
+  std::mutex auto_ids_mu_;  // held by an add with ids = None for its whole batch
   StatePool<index::HnswSearchState> states_;
 };
 

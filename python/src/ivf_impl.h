@@ -79,6 +79,8 @@ class IvfImpl final : public IvfApi {
     Use u(*gate_);
     Index& x = trained_index("add");
     check_rows(v, dim_, to_metric(metric_), "ivf add");
+    std::unique_lock numbering(auto_ids_mu_, std::defer_lock);  // as in HnswImpl::add
+    if (!ids) numbering.lock();
     const uint64_t base = x.size();
     auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
     for (uint64_t i = 0; i < v.rows; ++i) {
@@ -142,7 +144,8 @@ class IvfImpl final : public IvfApi {
   std::mutex train_mu_;  // guards the untrained -> trained transition of index_
   std::optional<Index> index_;
   bool closed_ = false;
-  std::mutex direct_add_mu_;  // serialises adds on 'direct' pools  // written under the gate held exclusive
+  std::mutex direct_add_mu_;  // serialises adds on 'direct' pools
+  std::mutex auto_ids_mu_;    // held by an add with ids = None for its whole batch  // written under the gate held exclusive
   StatePool<index::IvfSearchState> states_;
 };
 

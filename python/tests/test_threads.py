@@ -67,3 +67,27 @@ def test_adds_from_two_threads_and_a_concurrent_btree_writer(pool):
     ids, dist = h.search(base, k=1, ef=64)
     assert np.mean(ids[:, 0] == np.arange(2000)) >= 0.99
     assert [k for k, _ in t.scan(b"k01995")] == [b"k%05d" % i for i in range(1995, 2000)]
+
+
+def test_concurrent_adds_without_ids_get_distinct_ids(pool):
+    base = clustered(1200, 16)
+    h = calico.HnswIndex(pool, "h", dim=16, capacity=1200)
+    parts = [np.ascontiguousarray(base[i::4]) for i in range(4)]
+    errors = []
+
+    def add(part):
+        try:
+            for j in range(0, len(part), 50):
+                h.add(np.ascontiguousarray(part[j:j + 50]), num_threads=1)
+        except Exception as e:
+            errors.append(e)
+
+    workers = [threading.Thread(target=add, args=(p,)) for p in parts]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors, errors
+    assert len(h) == 1200 and all(i in h for i in range(1200))
+    _, dist = h.search(base, k=1, ef=64)  # every row is in the index under some id
+    assert np.mean(dist[:, 0] == 0) >= 0.99
