@@ -12,7 +12,8 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, **kw)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env, **kw)
     assert r.returncode == 0, f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
     return r.stdout
 
