@@ -35,8 +35,10 @@ fi
 # and pybind11 (pulled as a build dependency). Only missing packages are installed.
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO_ROOT/.venv"
-PY_PACKAGES=(numpy hnswlib faiss-cpu usearch matplotlib)
-PY_MODULES=(numpy hnswlib faiss usearch matplotlib)  # import names, same order
+# nanobind, scikit-build-core and pytest build and test the calico package (python/,
+# pyproject.toml; scripts/test.sh python).
+PY_PACKAGES=(numpy hnswlib faiss-cpu usearch matplotlib nanobind scikit-build-core pytest)
+PY_MODULES=(numpy hnswlib faiss usearch matplotlib nanobind scikit_build_core pytest)  # import names, same order
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating the Python virtualenv $VENV"
   /usr/bin/python3 -m venv "$VENV"

@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Sets up a fresh Debian machine, then builds and runs the whole test suite three times:
-#   1. release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
-#      poisoned), plus a short demo run that verifies every page it reads;
-#   2. ThreadSanitizer build (stress tests shortened to 4 s);
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest checks
-#      level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on);
-#   4. fuzz: the libFuzzer targets (catalog parser, index page readers), ~60 s each
-#      (scripts/fuzz.sh);
-#   5. postgres: PostgreSQL 15 with Calico inside, built from Debian's sources (cached after
-#      the first run, ~5 min cold): its regression suite (default and 1 MB shared_buffers), its
-#      isolation suite, pgvector's tests, a vanilla-vs-calico differential test and a stress
-#      run with amcheck (scripts/postgres.sh test).
-# Usage: scripts/test.sh [release|tsan|asan|fuzz|postgres ...]   (default: all)
+# Sets up a fresh Debian machine, then builds and runs every test suite:
+#   release   release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
+#             poisoned), plus a short demo run that verifies every page it reads;
+#   python    pip installs the calico package (python/) into .venv, incrementally (its build
+#             directory build-python/ persists), and runs its pytest suite, including one
+#             install from a clean clone into a fresh virtualenv;
+#   postgres  PostgreSQL 15 with Calico inside, built from Debian's sources (cached after the
+#             first run, ~5 min cold): its regression and isolation suites (default and 1 MB
+#             shared_buffers), pgvector's tests, a vanilla-vs-calico differential test and a
+#             stress run with amcheck (scripts/postgres.sh test);
+#   tsan      ThreadSanitizer build (stress tests shortened to 4 s);
+#   asan      AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest
+#             checks level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on);
+#   fuzz      the libFuzzer targets (catalog parser, index page readers), ~60 s each
+#             (scripts/fuzz.sh).
+# Usage: scripts/test.sh [release|python|postgres|tsan|asan|fuzz ...]   (default: all six)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(release postgres tsan asan fuzz)
+[ "${#suites[@]}" -gt 0 ] || suites=(release python postgres tsan asan fuzz)
 jobs=$(nproc)
 
 run_suite() {
@@ -41,6 +44,11 @@ for suite in "${suites[@]}"; do
         --data-dir "$demo_dir/data" --prefetch-group 4
       rm -rf "$demo_dir"
       ;;
+    python)
+      echo "=== python: pip install . into .venv, then pytest python/tests"
+      .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation .
+      .venv/bin/python -m pytest -q python/tests
+      ;;
     tsan)
       run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=thread \
         -DCALICO_STRESS_SECONDS=4 -DCALICO_BUILD_BENCH=OFF
@@ -58,7 +66,7 @@ for suite in "${suites[@]}"; do
       bash scripts/postgres.sh test
       ;;
     *)
-      echo "unknown suite '$suite' (release, tsan, asan, fuzz, postgres)" >&2
+      echo "unknown suite '$suite' (release, python, postgres, tsan, asan, fuzz)" >&2
       exit 2
       ;;
   esac

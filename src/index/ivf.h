@@ -104,6 +104,8 @@ struct IvfParams {
   uint64_t train_sample = 0;   // rows k-means trains on; 0: 64 * nlist. Clamped to [nlist, n]
   uint64_t seed = 42;          // sample and k-means initialisation
   uint32_t threads = 0;        // build's assignment threads; 0: hardware_concurrency()
+  bool train_only = false;     // true: train on the rows but store none of them (every
+                               // list empty, built_rows 0); rows come later with add()
 };
 
 struct IvfSearchOptions {
@@ -251,7 +253,8 @@ class BasicIvf : public IvfFormat {
  public:
   // Trains, assigns and writes the index of rows data[0 .. n * dim) into a new space
   // `name`; row i gets id i. Reports progress (done, 2 n) after each chunk of rows
-  // assigned and each list written, when given.
+  // assigned and each list written, when given. With params.train_only the rows only
+  // train the centroids: every list is written empty (one page each) and size() is 0.
   // Errors: kInvalidArgument (dim 0 or above max_dim(usable_page_size()), an unknown
   // metric, n 0 or above 2^32 - 1, nlist 0 or above n, a non-finite value, a zero row for
   // kCosine, more pages than the space may hold) before the space is created;
@@ -262,7 +265,6 @@ class BasicIvf : public IvfFormat {
     check_build_args(params, usable, data, n);
     const uint32_t dim = params.dim, nlist = params.nlist;
     const bool cosine = params.metric == vector::Metric::kCosine;
-    const uint64_t total = 2 * n;
 
     // 1. Train on a seeded sample (ascending row order: Knuth's selection sampling).
     IvfParams p = params;
@@ -291,8 +293,11 @@ class BasicIvf : public IvfFormat {
     sample = {};
 
     // 2. Assign every row (in chunks; kCosine rows are normalised in a chunk buffer).
-    std::vector<uint32_t> assignment(n);
-    {
+    //    train_only: no row is stored (stored = 0), so there is nothing to assign.
+    const uint64_t stored = p.train_only ? 0 : n;
+    const uint64_t total = 2 * stored;
+    std::vector<uint32_t> assignment(stored);
+    if (stored > 0) {
       constexpr uint64_t kChunkRows = 16384;
       std::vector<float> chunk;
       for (uint64_t b = 0; b < n; b += kChunkRows) {
@@ -313,10 +318,10 @@ class BasicIvf : public IvfFormat {
     std::vector<uint64_t> start(uint64_t{nlist} + 1, 0);
     for (uint32_t a : assignment) ++start[a + 1];
     for (uint32_t l = 0; l < nlist; ++l) start[l + 1] += start[l];
-    std::vector<uint32_t> members(n);
+    std::vector<uint32_t> members(stored);
     {
       std::vector<uint64_t> fill(start.begin(), start.end() - 1);
-      for (uint64_t i = 0; i < n; ++i) members[fill[assignment[i]]++] = static_cast<uint32_t>(i);
+      for (uint64_t i = 0; i < stored; ++i) members[fill[assignment[i]]++] = static_cast<uint32_t>(i);
     }
     assignment = {};
     ivf_detail::IvfMeta m{};
@@ -329,7 +334,7 @@ class BasicIvf : public IvfFormat {
     m.train_iters = p.train_iters;
     m.seed = p.seed;
     m.train_sample = p.train_sample;
-    m.built_rows = n;
+    m.built_rows = stored;
     m.centroids_per_page = centroids_per_page(usable, dim);
     m.centroid_first = 1;
     m.centroid_pages = (nlist + m.centroids_per_page - 1) / m.centroids_per_page;
@@ -393,7 +398,7 @@ class BasicIvf : public IvfFormat {
         });
       }
       written += rows;
-      if (progress) progress(n + written, total);
+      if (progress) progress(stored + written, total);
     }
     {
       ExclusiveGuard g = pool.pin_exclusive(PageId(space, 0));
@@ -402,7 +407,7 @@ class BasicIvf : public IvfFormat {
     }
     std::vector<ListHead> heads(nlist);
     for (uint32_t l = 0; l < nlist; ++l) heads[l] = {dir[l].first, dir[l].build_pages};
-    return BasicIvf(pool, space, m, std::move(km.centroids), std::move(heads), n);
+    return BasicIvf(pool, space, m, std::move(km.centroids), std::move(heads), stored);
   }
 
   // Loads the metadata, the centroids and the list directory.

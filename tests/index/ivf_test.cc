@@ -329,5 +329,33 @@ TEST(Ivf, ReportsProgress) {
   EXPECT_TRUE(std::any_of(calls.begin(), calls.end(), [&](auto c) { return c.first == d.n; }));
 }
 
+// train_only: the rows train the centroids but none is stored (every list one empty page);
+// rows added afterwards are found exactly with every list probed, and the index reopens
+// with them.
+TEST(Ivf, TrainOnlyThenAdd) {
+  const Data d = clustered(1200, 8, 12, 10, 9);
+  TempDir dir;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), kFrames));
+    IvfParams p = params_for(d, 6);
+    p.train_only = true;
+    auto ivf = BasicIvf<BufferPool>::build(*pool, "ivf", p, d.rows.data(), d.n);
+    EXPECT_EQ(ivf.size(), 0u);
+    EXPECT_EQ(ivf.verify(), 0u);
+    IvfSearchState st;
+    std::vector<Neighbor> got;
+    ivf.search(d.row(0), IvfSearchOptions{kK, 6, true, true}, st, &got);
+    EXPECT_TRUE(got.empty());
+    for (uint64_t i = 0; i < d.n; ++i) ivf.add(static_cast<uint32_t>(i), d.row(i));
+    EXPECT_EQ(ivf.size(), d.n);
+    EXPECT_EQ(ivf.verify(), d.n);
+    expect_exact(ivf, d, reference(d, Metric::kL2, kK), IvfSearchOptions{kK, 6, true, true});
+  }
+  auto pool = BufferPool::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<BufferPool>::open(*pool, "ivf");
+  EXPECT_EQ(ivf.size(), d.n);
+  expect_exact(ivf, d, reference(d, Metric::kL2, kK), IvfSearchOptions{kK, 6, false, false});
+}
+
 }  // namespace
 }  // namespace calico

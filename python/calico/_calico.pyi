@@ -1,0 +1,324 @@
+"""
+Calico: vector indexes and a B+tree on an array-translated buffer pool.
+"""
+
+from collections.abc import Iterable
+from typing import Optional
+
+import numpy as np
+from numpy.typing import NDArray
+
+# Vectors and queries: float32, C-contiguous (read in place; anything else is a TypeError).
+Vectors = NDArray[np.float32]
+# ids: a 1-D array of any integer dtype, no negative value.
+Ids = NDArray[np.integer]
+SearchResult = tuple[NDArray[np.uint64], NDArray[np.float32]]
+
+
+def translations() -> list[str]:
+    """
+    The translation variants a Pool can use (every name calico_bench knows), e.g. 'array'.
+    """
+
+class Pool:
+    """
+    A buffer pool over a data directory: the pages of every index stored in it, cached in
+    ``pool_bytes`` of memory. Opens the directory (creating it when missing); the indexes
+    written earlier are reopened by name. Use as a context manager, or call close().
+    """
+
+    def __init__(self, path: str, pool_bytes: int = 268435456, page_size: int = 4096, translation: str = 'array', direct_io: bool = True) -> None:
+        """
+        Opens or creates the pool of directory ``path`` with ``pool_bytes`` of frames, pages of
+        ``page_size`` bytes (4096, 8192 or 16384; a directory keeps the size it was created with)
+        and the page-id translation ``translation`` (see calico.translations()).
+        Raises InvalidArgumentError (bad size, unknown translation), PageSizeMismatchError,
+        CorruptCatalogError, IoError (e.g. a read-only directory).
+        """
+
+    def flush(self) -> None:
+        """
+        Writes every dirty page and syncs: the durability point (close() flushes too).
+        """
+
+    def close(self) -> None:
+        """
+        Flushes and closes the pool and every index opened on it; further calls raise
+        ClosedError. Closing twice is a no-op.
+        """
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+
+    @property
+    def path(self) -> str:
+        """The data directory."""
+
+    @property
+    def translation(self) -> str:
+        """The translation variant's name."""
+
+    @property
+    def page_size(self) -> int:
+        """Bytes per page."""
+
+    def stats(self) -> dict[str, int]:
+        """
+        The pool's counters (accesses, hits, faults, evictions, write_backs, punches,
+        prefetch_issued, optimistic_fallbacks, ...), frames, resident_pages and the translation's
+        memory (translation_private_bytes, translation_mincore_bytes, translation_reserved_bytes), as
+        a dict of ints (direct_io: 0 or 1).
+        """
+
+    def spaces(self) -> list[str]:
+        """The names of the spaces (indexes) stored in the pool."""
+
+    def __enter__(self) -> Pool:
+        """Returns the pool itself."""
+
+    def __exit__(self, exc_type: object | None, exc: object | None, tb: object | None) -> None:
+        """Closes the pool."""
+
+    def __repr__(self) -> str: ...
+
+class HnswIndex:
+    """
+    An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's
+    memory is fine). Ids are integers below ``capacity``, each added once.
+    """
+
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 100000, seed: int = 42) -> None:
+        """
+        Opens index ``name`` of ``pool``, creating it when missing with ``dim`` dimensions, metric
+        'l2' (squared Euclidean), 'ip' (1 - inner product) or 'cos' (cosine distance), M links per
+        node (2M on level 0), ef_construction and room for ``capacity`` vectors (fixed at creation;
+        the space is sized by it). An existing index keeps its parameters; a different dim or
+        metric raises InvalidArgumentError.
+        """
+
+    @staticmethod
+    def open(pool: Pool, name: str) -> HnswIndex:
+        """
+        Opens the index written earlier under ``name``. Raises UnknownSpaceError when there is
+        none, InvalidArgumentError when the space holds another kind of index.
+        """
+
+    def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
+        """
+        Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;
+        None: len(self), len(self) + 1, ...) on ``num_threads`` C++ threads (0: one per core).
+        The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a
+        bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
+        """
+
+    def search(self, queries: Vectors, k: int = 10, ef: int | None = None, num_threads: int = 0) -> SearchResult:
+        """
+        The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or
+        one [dim]): (ids uint64 [n, k], distances float32 [n, k]), ascending by distance. ``ef``
+        is the beam width (None: max(50, k); raised to k). Raises TypeError (dtype/layout),
+        InvalidArgumentError (dim, k = 0, k > len(self), NaN/inf).
+        """
+
+    def __len__(self) -> int:
+        """The number of vectors added."""
+
+    def __contains__(self, id: int) -> bool:
+        """Whether ``id`` was added."""
+
+    @property
+    def name(self) -> str:
+        """The index's name in its pool."""
+
+    @property
+    def dim(self) -> int:
+        """Dimensions per vector."""
+
+    @property
+    def metric(self) -> str:
+        """'l2', 'ip' or 'cos'."""
+
+    @property
+    def capacity(self) -> int:
+        """The largest id plus one."""
+
+    @property
+    def M(self) -> int:
+        """Links per node on levels above 0."""
+
+    @property
+    def ef_construction(self) -> int:
+        """Insertion beam width."""
+
+    @property
+    def optimistic(self) -> bool:
+        """
+        Searches read pages optimistically (version-validated, no latch). False: every read
+        pins its page shared (the ablation). Results are identical either way.
+        """
+
+    @optimistic.setter
+    def optimistic(self, arg: bool, /) -> None: ...
+
+    @property
+    def prefetch(self) -> bool:
+        """
+        Searches group-prefetch a node's unvisited neighbours. False: no prefetch (the ablation).
+        """
+
+    @prefetch.setter
+    def prefetch(self, arg: bool, /) -> None: ...
+
+    def __repr__(self) -> str: ...
+
+class IvfIndex:
+    """
+    An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by
+    k-means (train), rows appended to their nearest centroid's list (add), the nprobe
+    nearest lists scanned (search). Ids are integers below 2^32 - 1 (not checked for
+    uniqueness, as in IVF-Flat).
+    """
+
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', nlist: int = 1024) -> None:
+        """
+        Opens index ``name`` of ``pool``; when missing, an untrained index of ``dim`` dimensions,
+        metric 'l2', 'ip' or 'cos' and ``nlist`` lists (nothing is stored until train()). An
+        existing index with another dim, metric or nlist raises InvalidArgumentError.
+        """
+
+    @staticmethod
+    def open(pool: Pool, name: str) -> IvfIndex:
+        """
+        Opens the index written earlier under ``name`` (UnknownSpaceError when missing).
+        """
+
+    def train(self, vectors: Vectors, iters: int = 10, seed: int = 42, num_threads: int = 0) -> None:
+        """
+        Trains the nlist centroids by k-means on a sample of ``vectors`` (float32 C-contiguous, at
+        least nlist rows; none of them is stored) and writes the empty index. Raises
+        InvalidArgumentError (trained already, too few rows, NaN/inf), SpaceExistsError.
+        """
+
+    @property
+    def is_trained(self) -> bool:
+        """Whether train() ran."""
+
+    def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
+        """
+        Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on
+        ``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.
+        """
+
+    def search(self, queries: Vectors, k: int = 10, nprobe: int = 8, num_threads: int = 0) -> SearchResult:
+        """
+        The k nearest rows among the ``nprobe`` nearest lists of each query: (ids uint64 [n, k],
+        distances float32 [n, k]); rows with fewer than k candidates are padded with
+        (2^64 - 1, inf). Raises TypeError, InvalidArgumentError (dim, k = 0, k > len(self),
+        nprobe = 0, NaN/inf, not trained).
+        """
+
+    def __len__(self) -> int:
+        """The number of rows added."""
+
+    @property
+    def name(self) -> str:
+        """The index's name in its pool."""
+
+    @property
+    def dim(self) -> int:
+        """Dimensions per vector."""
+
+    @property
+    def metric(self) -> str:
+        """'l2', 'ip' or 'cos'."""
+
+    @property
+    def nlist(self) -> int:
+        """The number of lists."""
+
+    @property
+    def optimistic(self) -> bool:
+        """
+        Searches read posting pages optimistically. False: under a shared pin (the ablation).
+        """
+
+    @optimistic.setter
+    def optimistic(self, arg: bool, /) -> None: ...
+
+    @property
+    def prefetch(self) -> bool:
+        """Searches group-prefetch the probed lists' pages."""
+
+    @prefetch.setter
+    def prefetch(self, arg: bool, /) -> None: ...
+
+    def __repr__(self) -> str: ...
+
+class BTreeScan:
+    """An iterator of (key, value) pairs of a BTree.scan()."""
+
+    def __iter__(self) -> BTreeScan: ...
+
+    def __next__(self) -> tuple[bytes, bytes]:
+        """The next (key, value) in key order."""
+
+class BTree:
+    """
+    A persistent map of bytes keys (1..256 bytes) to bytes values (0..512 bytes), a B+tree
+    stored in a Pool under ``name``. len() is made durable by Pool.flush() and close().
+    """
+
+    def __init__(self, pool: Pool, name: str) -> None:
+        """Opens tree ``name`` of ``pool``, creating it when missing."""
+
+    @staticmethod
+    def open(pool: Pool, name: str) -> BTree:
+        """
+        Opens the tree written earlier under ``name`` (UnknownSpaceError when missing).
+        """
+
+    def put(self, key: bytes, value: bytes) -> None:
+        """
+        Sets ``key`` to ``value`` (inserting or replacing). InvalidArgumentError on sizes.
+        """
+
+    def get(self, key: bytes, default: Optional[bytes] = None) -> Optional[bytes]:
+        """The value of ``key``, or ``default`` when absent."""
+
+    def delete(self, key: bytes) -> bool:
+        """Removes ``key``; returns whether it was present."""
+
+    def __contains__(self, key: bytes) -> bool:
+        """Whether ``key`` is present."""
+
+    def __getitem__(self, key: bytes) -> bytes:
+        """The value of ``key``; KeyError when absent."""
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        """Same as put()."""
+
+    def __delitem__(self, key: bytes) -> None:
+        """Removes ``key``; KeyError when absent."""
+
+    def __len__(self) -> int:
+        """The number of keys."""
+
+    def scan(self, start: bytes | None = None, end: bytes | None = None) -> BTreeScan:
+        """
+        An iterator of (key, value) for start <= key < end in key order (None: unbounded). It reads
+        batches of 256 entries with the GIL released; each batch is a consistent snapshot of its
+        leaves, writes between batches may or may not be seen.
+        """
+
+    def bulk_load(self, pairs: Iterable[tuple[bytes, bytes]]) -> None:
+        """
+        Loads (key, value) pairs of bytes with strictly increasing keys into an EMPTY tree, bottom-up
+        (much faster than put). It must be the only operation on the tree while it runs. Raises
+        InvalidArgumentError (not empty, unsorted, sizes) before writing anything.
+        """
+
+    @property
+    def name(self) -> str:
+        """The tree's name in its pool."""
+
+    def __repr__(self) -> str: ...

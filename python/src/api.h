@@ -1,0 +1,142 @@
+// The type-erased interface between the Python module (module.cc) and the pools and indexes,
+// which are templates over the translation (BasicBufferPool<Translation>). module.cc sees
+// only these abstract classes; handle_impl.h implements them once as templates and
+// variants/*.cc instantiates them, one translation unit per group of variants
+// (make_pool.cc picks one by name through src/variants/registry.h).
+//
+// Lifetime and locking (the rules every implementation keeps):
+//   - a PoolApi owns the pool; the indexes it opened are registered in it by name (one
+//     object per name, as BasicHnsw requires) and hold a shared_ptr to it;
+//   - every operation holds the pool's `gate` shared for its whole duration (never while
+//     taking the GIL: callers release the GIL first); close() takes it exclusive, closes
+//     every registered index (BTree metadata synced), then destroys the pool; afterwards
+//     every call throws ClosedError;
+//   - an index's C++ object is destroyed under the gate (shared), so never after its pool.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "calico/pool_options.h"
+
+namespace calico::py {
+
+// An operation on a closed pool or an index whose pool was closed (Python: ClosedError).
+class ClosedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class MetricName { kL2, kIp, kCos };
+
+struct VectorBatch {
+  const float* data = nullptr;  // rows x dim floats, C order
+  uint64_t rows = 0;
+};
+
+class IndexApi {
+ public:
+  virtual ~IndexApi() = default;
+  // Writes in-memory metadata to the pool's pages (BTree entry count); under the gate.
+  virtual void sync() = 0;
+  // Destroys the C++ index object (after sync); later calls throw ClosedError. Under the
+  // gate held exclusive by PoolApi::close().
+  virtual void close_locked() = 0;
+};
+
+struct SearchKnobs {
+  uint32_t k = 10;
+  uint32_t param = 50;  // ef (HNSW) or nprobe (IVF)
+  bool optimistic = true;
+  bool prefetch = true;
+  unsigned threads = 0;  // 0: one per core (at most one per 8 queries)
+};
+
+class VectorIndexApi : public IndexApi {
+ public:
+  virtual uint32_t dim() = 0;
+  virtual MetricName metric() = 0;
+  virtual uint64_t size() = 0;
+  // Adds rows with ids ids[i] (already checked by the caller for range). Threads as in
+  // SearchKnobs. Throws calico::Error of the first failing row; rows added before stay.
+  virtual void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) = 0;
+  // Fills ids[n x k] and dist[n x k]; rows with fewer than k results are padded with
+  // (UINT64_MAX, +inf).
+  virtual void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) = 0;
+};
+
+class HnswApi : public VectorIndexApi {
+ public:
+  virtual uint32_t capacity() = 0;
+  virtual uint32_t M() = 0;
+  virtual uint32_t ef_construction() = 0;
+  virtual bool contains(uint64_t id) = 0;
+};
+
+class IvfApi : public VectorIndexApi {
+ public:
+  virtual uint32_t nlist() = 0;
+  virtual bool trained() = 0;
+  // Trains the centroids on v (stores none of the rows). Errors: already trained.
+  virtual void train(const VectorBatch& v, uint32_t iters, uint64_t seed, unsigned threads) = 0;
+};
+
+class BTreeApi : public IndexApi {
+ public:
+  virtual void put(std::string_view key, std::string_view value) = 0;
+  virtual bool get(std::string_view key, std::string* value) = 0;
+  virtual bool remove(std::string_view key) = 0;
+  virtual uint64_t size() = 0;
+  // Up to max entries with start <= key (start < key when `after`) and key < end (no bound
+  // when !has_end), in key order. Returns false when the scan reached its end.
+  virtual bool scan_batch(std::string_view start, bool after, bool has_end, std::string_view end, size_t max,
+                          std::vector<std::pair<std::string, std::string>>* out) = 0;
+  virtual void bulk_load(const std::vector<std::pair<std::string, std::string>>& pairs) = 0;
+};
+
+struct HnswConfig {
+  uint32_t dim = 0;
+  MetricName metric = MetricName::kL2;
+  uint32_t M = 16;
+  uint32_t ef_construction = 100;
+  uint32_t capacity = 100000;
+  uint64_t seed = 42;
+};
+
+class PoolApi {
+ public:
+  virtual ~PoolApi() = default;
+  virtual void flush() = 0;
+  virtual void close() = 0;
+  virtual bool closed() = 0;
+  virtual std::map<std::string, uint64_t> stats() = 0;
+  virtual std::vector<std::string> space_names() = 0;
+  virtual std::string translation() = 0;
+  virtual size_t page_size() = 0;
+  // create: a new index named `name` (kSpaceExists when the name is taken);
+  // !create: the index written earlier under `name` (kUnknownSpace when missing). The same
+  // name opened twice returns the same object.
+  virtual std::shared_ptr<HnswApi> hnsw(std::string_view name, bool create, const HnswConfig& cfg) = 0;
+  // create: an untrained handle (nothing written until train()).
+  virtual std::shared_ptr<IvfApi> ivf(std::string_view name, bool create, uint32_t dim, MetricName metric,
+                                      uint32_t nlist) = 0;
+  virtual std::shared_ptr<BTreeApi> btree(std::string_view name, bool create) = 0;
+};
+
+// Opens (or creates) the pool of options.data_dir with the translation named `translation`
+// (every name of src/variants/registry.h). Errors: calico::Error.
+std::shared_ptr<PoolApi> open_pool(std::string_view translation, const PoolOptions& options);
+std::vector<std::string> translation_names();
+
+// One instantiation per variant (variants/*.cc).
+template <class Pool>
+std::shared_ptr<PoolApi> make_pool(const PoolOptions& options);
+
+}  // namespace calico::py

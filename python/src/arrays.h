@@ -1,0 +1,132 @@
+// NumPy arrays in and out of the module, and the one rule for vector input:
+//   vectors and queries must be float32 and C-contiguous (1-D: one row; 2-D: rows x dim),
+//   any object with the buffer protocol (NumPy arrays, memoryviews):
+//   they are read in place, never copied. Any other dtype or a non-contiguous layout is a
+//   TypeError (naming the fix: np.ascontiguousarray(x, dtype=np.float32)); a wrong shape or
+//   dim is calico.InvalidArgumentError (a ValueError).
+//   ids are a 1-D integer array (any integer dtype, no negative value) of one per row,
+//   copied once into uint64 (they are small next to the vectors).
+//   Outputs are new NumPy arrays (numpy.empty) that the search fills in place.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api.h"
+#include "calico/error.h"
+
+namespace calico::py {
+
+namespace nb = nanobind;
+
+using AnyArray = nb::ndarray<nb::ro, nb::device::cpu>;
+
+inline nb::builtin_exception vector_type_error(const char* what, const char* problem) {
+  return nb::type_error((std::string(what) + " must be " + problem +
+                         " (pass np.ascontiguousarray(x, dtype=np.float32); calico never copies vectors implicitly)")
+                            .c_str());
+}
+
+// The rows of a float32 C-contiguous array of `dim` columns, read through the buffer
+// protocol (what: the argument's name). Holds the buffer (and so the array) until
+// destroyed: destroy it with the GIL held, after the C++ call that reads the rows.
+class FloatRows {
+ public:
+  FloatRows(nb::handle obj, uint32_t dim, const char* what) {
+    Py_buffer& view_ = held_.view;
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_RECORDS_RO) != 0) {
+      PyErr_Clear();
+      throw vector_type_error(what, "a float32 NumPy array");
+    }
+    held_.on = true;
+    const std::string_view f = view_.format ? view_.format : "B";
+    if (view_.itemsize != 4 || (f != "f" && f != "<f" && f != "=f")) throw vector_type_error(what, "a float32 array");
+    if (!PyBuffer_IsContiguous(&view_, 'C')) throw vector_type_error(what, "C-contiguous");
+    if (view_.ndim != 1 && view_.ndim != 2) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) +
+                                                   " must be 1-D (one vector) or 2-D (rows x dim), not " +
+                                                   std::to_string(view_.ndim) + "-D");
+    }
+    const uint64_t cols = view_.shape[view_.ndim - 1];
+    if (cols != dim) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) + " has dimension " + std::to_string(cols) +
+                                                   "; the index has dim " + std::to_string(dim));
+    }
+    batch_ = VectorBatch{static_cast<const float*>(view_.buf), view_.ndim == 1 ? 1 : static_cast<uint64_t>(view_.shape[0])};
+  }
+  FloatRows(const FloatRows&) = delete;
+  FloatRows& operator=(const FloatRows&) = delete;
+  const VectorBatch& batch() const { return batch_; }
+
+ private:
+  struct Held {  // a member, so that the buffer is released when the constructor throws too
+    Py_buffer view{};
+    bool on = false;
+    ~Held() {
+      if (on) PyBuffer_Release(&view);
+    }
+  } held_;
+  VectorBatch batch_;
+};
+
+// ids (None: empty) checked against the row count and copied to uint64.
+inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
+  std::vector<uint64_t> out;
+  if (ids.is_none()) return out;
+  AnyArray a;
+  if (!nb::try_cast(ids, a, false)) throw nb::type_error("ids must be None or a 1-D NumPy integer array");
+  const nb::dlpack::dtype t = a.dtype();
+  if (t.code != static_cast<uint8_t>(nb::dlpack::dtype_code::Int) &&
+      t.code != static_cast<uint8_t>(nb::dlpack::dtype_code::UInt)) {
+    throw nb::type_error("ids must be an integer array");
+  }
+  if (a.ndim() != 1 || a.shape(0) != rows) {
+    throw Error(ErrorCode::kInvalidArgument, "ids must be 1-D with one id per row (" + std::to_string(rows) + ")");
+  }
+  out.resize(rows);
+  const bool is_signed = t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Int);
+  const auto* base = static_cast<const char*>(a.data());
+  const int64_t step = a.stride(0) * (t.bits / 8);
+  for (uint64_t i = 0; i < rows; ++i) {
+    const char* p = base + static_cast<int64_t>(i) * step;
+    int64_t s = 0;
+    uint64_t u = 0;
+    switch (t.bits) {
+      case 8: is_signed ? s = *reinterpret_cast<const int8_t*>(p) : u = *reinterpret_cast<const uint8_t*>(p); break;
+      case 16: is_signed ? s = *reinterpret_cast<const int16_t*>(p) : u = *reinterpret_cast<const uint16_t*>(p); break;
+      case 32: is_signed ? s = *reinterpret_cast<const int32_t*>(p) : u = *reinterpret_cast<const uint32_t*>(p); break;
+      case 64: is_signed ? s = *reinterpret_cast<const int64_t*>(p) : u = *reinterpret_cast<const uint64_t*>(p); break;
+      default: throw nb::type_error("ids must be an integer array of 8 to 64 bits");
+    }
+    if (is_signed && s < 0) {
+      throw Error(ErrorCode::kInvalidArgument, "ids[" + std::to_string(i) + "] is negative (" + std::to_string(s) + ")");
+    }
+    out[i] = is_signed ? static_cast<uint64_t>(s) : u;
+  }
+  return out;
+}
+
+// A new rows x cols NumPy array (numpy.empty, called through a cached reference: cheaper
+// than exporting a C++ buffer) and its data pointer, valid while `array` lives.
+template <class T>
+struct OutArray {
+  OutArray(uint64_t rows, uint64_t cols) {
+    static const nb::object* empty = new nb::object(nb::module_::import_("numpy").attr("empty"));
+    static const nb::object* dtype =
+        new nb::object(nb::module_::import_("numpy").attr(std::is_same_v<T, float> ? "float32" : "uint64"));
+    array = (*empty)(nb::make_tuple(rows, cols), *dtype);
+    Py_buffer view;
+    if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+    data = static_cast<T*>(view.buf);
+    PyBuffer_Release(&view);  // `array` keeps the memory; nothing resizes it
+  }
+  nb::object release() { return std::move(array); }
+  nb::object array;
+  T* data;
+};
+
+}  // namespace calico::py

@@ -1,0 +1,103 @@
+// calico.Pool: opens or creates a data directory (the pool, api.h PoolApi); context manager.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "api.h"
+#include "bindings.h"
+#include "pool_handle.h"
+
+namespace calico::py {
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+void bind_pool(nb::module_& m) {
+  m.def("translations", &translation_names,
+        "The translation variants a Pool can use (every name calico_bench knows), e.g. 'array'.");
+
+  nb::class_<PoolHandle>(m, "Pool",
+                         "A buffer pool over a data directory: the pages of every index stored in it, cached in\n"
+                         "``pool_bytes`` of memory. Opens the directory (creating it when missing); the indexes\n"
+                         "written earlier are reopened by name. Use as a context manager, or call close().")
+      .def(
+          "__init__",
+          [](PoolHandle* self, const std::string& path, uint64_t pool_bytes, uint64_t page_size,
+             const std::string& translation, bool direct_io) {
+            PoolOptions o;
+            o.data_dir = path;
+            o.pool_bytes = pool_bytes;
+            o.page_size = page_size;
+            o.direct_io = direct_io;
+            std::shared_ptr<PoolApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = open_pool(translation, o);
+            }
+            new (self) PoolHandle{std::move(api), path};
+          },
+          "path"_a, "pool_bytes"_a = uint64_t{256} << 20, "page_size"_a = 4096, "translation"_a = "array",
+          "direct_io"_a = true,
+          "Opens or creates the pool of directory ``path`` with ``pool_bytes`` of frames, pages of\n"
+          "``page_size`` bytes (4096, 8192 or 16384; a directory keeps the size it was created with)\n"
+          "and the page-id translation ``translation`` (see calico.translations()).\n"
+          "Raises InvalidArgumentError (bad size, unknown translation), PageSizeMismatchError,\n"
+          "CorruptCatalogError, IoError (e.g. a read-only directory).")
+      .def(
+          "flush",
+          [](PoolHandle& p) {
+            nb::gil_scoped_release release;
+            p.api->flush();
+          },
+          "Writes every dirty page and syncs: the durability point (close() flushes too).")
+      .def(
+          "close",
+          [](PoolHandle& p) {
+            nb::gil_scoped_release release;
+            p.api->close();
+          },
+          "Flushes and closes the pool and every index opened on it; further calls raise\n"
+          "ClosedError. Closing twice is a no-op.")
+      .def_prop_ro(
+          "closed", [](PoolHandle& p) { return p.api->closed(); }, "Whether close() was called.")
+      .def_prop_ro(
+          "path", [](PoolHandle& p) { return p.path; }, "The data directory.")
+      .def_prop_ro(
+          "translation", [](PoolHandle& p) { return p.api->translation(); }, "The translation variant's name.")
+      .def_prop_ro(
+          "page_size", [](PoolHandle& p) { return p.api->page_size(); }, "Bytes per page.")
+      .def(
+          "stats",
+          [](PoolHandle& p) {
+            nb::gil_scoped_release release;
+            return p.api->stats();
+          },
+          "The pool's counters (accesses, hits, faults, evictions, write_backs, punches,\n"
+          "prefetch_issued, optimistic_fallbacks, ...), frames, resident_pages and the translation's\n"
+          "memory (translation_private_bytes, translation_mincore_bytes, translation_reserved_bytes), as\n"
+          "a dict of ints (direct_io: 0 or 1).")
+      .def(
+          "spaces",
+          [](PoolHandle& p) {
+            nb::gil_scoped_release release;
+            return p.api->space_names();
+          },
+          "The names of the spaces (indexes) stored in the pool.")
+      .def(
+          "__enter__", [](PoolHandle& p) -> PoolHandle& { return p; }, nb::rv_policy::reference,
+          "Returns the pool itself.")
+      .def(
+          "__exit__",
+          [](PoolHandle& p, nb::handle, nb::handle, nb::handle) {
+            nb::gil_scoped_release release;
+            p.api->close();
+          },
+          "exc_type"_a.none(), "exc"_a.none(), "tb"_a.none(), "Closes the pool.")
+      .def("__repr__", [](PoolHandle& p) {
+        return "calico.Pool(" + nb::cast<std::string>(nb::repr(nb::str(p.path.c_str()))) + ", translation='" +
+               p.api->translation() + "'" + (p.api->closed() ? ", closed" : "") + ")";
+      });
+}
+
+}  // namespace calico::py

@@ -1,0 +1,228 @@
+// calico.HnswIndex and calico.IvfIndex: vector indexes on a Pool. Input rules in arrays.h;
+// the GIL is released around every call into the index (searches and adds run on C++
+// threads, num_threads = 0: one per core).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <optional>
+
+#include "api.h"
+#include "arrays.h"
+#include "bindings.h"
+#include "pool_handle.h"
+
+namespace calico::py {
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+MetricName parse_metric(const std::string& name) {
+  if (name == "l2") return MetricName::kL2;
+  if (name == "ip") return MetricName::kIp;
+  if (name == "cos") return MetricName::kCos;
+  throw Error(ErrorCode::kInvalidArgument, "metric '" + name + "': use 'l2', 'ip' or 'cos'");
+}
+
+const char* metric_name(MetricName m) {
+  switch (m) {
+    case MetricName::kL2: return "l2";
+    case MetricName::kIp: return "ip";
+    case MetricName::kCos: return "cos";
+  }
+  return "l2";
+}
+
+namespace {
+
+// The Python object: the shared index plus this handle's search knobs.
+template <class Api>
+struct VectorHandle {
+  std::shared_ptr<Api> api;
+  std::string name;
+  bool optimistic = true;
+  bool prefetch = true;
+};
+using HnswHandle = VectorHandle<HnswApi>;
+using IvfHandle = VectorHandle<IvfApi>;
+
+template <class Api>
+void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, unsigned threads) {
+  FloatRows rows(vectors, h.api->dim(), "vectors");
+  const VectorBatch& v = rows.batch();
+  const std::vector<uint64_t> id = ids_of(ids, v.rows);
+  nb::gil_scoped_release release;
+  h.api->add(v, id.empty() ? nullptr : id.data(), threads);
+}
+
+// k checked against the index's size: k above it is an error (results would be padded).
+template <class Api>
+nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads) {
+  FloatRows rows(queries, h.api->dim(), "queries");
+  const VectorBatch& q = rows.batch();
+  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads};
+  if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
+  OutArray<uint64_t> ids(q.rows, k);
+  OutArray<float> dist(q.rows, k);
+  {
+    nb::gil_scoped_release release;
+    const uint64_t size = h.api->size();
+    if (k > size) {
+      throw Error(ErrorCode::kInvalidArgument, "search: k (" + std::to_string(k) + ") is larger than the index (" +
+                                                   std::to_string(size) + " vectors)");
+    }
+    h.api->search(q, knobs, ids.data, dist.data);
+  }
+  return nb::make_tuple(ids.release(), dist.release());
+}
+
+
+}  // namespace
+
+void bind_vectors(nb::module_& m) {
+  nb::class_<HnswHandle>(m, "HnswIndex",
+                         "An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's\n"
+                         "memory is fine). Ids are integers below ``capacity``, each added once.")
+      .def(
+          "__init__",
+          [](HnswHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
+             uint32_t M, uint32_t ef_construction, uint32_t capacity, uint64_t seed) {
+            HnswConfig c{dim, parse_metric(metric), M, ef_construction, capacity, seed};
+            std::shared_ptr<HnswApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = pool.api->hnsw(name, true, c);
+            }
+            new (self) HnswHandle{std::move(api), name};
+          },
+          "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "M"_a = 16, "ef_construction"_a = 100,
+          "capacity"_a = 100000, "seed"_a = 42,
+          "Opens index ``name`` of ``pool``, creating it when missing with ``dim`` dimensions, metric\n"
+          "'l2' (squared Euclidean), 'ip' (1 - inner product) or 'cos' (cosine distance), M links per\n"
+          "node (2M on level 0), ef_construction and room for ``capacity`` vectors (fixed at creation;\n"
+          "the space is sized by it). An existing index keeps its parameters; a different dim or\n"
+          "metric raises InvalidArgumentError.")
+      .def_static(
+          "open",
+          [](PoolHandle& pool, const std::string& name) {
+            std::shared_ptr<HnswApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = pool.api->hnsw(name, false, HnswConfig{});
+            }
+            return HnswHandle{std::move(api), name};
+          },
+          "pool"_a, "name"_a,
+          "Opens the index written earlier under ``name``. Raises UnknownSpaceError when there is\n"
+          "none, InvalidArgumentError when the space holds another kind of index.")
+      .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
+           "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;\n"
+           "None: len(self), len(self) + 1, ...) on ``num_threads`` C++ threads (0: one per core).\n"
+           "The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a\n"
+           "bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
+      .def(
+          "search",
+          [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads) {
+            return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads);
+          },
+          "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "num_threads"_a = 0,
+          "The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or\n"
+          "one [dim]): (ids uint64 [n, k], distances float32 [n, k]), ascending by distance. ``ef``\n"
+          "is the beam width (None: max(50, k); raised to k). Raises TypeError (dtype/layout),\n"
+          "InvalidArgumentError (dim, k = 0, k > len(self), NaN/inf).")
+      .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors added.")
+      .def(
+          "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
+          "Whether ``id`` was added.")
+      .def_prop_ro("name", [](HnswHandle& h) { return h.name; }, "The index's name in its pool.")
+      .def_prop_ro("dim", [](HnswHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
+      .def_prop_ro("metric", [](HnswHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
+      .def_prop_ro("capacity", [](HnswHandle& h) { return h.api->capacity(); }, "The largest id plus one.")
+      .def_prop_ro("M", [](HnswHandle& h) { return h.api->M(); }, "Links per node on levels above 0.")
+      .def_prop_ro(
+          "ef_construction", [](HnswHandle& h) { return h.api->ef_construction(); }, "Insertion beam width.")
+      .def_rw("optimistic", &HnswHandle::optimistic,
+              "Searches read pages optimistically (version-validated, no latch). False: every read\n"
+              "pins its page shared (the ablation). Results are identical either way.")
+      .def_rw("prefetch", &HnswHandle::prefetch,
+              "Searches group-prefetch a node's unvisited neighbours. False: no prefetch (the ablation).")
+      .def("__repr__", [](HnswHandle& h) {
+        return "calico.HnswIndex('" + h.name + "', dim=" + std::to_string(h.api->dim()) + ", metric='" +
+               metric_name(h.api->metric()) + "')";
+      });
+
+  nb::class_<IvfHandle>(m, "IvfIndex",
+                        "An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by\n"
+                        "k-means (train), rows appended to their nearest centroid's list (add), the nprobe\n"
+                        "nearest lists scanned (search). Ids are integers below 2^32 - 1 (not checked for\n"
+                        "uniqueness, as in IVF-Flat).")
+      .def(
+          "__init__",
+          [](IvfHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
+             uint32_t nlist) {
+            const MetricName mn = parse_metric(metric);
+            std::shared_ptr<IvfApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = pool.api->ivf(name, true, dim, mn, nlist);
+            }
+            new (self) IvfHandle{std::move(api), name};
+          },
+          "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "nlist"_a = 1024,
+          "Opens index ``name`` of ``pool``; when missing, an untrained index of ``dim`` dimensions,\n"
+          "metric 'l2', 'ip' or 'cos' and ``nlist`` lists (nothing is stored until train()). An\n"
+          "existing index with another dim, metric or nlist raises InvalidArgumentError.")
+      .def_static(
+          "open",
+          [](PoolHandle& pool, const std::string& name) {
+            std::shared_ptr<IvfApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = pool.api->ivf(name, false, 0, MetricName::kL2, 0);
+            }
+            return IvfHandle{std::move(api), name};
+          },
+          "pool"_a, "name"_a, "Opens the index written earlier under ``name`` (UnknownSpaceError when missing).")
+      .def(
+          "train",
+          [](IvfHandle& h, nb::handle x, uint32_t iters, uint64_t seed, unsigned threads) {
+            FloatRows rows(x, h.api->dim(), "vectors");
+            nb::gil_scoped_release release;
+            h.api->train(rows.batch(), iters, seed, threads);
+          },
+          "vectors"_a, "iters"_a = 10, "seed"_a = 42, "num_threads"_a = 0,
+          "Trains the nlist centroids by k-means on a sample of ``vectors`` (float32 C-contiguous, at\n"
+          "least nlist rows; none of them is stored) and writes the empty index. Raises\n"
+          "InvalidArgumentError (trained already, too few rows, NaN/inf), SpaceExistsError.")
+      .def_prop_ro("is_trained", [](IvfHandle& h) { return h.api->trained(); }, "Whether train() ran.")
+      .def("add", &add_rows<IvfApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
+           "Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on\n"
+           "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.")
+      .def(
+          "search",
+          [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads) {
+            if (!h.api->trained()) throw Error(ErrorCode::kInvalidArgument, "ivf search: '" + h.name + "' is not trained");
+            return search_rows(h, q, k, nprobe, threads);
+          },
+          "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0,
+          "The k nearest rows among the ``nprobe`` nearest lists of each query: (ids uint64 [n, k],\n"
+          "distances float32 [n, k]); rows with fewer than k candidates are padded with\n"
+          "(2^64 - 1, inf). Raises TypeError, InvalidArgumentError (dim, k = 0, k > len(self),\n"
+          "nprobe = 0, NaN/inf, not trained).")
+      .def("__len__", [](IvfHandle& h) { return h.api->size(); }, "The number of rows added.")
+      .def_prop_ro("name", [](IvfHandle& h) { return h.name; }, "The index's name in its pool.")
+      .def_prop_ro("dim", [](IvfHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
+      .def_prop_ro("metric", [](IvfHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
+      .def_prop_ro("nlist", [](IvfHandle& h) { return h.api->nlist(); }, "The number of lists.")
+      .def_rw("optimistic", &IvfHandle::optimistic,
+              "Searches read posting pages optimistically. False: under a shared pin (the ablation).")
+      .def_rw("prefetch", &IvfHandle::prefetch, "Searches group-prefetch the probed lists' pages.")
+      .def("__repr__", [](IvfHandle& h) {
+        return "calico.IvfIndex('" + h.name + "', dim=" + std::to_string(h.api->dim()) + ", metric='" +
+               metric_name(h.api->metric()) + "', nlist=" + std::to_string(h.api->nlist()) + ")";
+      });
+}
+
+}  // namespace calico::py

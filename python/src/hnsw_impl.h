@@ -1,0 +1,139 @@
+// HnswImpl<Pool>: HnswApi over index::BasicHnsw<Pool> (api.h has the locking rules).
+// Ids are the index's node ids: every id < capacity, each added once. A batch add is
+// checked whole (ids in range, unique, not yet added; finite rows; non-zero for cosine)
+// before its first row is added, so that bad input adds nothing.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include "api.h"
+#include "batch.h"
+#include "gate.h"
+#include "index/hnsw.h"
+#include "vector_checks.h"
+
+namespace calico::py {
+
+template <class Pool>
+class HnswImpl final : public HnswApi {
+ public:
+  using Index = index::BasicHnsw<Pool>;
+
+  HnswImpl(std::shared_ptr<Gate> gate, std::shared_ptr<void> owner, Index index)
+      : gate_(std::move(gate)), owner_(std::move(owner)), index_(std::move(index)) {}
+  ~HnswImpl() override {
+    std::shared_lock l(gate_->mu);
+    index_.reset();
+  }
+
+  void sync() override {}
+  void close_locked() override { index_.reset(); }
+
+  uint32_t dim() override { return use()->dim(); }
+  MetricName metric() override { return from_metric(use()->params().metric); }
+  uint64_t size() override { return use()->size(); }
+  uint32_t capacity() override { return use()->capacity(); }
+  uint32_t M() override { return use()->params().M; }
+  uint32_t ef_construction() override { return use()->params().ef_construction; }
+  bool contains(uint64_t id) override {
+    Use u(*gate_);
+    Index& h = live();
+    return id < h.capacity() && h.contains(static_cast<uint32_t>(id));
+  }
+
+  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) override {
+    Use u(*gate_);
+    Index& h = live();
+    check_rows(v, h.dim(), h.params().metric, "hnsw add");
+    // ids = None numbers rows from size(): such adds run one batch at a time, so that two
+    // threads never hand out the same ids.
+    std::unique_lock numbering(auto_ids_mu_, std::defer_lock);
+    if (!ids) numbering.lock();
+    const uint64_t base = h.size();
+    auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
+    std::unordered_set<uint64_t> seen;
+    for (uint64_t i = 0; i < v.rows; ++i) {
+      const uint64_t id = id_of(i);
+      if (id >= h.capacity()) {
+        throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
+                                                     ") >= capacity " + std::to_string(h.capacity()));
+      }
+      if (!seen.insert(id).second || h.contains(static_cast<uint32_t>(id))) {
+        throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
+                                                     ") was added before");
+      }
+    }
+    // 'direct' validates no optimistic read: its adds run one at a time (kDirectAdds).
+    std::unique_lock serial(direct_add_mu_, std::defer_lock);
+    if constexpr (kDirectAdds) serial.lock();
+    parallel_rows(v.rows, kDirectAdds ? 1 : threads_for(v.rows, threads, 1),
+                  [&](unsigned, uint64_t i) { h.add(static_cast<uint32_t>(id_of(i)), v.data + i * h.dim()); });
+  }
+
+  void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
+    Use u(*gate_);
+    Index& h = live();
+    check_rows(q, h.dim(), h.params().metric, "hnsw search");
+    index::HnswSearchOptions opt;
+    opt.k = knobs.k;
+    opt.ef = knobs.param;
+    opt.optimistic = knobs.optimistic;
+    opt.prefetch = knobs.prefetch;
+    const unsigned threads = threads_for(q.rows, knobs.threads, 8);
+    auto run = [&](uint64_t i, index::HnswSearchState& st, std::vector<vector::Neighbor>& out) {
+      h.search(q.data + i * h.dim(), opt, st, &out);
+      for (uint32_t j = 0; j < knobs.k; ++j) {
+        const bool have = j < out.size();
+        ids[i * knobs.k + j] = have ? out[j].id : std::numeric_limits<uint64_t>::max();
+        dist[i * knobs.k + j] = have ? out[j].distance : std::numeric_limits<float>::infinity();
+      }
+    };
+    auto make = [&] { return std::make_unique<index::HnswSearchState>(h); };
+    if (threads <= 1) {  // no allocation once a state is cached and out has grown
+      auto st = states_.acquire(make);
+      thread_local std::vector<vector::Neighbor> out;
+      for (uint64_t i = 0; i < q.rows; ++i) run(i, *st, out);
+      return;
+    }
+    std::vector<typename StatePool<index::HnswSearchState>::Lease> leases;
+    for (unsigned w = 0; w < threads; ++w) leases.push_back(states_.acquire(make));
+    std::vector<std::vector<vector::Neighbor>> outs(threads);
+    parallel_rows(q.rows, threads, [&](unsigned w, uint64_t i) { run(i, *leases[w], outs[w]); });
+  }
+
+ private:
+  // The index, or ClosedError; callers hold a Use.
+  Index& live() {
+    if (!index_) throw ClosedError("the index's pool is closed");
+    return *index_;
+  }
+  // For one-value getters: the gate is held only while the value is read.
+  struct Access {
+    Use u;
+    Index* h;
+    Index* operator->() { return h; }
+  };
+  Access use() {
+    Use u(*gate_);
+    return Access{std::move(u), &live()};
+  }
+
+  std::shared_ptr<Gate> gate_;
+  std::shared_ptr<void> owner_;  // keeps the pool object alive
+  std::optional<Index> index_;
+  // The direct translation (the ceiling) validates no optimistic read, so concurrent adds
+  // (whose searches read lists other adds write) are serialised; searching while adding is
+  // then still unsupported there (src/index/hnsw.h).
+  static constexpr bool kDirectAdds = Pool::TranslationPolicy::kDirect;
+  std::mutex direct_add_mu_;
+  std::mutex auto_ids_mu_;  // held by an add with ids = None for its whole batch
+  StatePool<index::HnswSearchState> states_;
+};
+
+}  // namespace calico::py

@@ -1,0 +1,15 @@
+// open_pool: the translation variant by name (src/variants/registry.h). Every variant of
+// the registry needs its make_pool instantiation in variants/*.cc (else this file does not
+// link).
+#include "api.h"
+#include "variants/registry.h"
+
+namespace calico::py {
+
+std::shared_ptr<PoolApi> open_pool(std::string_view translation, const PoolOptions& options) {
+  return variants::with_pool_type(translation, [&]<class Pool>() { return make_pool<Pool>(options); });
+}
+
+std::vector<std::string> translation_names() { return variants::translation_names(); }
+
+}  // namespace calico::py

@@ -1,0 +1,263 @@
+// PoolImpl<Pool>: PoolApi over one BasicBufferPool<Translation> and the registry of the
+// indexes opened on it (api.h has the lifetime and locking rules). Included only by the
+// variant translation units (variants/*.cc), which instantiate make_pool<Pool>.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "api.h"
+#include "btree_impl.h"
+#include "calico/error.h"
+#include "gate.h"
+#include "hnsw_impl.h"
+#include "ivf_impl.h"
+
+namespace calico::py {
+
+template <class Pool>
+class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolImpl<Pool>> {
+ public:
+  PoolImpl(std::unique_ptr<Pool> pool, std::string translation)
+      : pool_(std::move(pool)), translation_(std::move(translation)), gate_(std::make_shared<Gate>()) {}
+  ~PoolImpl() override {
+    try {
+      close();
+    } catch (...) {  // a destructor cannot report; close() explicitly to see errors
+    }
+  }
+
+  void flush() override {
+    // Declared before the Use: an index whose last reference is here is destroyed after
+    // the gate is released (its destructor takes the gate).
+    std::vector<std::shared_ptr<IndexApi>> indexes;
+    Use u(*gate_);
+    indexes = live_indexes();
+    for (auto& idx : indexes) idx->sync();
+    pool_->flush();
+  }
+
+  // Closes every index, flushes and destroys the pool. The pool is closed even when the
+  // flush fails (the error is then rethrown); closing twice is a no-op.
+  void close() override {
+    std::vector<std::shared_ptr<IndexApi>> indexes;  // destroyed after the gate is released
+    std::unique_lock l(gate_->mu);
+    if (gate_->closed) return;
+    gate_->closed = true;
+    std::exception_ptr error;
+    indexes = live_indexes();
+    for (auto& idx : indexes) {
+      try {
+        idx->sync();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+      idx->close_locked();
+    }
+    try {
+      pool_->flush();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+    pool_.reset();
+    if (error) std::rethrow_exception(error);
+  }
+
+  bool closed() override {
+    std::shared_lock l(gate_->mu);
+    return gate_->closed;
+  }
+
+  std::map<std::string, uint64_t> stats() override {
+    Use u(*gate_);
+    const PoolStats s = pool_->stats();
+    return {{"accesses", s.accesses},
+            {"hits", s.hits},
+            {"faults", s.faults},
+            {"evictions", s.evictions},
+            {"write_backs", s.write_backs},
+            {"punches", s.punches},
+            {"prefetch_issued", s.prefetch_issued},
+            {"prefetch_failed", s.prefetch_failed},
+            {"optimistic_fallbacks", s.optimistic_fallbacks},
+            {"hint_hits", s.hint_hits},
+            {"hint_misses", s.hint_misses},
+            {"hint_repairs", s.hint_repairs},
+            {"frames", s.frames},
+            {"free_frames", s.free_frames},
+            {"resident_pages", s.resident_pages},
+            {"translation_private_bytes", s.translation_private_bytes},
+            {"translation_mincore_bytes", s.translation_mincore_bytes},
+            {"translation_reserved_bytes", s.translation_reserved_bytes},
+            {"frame_bytes", s.frame_bytes},
+            {"frame_huge_page_bytes", s.frame_huge_page_bytes},
+            {"direct_io", s.direct_io ? 1u : 0u},
+            {"write_back_failures", s.write_back_failures},
+            {"sync_failures", s.sync_failures}};
+  }
+
+  std::vector<std::string> space_names() override {
+    Use u(*gate_);
+    std::vector<std::string> names;
+    for (const SpaceInfo& s : pool_->spaces()) names.push_back(s.name);
+    return names;
+  }
+  std::string translation() override { return translation_; }
+  size_t page_size() override {
+    Use u(*gate_);
+    return pool_->page_size();
+  }
+
+  std::shared_ptr<HnswApi> hnsw(std::string_view name, bool create, const HnswConfig& cfg) override {
+    Use u(*gate_);
+    std::lock_guard l(registry_mu_);
+    if (auto x = registered<HnswApi>(name, "an HNSW index")) return check_hnsw(x, name, create, cfg);
+    using Index = index::BasicHnsw<Pool>;
+    std::optional<Index> index;
+    if (exists(name)) {
+      make_resident_if_direct(name);
+      index.emplace(Index::open(*pool_, name));
+    } else if (create) {
+      index::HnswParams p;
+      p.dim = cfg.dim;
+      p.metric = to_metric(cfg.metric);
+      p.M = cfg.M;
+      p.ef_construction = cfg.ef_construction;
+      p.seed = cfg.seed;
+      index.emplace(Index::create(*pool_, name, p, cfg.capacity));
+    } else {
+      pool_->open_space(name);  // throws kUnknownSpace naming it
+    }
+    auto x = std::make_shared<HnswImpl<Pool>>(gate_, this->shared_from_this(), std::move(*index));
+    registry_[std::string(name)] = x;
+    return check_hnsw(x, name, create, cfg);
+  }
+
+  std::shared_ptr<IvfApi> ivf(std::string_view name, bool create, uint32_t dim, MetricName metric,
+                              uint32_t nlist) override {
+    Use u(*gate_);
+    std::lock_guard l(registry_mu_);
+    std::shared_ptr<IvfApi> x = registered<IvfApi>(name, "an IVF index");
+    if (!x) {
+      using Index = index::BasicIvf<Pool>;
+      if (exists(name)) {
+        make_resident_if_direct(name);
+        Index index = Index::open(*pool_, name);
+        x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name),
+                                            index.dim(), from_metric(index.metric()), index.nlist(),
+                                            std::move(index));
+      } else if (create) {
+        if (dim == 0 || nlist == 0) {
+          throw Error(ErrorCode::kInvalidArgument, "ivf '" + std::string(name) + "': dim " + std::to_string(dim) +
+                                                       " and nlist " + std::to_string(nlist) + " must be at least 1");
+        }
+        x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name), dim,
+                                            metric, nlist, std::nullopt);
+      } else {
+        pool_->open_space(name);  // throws kUnknownSpace naming it
+      }
+      registry_[std::string(name)] = x;
+    }
+    if (create && (x->dim() != dim || x->metric() != metric || x->nlist() != nlist)) {
+      throw Error(ErrorCode::kInvalidArgument, "ivf '" + std::string(name) + "' exists with dim " +
+                                                   std::to_string(x->dim()) + ", nlist " + std::to_string(x->nlist()) +
+                                                   " and another metric or these; open it with IvfIndex.open");
+    }
+    return x;
+  }
+
+  std::shared_ptr<BTreeApi> btree(std::string_view name, bool create) override {
+    Use u(*gate_);
+    std::lock_guard l(registry_mu_);
+    if (auto x = registered<BTreeApi>(name, "a B+tree")) return x;
+    using Tree = index::BasicBTree<Pool>;
+    std::unique_ptr<Tree> tree;
+    if (exists(name)) {
+      make_resident_if_direct(name);
+      tree = std::make_unique<Tree>(Tree::open(*pool_, name));
+    } else if (create) {
+      tree = std::make_unique<Tree>(Tree::create(*pool_, name));
+    } else {
+      pool_->open_space(name);  // throws kUnknownSpace naming it
+    }
+    auto x = std::make_shared<BTreeImpl<Pool>>(gate_, this->shared_from_this(), std::move(tree));
+    registry_[std::string(name)] = x;
+    return x;
+  }
+
+ private:
+  // 'direct' (no translation: the ceiling) reads optimistically from frame block + 1
+  // without validation, so a page must be resident before any read: an index opened there
+  // has its whole space loaded first (pages allocated later are resident already).
+  void make_resident_if_direct(std::string_view name) {
+    if constexpr (Pool::TranslationPolicy::kDirect) {
+      const SpaceId s = pool_->open_space(name);
+      const uint64_t blocks = pool_->space_blocks(s);
+      for (uint64_t b = 0; b < blocks; ++b) pool_->pin_shared(PageId(s, static_cast<BlockId>(b)));
+    }
+  }
+
+  bool exists(std::string_view name) {
+    for (const SpaceInfo& s : pool_->spaces()) {
+      if (s.name == name) return true;
+    }
+    return false;
+  }
+
+  // The live index registered under `name` as a T; kInvalidArgument when it is another kind.
+  template <class T>
+  std::shared_ptr<T> registered(std::string_view name, const char* kind) {
+    auto it = registry_.find(std::string(name));
+    if (it == registry_.end()) return nullptr;
+    std::shared_ptr<IndexApi> x = it->second.lock();
+    if (!x) {
+      registry_.erase(it);
+      return nullptr;
+    }
+    auto t = std::dynamic_pointer_cast<T>(x);
+    if (!t) {
+      throw Error(ErrorCode::kInvalidArgument, "space '" + std::string(name) + "' is open as another kind than " + kind);
+    }
+    return t;
+  }
+
+  std::shared_ptr<HnswApi> check_hnsw(std::shared_ptr<HnswApi> x, std::string_view name, bool create,
+                                      const HnswConfig& cfg) {
+    if (create && (x->dim() != cfg.dim || x->metric() != cfg.metric)) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw '" + std::string(name) + "' exists with dim " +
+                                                   std::to_string(x->dim()) +
+                                                   " and another metric or dim than asked; open it with HnswIndex.open");
+    }
+    return x;
+  }
+
+  // Every registered index still alive (expired entries are dropped).
+  std::vector<std::shared_ptr<IndexApi>> live_indexes() {
+    std::lock_guard l(registry_mu_);
+    std::vector<std::shared_ptr<IndexApi>> out;
+    for (auto it = registry_.begin(); it != registry_.end();) {
+      if (auto x = it->second.lock()) {
+        out.push_back(std::move(x));
+        ++it;
+      } else {
+        it = registry_.erase(it);
+      }
+    }
+    return out;
+  }
+
+  std::unique_ptr<Pool> pool_;
+  std::string translation_;
+  std::shared_ptr<Gate> gate_;
+  std::mutex registry_mu_;
+  std::map<std::string, std::weak_ptr<IndexApi>> registry_;
+};
+
+template <class Pool>
+std::shared_ptr<PoolApi> make_pool(const PoolOptions& options) {
+  return std::make_shared<PoolImpl<Pool>>(Pool::open(options), std::string(Pool::kTranslationName));
+}
+
+}  // namespace calico::py
