@@ -155,10 +155,6 @@ class MemoryCgroup:
             with open(os.path.join(self.path, 'cgroup.procs'), 'w') as f:
                 f.write(p)
 
-    def drop_page_cache(self):
-        with open(os.path.join(self.path, 'memory.force_empty'), 'w') as f:
-            f.write('0')
-
 
 def drop_os_caches():
     subprocess.run(['sync'], check=True)

@@ -13,8 +13,9 @@ Memory modes:
   inmem     shared_buffers larger than table + index, prewarmed;
   ltm-drop  shared_buffers = index / 8, OS page cache dropped before each run (the page cache
             then fills up: a second cache level under the pool);
-  ltm-cg    shared_buffers = index / 8 and the server in a memory cgroup of shared_buffers +
-            CGROUP_EXTRA_MB (its page cache too): larger than memory for real.
+  ltm-cg    shared_buffers = index / 8, OS page cache dropped before each run, and both
+            servers in a memory cgroup of shared_buffers + CGROUP_EXTRA_MB (the page cache their
+            reads fault in is charged to it): larger than memory for real.
 Every timed run is pgbench with a custom script (one k-NN query per transaction, a random
 query vector each time, prepared), -c clients -j clients for T seconds; rounds interleave the
 configurations (rotating which goes first); medians and paired ratios are reported.
@@ -129,6 +130,21 @@ def recall(servers, flavor, ef, gt, k, options=None):
     return hits / (k * len(lists)), lists
 
 
+def translation_memory(servers):
+    """What each server spends on translation: vanilla's buffer hash table (sized by
+    shared_buffers), calico's directory and the entry pages the OS holds (pg_calico_stats)."""
+    q = ("SELECT coalesce(sum(allocated_size), 0) FROM pg_shmem_allocations WHERE name IN "
+         "('Shared Buffer Lookup Table', 'Calico Translation', 'Calico Translation Directory')")
+    vanilla = int(servers.psql('vanilla', q))
+    fixed = int(servers.psql('calico', q))
+    cols = ['slots_used', 'resident_bytes', 'dense_bytes', 'reserved_bytes', 'optimistic_ok',
+            'optimistic_failed', 'prefetch_resident', 'prefetch_io']
+    vals = servers.psql('calico', f"SELECT {', '.join(cols)} FROM pg_calico_stats()").strip().split('|')
+    st = dict(zip(cols, (int(v) for v in vals)))
+    return {'vanilla_hash_bytes': vanilla, 'calico_fixed_bytes': fixed,
+            'calico_total_bytes': fixed + st['resident_bytes'], 'calico_stats': st}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--cache-dir', default=None, help='dataset cache (default OUT/data)')
@@ -185,17 +201,19 @@ def main():
         inmem = mode == 'inmem'
         sb = args.inmem_shared_buffers if inmem else f'{ltm_buffers_mb}MB'
         efs = [int(e) for e in (args.ef if inmem else args.ltm_ef).split(',')]
-        cg = None
+        cgroups = {}
         if mode == 'ltm-cg':
             if not MemoryCgroup.available():
                 log('no writable memory cgroup: skipping ltm-cg (reported as skipped)')
                 emit(args.json, dict(base, kind='skipped', mode=mode, reason='no writable memory cgroup'))
                 continue
-            cg = MemoryCgroup('calico-pg-bench', (ltm_buffers_mb + args.cgroup_extra_mb) * 2**20)
+            # one cgroup per server: each has its own pool plus the same room for page cache
+            cgroups = {f: MemoryCgroup(f'calico-pg-bench-{f}', (ltm_buffers_mb + args.cgroup_extra_mb) * 2**20)
+                       for f in ('vanilla', 'calico')}
         servers.stop_all()
         for flavor in ('vanilla', 'calico'):
             servers.start(flavor, {'shared_buffers': sb, 'max_parallel_workers_per_gather': '0',
-                                   'jit': 'off'}, cgroup=cg)
+                                   'jit': 'off'}, cgroup=cgroups.get(flavor))
         if inmem:
             for flavor in ('vanilla', 'calico'):
                 servers.psql(flavor, "SELECT pg_prewarm('items_hnsw'), pg_prewarm('items'), "
@@ -216,10 +234,11 @@ def main():
                     order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
                     for c in order:
                         flavor, opts = CONFIGS[c]
-                        if mode == 'ltm-drop':
+                        if not inmem:
+                            # Page-cache pages stay charged to the cgroup that read them
+                            # first: drop them all, so that in ltm-cg every page this run
+                            # reads is charged to (and capped by) the server's cgroup.
                             drop_os_caches()
-                        if cg is not None:
-                            cg.drop_page_cache()
                         secs = args.seconds if inmem else args.ltm_seconds
                         tps, lat, txs = servers.pgbench(
                             flavor, ['-n', '-M', 'prepared', '-f', script, '-c', str(clients),
@@ -239,9 +258,8 @@ def main():
                 emit(args.json, summary)
                 log(f'{mode} ef={ef} clients={clients}: ' +
                     ', '.join(f'{c} {med[c]:.0f}' for c in configs))
-        stats = servers.psql('calico', 'SELECT slots_used, resident_bytes, dense_bytes, optimistic_ok, '
-                                       'optimistic_failed, prefetch_resident, prefetch_io FROM pg_calico_stats()')
-        emit(args.json, dict(base, kind='calico_stats', mode=mode, stats=stats.strip()))
+        emit(args.json, dict(base, kind='translation_memory', mode=mode, shared_buffers=sb,
+                             **translation_memory(servers)))
         servers.stop_all()
 
 
