@@ -130,18 +130,29 @@ def recall(servers, flavor, ef, gt, k, options=None):
     return hits / (k * len(lists)), lists
 
 
+def dynahash_bytes(entries, entry_size):
+    """PostgreSQL's hash_estimate_size (dynahash.c) for a table of fixed size: one 16-byte
+    HASHELEMENT plus the MAXALIGNed entry per element, a power-of-two bucket array of
+    pointers in 256-bucket segments, and the directory of segments."""
+    buckets = 1 << max(0, (entries - 1).bit_length())
+    segments = max(1, buckets // 256)
+    return entries * (16 + (entry_size + 7) // 8 * 8) + segments * 256 * 8 + segments * 8
+
+
 def translation_memory(servers):
-    """What each server spends on translation: vanilla's buffer hash table (sized by
-    shared_buffers), calico's directory and the entry pages the OS holds (pg_calico_stats)."""
-    q = ("SELECT coalesce(sum(allocated_size), 0) FROM pg_shmem_allocations WHERE name IN "
-         "('Shared Buffer Lookup Table', 'Calico Translation', 'Calico Translation Directory')")
-    vanilla = int(servers.psql('vanilla', q))
-    fixed = int(servers.psql('calico', q))
+    """What each server spends on translation. pg_shmem_allocations shows only the headers
+    of shared hash tables, so the tables are sized as PostgreSQL sizes them: vanilla's buffer
+    hash holds NBuffers + 128 entries of {tag 20, id 4}; calico's directory holds
+    calico_translation_slots entries of {prefix 20, slot 4} beside a 32-byte CalicoSlot each,
+    plus the entry pages the OS holds (pg_calico_stats().resident_bytes)."""
+    nbuffers = int(servers.psql('vanilla', "SELECT setting FROM pg_settings WHERE name = 'shared_buffers'"))
+    nslots = int(servers.psql('calico', "SELECT setting FROM pg_settings WHERE name = 'calico_translation_slots'"))
     cols = ['slots_used', 'resident_bytes', 'dense_bytes', 'reserved_bytes', 'optimistic_ok',
             'optimistic_failed', 'prefetch_resident', 'prefetch_io']
     vals = servers.psql('calico', f"SELECT {', '.join(cols)} FROM pg_calico_stats()").strip().split('|')
     st = dict(zip(cols, (int(v) for v in vals)))
-    return {'vanilla_hash_bytes': vanilla, 'calico_fixed_bytes': fixed,
+    fixed = dynahash_bytes(nslots, 24) + 32 * nslots
+    return {'vanilla_hash_bytes': dynahash_bytes(nbuffers + 128, 24), 'calico_fixed_bytes': fixed,
             'calico_total_bytes': fixed + st['resident_bytes'], 'calico_stats': st}
 
 
