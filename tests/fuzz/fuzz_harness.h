@@ -123,7 +123,10 @@ class Harness {
       // structure that never settles). Anything else escapes and is a finding.
     }
     restore();
-    if (++inputs_ % kInvariantEvery == 0) pool_->check_invariants();
+    if (++inputs_ % kInvariantEvery == 0) {
+      pool_->check_invariants();
+      control_run();
+    }
   }
 
  private:
@@ -161,6 +164,20 @@ class Harness {
       std::fclose(f);
     }
   }
+  // The control: on the restored index (every page as built) the same operations must
+  // succeed. An Error here means restore() missed a damaged page or a reader rejects valid
+  // bytes; either is a finding, so the process aborts with the message.
+  void control_run() {
+    static const uint8_t kNone = 0;
+    try {
+      target_->run(*pool_, &kNone, 0);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "fuzz control: the restored %s index raised: %s\n", Target::kName, e.what());
+      std::abort();
+    }
+    restore();
+  }
+
   void restore() {
     const SpaceId s = target_->space();
     if (pool_->space_blocks(s) > images_.size() + kMaxGrowthBlocks) {
