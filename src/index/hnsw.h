@@ -313,7 +313,13 @@ class BasicHnsw {
       }
       ms = now;
     }
-    // Greedy descent through the levels above the node's.
+    // Only this call makes id the entry point, after linking it: metadata naming it now is
+    // corrupt (the search would start at the node itself and link it to itself).
+    if (ms.entry == id) {
+      corrupt(meta_page(), "the entry point is node " + std::to_string(id) + ", which is being added");
+    }
+    // Greedy descent through the levels above the node's. It cannot end at id: a list naming
+    // id on a level above id's is reported when id's list on that level is read.
     uint32_t cur = ms.entry;
     float cur_d = distance_to(q, cur, true, st);
     for (uint32_t l = ms.max_level; l > level; --l) greedy_step(q, l, true, st, &cur, &cur_d);

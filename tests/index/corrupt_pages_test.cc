@@ -378,6 +378,27 @@ TEST(CorruptPages, HnswUpperListPastTheSpace) {
   expect_hnsw_reads_fail(env, page);
 }
 
+// Found by hnsw_page_fuzz: metadata naming the node being added as the entry point (at level
+// 0) made the insert seed its search with the node itself, choose it as its own neighbour
+// and abort on an invariant. The metadata is what is corrupt, and the add must say so.
+TEST(CorruptPages, HnswEntryPointNamingTheNodeBeingAdded) {
+  Env env;
+  build_hnsw(env);
+  uint32_t spare = kNodes;
+  {
+    Hnsw h = Hnsw::open(env.pool(), "hnsw");
+    while (spare < kNodes + 10 && h.level_of(spare) != 0) ++spare;
+    ASSERT_LT(spare, kNodes + 10u) << "the test needs a level-0 id to add";
+  }
+  Hnsw h = Hnsw::open(env.pool(), "hnsw");
+  const PageId meta_page(h.space(), 0);
+  env.patch(meta_page, [&](std::byte* p) {
+    store<uint32_t>(p, offsetof(HnswMeta, entry), spare);
+    store<uint32_t>(p, offsetof(HnswMeta, max_level), 0);
+  });
+  env.expect_corrupt(meta_page, [&] { h.add(spare, vec_of(spare).data()); });
+}
+
 TEST(CorruptPages, HnswMetadataEntryPastTheCapacity) {
   Env env;
   build_hnsw(env);
