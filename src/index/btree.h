@@ -2,7 +2,7 @@
 //
 // Entry points:
 //   create(pool, space_name) / open(pool, space_name)
-//   insert / upsert / lookup / remove / scan / bulk_load / size
+//   insert / upsert / update / lookup / remove / scan / bulk_load / size
 //   check()          whole-tree invariant checker for tests (quiescent tree only)
 //   sync_metadata()  writes the entry count to the metadata page (also done by the destructor)
 //
@@ -72,6 +72,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -191,6 +192,26 @@ class BasicBTree {
     if (!lookup(key, &v)) return false;
     fn(std::string_view(v));
     return true;
+  }
+
+  // Calls fn(std::span<std::byte> value) on key's value in place under its leaf's exclusive
+  // latch: read-modify-writes of one record are atomic against each other and against every
+  // writer of that leaf. fn must not change the length or call into the tree (it runs under
+  // a latch). False (fn not called) when key is absent.
+  template <class Fn>
+  bool update(std::string_view key, Fn&& fn) {
+    check_key(key);
+    for (int restarts = 0;; bump(&restarts)) {
+      auto g = latch_leaf(key);
+      if (!g) continue;
+      Node n(g->data(), usable());
+      bool found;
+      size_t i = n.lower_bound(key, false, &found);
+      if (!found) return false;
+      fn(n.mutable_value(i));
+      g->mark_dirty();
+      return true;
+    }
   }
 
   // Removes key; false when absent.

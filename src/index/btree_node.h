@@ -64,6 +64,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -396,6 +397,11 @@ class BasicNodeRef {
   std::string_view value(size_t i) const {
     const Slot& s = slots()[i];
     return str(s.offset + s.key_len, s.value_len);
+  }
+  // The value's bytes in the page, to change in place (same length).
+  std::span<std::byte> mutable_value(size_t i) {
+    const Slot& s = slots()[i];
+    return {p_ + s.offset + s.key_len, s.value_len};
   }
   std::string full_key(size_t i) const {
     std::string k(prefix());
