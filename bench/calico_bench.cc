@@ -35,6 +35,9 @@ void add_micro_options(CLI::App* a, calico::bench::micro::Common& c) {
   a->add_option("--repeat", c.repeat, "timed rounds after the warm-up (variants interleaved in each)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  a->add_option("--min-seconds", c.min_seconds, "each timed run repeats its pass until it lasted this long")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   a->add_option("--data-dir", c.data_dir, "directory for the pools' files (one subdirectory each)")->capture_default_str();
   a->add_option("--json", c.json_path, "append one JSON line per translation and workload to this file");
   a->add_option("--seed", c.seed, "random seed")->capture_default_str();

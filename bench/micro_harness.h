@@ -4,7 +4,9 @@
 // Cases: (translation, workload) -> one run. The harness
 //   - runs every case once as a warm-up (checked, not timed),
 //   - then `repeat` rounds; each round runs every case once, round r starting at case
-//     r mod n (round-robin, so slow drift of the machine cannot favour one variant),
+//     r mod n (round-robin, so slow drift of the machine cannot favour one variant); a
+//     timed run repeats the case's pass until it lasted min_seconds (one pass of a scan is
+//     tens of ms: too short to trust on a shared VM),
 //   - reads the hardware counters around every timed run (perf_counters.h; "n/a" when the
 //     machine has none),
 //   - reports per case the median time per operation, speedups against baselines of the
@@ -47,6 +49,7 @@ inline uint64_t space_capacity(uint64_t data_pages) {
 struct Common {
   std::vector<std::string> translations;  // empty: every translation of the registry
   unsigned repeat = 5;                    // timed rounds after the warm-up
+  double min_seconds = 0.5;               // a timed run repeats its case until this long
   std::string data_dir = "./calico-micro-data";  // one subdirectory per pool
   std::string json_path;                  // append one JSON line per case when set
   uint64_t seed = 42;
@@ -148,6 +151,7 @@ struct Case {
 struct Result {
   const Case* c = nullptr;
   std::vector<double> ns_per_op;  // one per timed run
+  std::vector<double> run_seconds;  // the timed region of each run (>= min_seconds)
   uint64_t ops = 0;               // over the timed runs
   uint64_t failures = 0;          // over every run, the warm-up included
   PerfSample counters;            // summed over the timed runs

@@ -466,6 +466,15 @@ class BasicBufferPool {
   }
   [[noreturn]] void throw_out_of_range(PageId pid) const;
 
+  // read_optimistic's fast path: the thread's path cache names pid's space, and pid's entry
+  // is resident, unlatched and unmarked; fills *r and returns true. Otherwise false and
+  // nothing changed: the caller takes the general loop (read_optimistic_slow). Policies that
+  // promote on access always take the loop.
+  bool read_fast(PageId pid, OptimisticRead* r);
+  OptimisticRead read_optimistic_slow(PageId pid);
+  template <class Fn>
+  auto optimistic_read_slow(PageId pid, Fn& fn, int attempts_made) -> std::invoke_result_t<Fn&, const std::byte*>;
+
   // Predictive translations only; compiled out (constant results) for the other policies.
   // predict: the page's preferred frame, its first line prefetched before the lookup resolves,
   // so that the frame and the bucket load overlap (Listing 3 of the paper).
@@ -819,6 +828,54 @@ inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid) {
     return OptimisticRead{frames_.frame(static_cast<FrameId>(pid.block()) + 1), &direct_entry_,
                           translation::EntryWord{0}, pid};
   }
+  OptimisticRead r;
+  if (read_fast(pid, &r)) [[likely]] return r;
+  return read_optimistic_slow(pid);
+}
+
+template <class T>
+[[gnu::always_inline]] inline bool BasicBufferPool<T>::read_fast(PageId pid, OptimisticRead* r) {
+  if constexpr (pool::Predicting<T>) {
+    (void)pid, (void)r;
+    return false;  // every access may promote: the general loop
+  } else {
+    auto& c = translation::tls_path_cache;
+    if (c.pool_uid != uid_ || c.space != pid.space() || c.epoch != directory_.epoch()) [[unlikely]] return false;
+    if (pid.block() >= c.capacity) [[unlikely]] return false;
+    Space* space = static_cast<Space*>(c.owner);
+    if constexpr (!T::kPagesInPlace) {
+      // Frame prediction (PrediCache's idea on the array): while the entry loads, start the
+      // frame the last reads' frame-block difference predicts, so that on a hit the entry
+      // and the page arrive together instead of one after the other. Only a prefetch: a
+      // wrong guess costs a cache line, never correctness.
+      const FrameId guess = pid.block() + c.frame_delta;
+      if (c.delta_stable && guess - 1 < frames_.num_frames()) __builtin_prefetch(frames_.frame(guess));
+    }
+    translation::Entry* e;
+    if constexpr (T::kFlatEntries) {
+      e = &c.entries[pid.block()];
+    } else {
+      e = &space->table.entry(pid.block());
+    }
+    const translation::EntryWord w = translation::load(*e);  // acquire: then the owner (entry.h R5)
+    // Resident, unlatched and unmarked (a marked page's read clears the mark: the slow path).
+    if (!w.resident() || w.state() != translation::kUnlocked || !owns(*e, pid)) [[unlikely]] return false;
+    std::atomic<uint64_t>* accesses = c.accesses;
+    accesses->store(accesses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if constexpr (!T::kPagesInPlace) {
+      const uint32_t delta = w.frame() - pid.block();
+      if (delta != c.frame_delta || !c.delta_stable) [[unlikely]] {
+        c.delta_stable = delta == c.frame_delta;
+        c.frame_delta = delta;
+      }
+    }
+    *r = OptimisticRead{page_data(space, pid, w.frame()), e, w, pid};
+    return true;
+  }
+}
+
+template <class T>
+[[gnu::noinline]] OptimisticRead BasicBufferPool<T>::read_optimistic_slow(PageId pid) {
   const FrameId predicted = predict(pid);
   Space* space;
   translation::Entry* e = &entry_for(pid, &space);
@@ -842,10 +899,32 @@ inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid) {
 
 template <class T>
 template <class Fn>
-auto BasicBufferPool<T>::optimistic_read(PageId pid, Fn&& fn)
+[[gnu::always_inline]] inline auto BasicBufferPool<T>::optimistic_read(PageId pid, Fn&& fn)
     -> std::invoke_result_t<Fn&, const std::byte*> {
   using R = std::invoke_result_t<Fn&, const std::byte*>;
-  for (int attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+  if constexpr (!T::kDirect) {
+    // The fast path inline (resident, unlatched, one attempt); the retry loop out of line.
+    OptimisticRead r;
+    if (read_fast(pid, &r)) [[likely]] {
+      if constexpr (std::is_void_v<R>) {
+        fn(r.data);
+        if (validate(r)) [[likely]] return;
+      } else {
+        R result = fn(r.data);
+        if (validate(r)) [[likely]] return result;
+      }
+      return optimistic_read_slow(pid, fn, 1);  // that was the first of kOptimisticAttempts
+    }
+  }
+  return optimistic_read_slow(pid, fn, 0);
+}
+
+template <class T>
+template <class Fn>
+[[gnu::noinline]] auto BasicBufferPool<T>::optimistic_read_slow(PageId pid, Fn& fn, int attempts_made)
+    -> std::invoke_result_t<Fn&, const std::byte*> {
+  using R = std::invoke_result_t<Fn&, const std::byte*>;
+  for (int attempt = attempts_made; attempt < kOptimisticAttempts; ++attempt) {
     OptimisticRead r = read_optimistic(pid);
     if constexpr (std::is_void_v<R>) {
       fn(r.data);

@@ -21,6 +21,7 @@ FrameArena::FrameArena(size_t page_size, uint32_t num_frames, bool huge_pages, b
     throw Error(ErrorCode::kInvalidArgument,
                 "page size " + std::to_string(page_size) + " is not 4096, 8192 or 16384");
   }
+  page_shift_ = static_cast<unsigned>(__builtin_ctzll(page_size));
   size_t want = (static_cast<size_t>(num_frames) + 1) * page_size;
   bytes_ = (want + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   // Over-reserve, align base_ to 2 MB, and keep the slack on both sides as PROT_NONE guards

@@ -5,7 +5,7 @@
 // Invariants:
 //  - Frame f (1 <= f <= num_frames) lives at data() + f * page_size. Frame 0 is never a real
 //    frame (kInvalidFrame); its slot is allocated and unused so that the address computation
-//    on the hot path is one multiply-add with no bias.
+//    on the hot path is one shift-add with no bias (page sizes are powers of two).
 //  - The mapping is stable for the arena's lifetime: eviction never unmaps a frame, so a
 //    frame address may be read (optimistically) at any time without faulting.
 //  - With huge pages requested, the region is MADV_HUGEPAGE and 2 MB-aligned; I/O and
@@ -31,7 +31,7 @@ class FrameArena {
   FrameArena& operator=(const FrameArena&) = delete;
   ~FrameArena();
 
-  std::byte* frame(FrameId f) const { return base_ + static_cast<size_t>(f) * page_size_; }
+  std::byte* frame(FrameId f) const { return base_ + (static_cast<size_t>(f) << page_shift_); }
   FrameId num_frames() const { return num_frames_; }
   size_t page_size() const { return page_size_; }
   std::byte* data() const { return base_; }
@@ -47,6 +47,7 @@ class FrameArena {
   std::byte* base_ = nullptr;
   size_t bytes_ = 0;
   size_t page_size_ = 0;
+  unsigned page_shift_ = 0;  // page_size_ == 1 << page_shift_
   FrameId num_frames_ = 0;
 };
 

@@ -56,6 +56,12 @@ struct PathCache {
   // This thread's access counter in that pool. Bumped with a relaxed load and store (no
   // atomic read-modify-write): only this thread writes it; stats() reads it.
   std::atomic<uint64_t>* accesses = nullptr;
+  // Frame prediction (read_fast): frame - block of this thread's last fast read in the space
+  // (mod 2^32), and whether the read before it had the same difference. Pages allocated in
+  // block order (a bulk load, a sequential scan that faulted them in) keep the difference
+  // constant, so the next page's frame can be fetched while its entry loads.
+  uint32_t frame_delta = 0;
+  bool delta_stable = false;
 };
 
 inline thread_local PathCache tls_path_cache;

@@ -46,10 +46,36 @@ bench::micro::Common tiny_common(const testing::TempDir& dir) {
   bench::micro::Common c;
   c.translations = {"array", "direct"};
   c.repeat = 2;
+  c.min_seconds = 0;  // one pass per run
   c.data_dir = dir.sub("data");
   c.json_path = dir.sub("micro.jsonl");
   c.quiet = true;
   return c;
+}
+
+// A timed run repeats a short case until it lasted min_seconds, and reports the time per
+// operation over all of its passes.
+TEST(MicroSmoke, TimedRunsLastAtLeastMinSeconds) {
+  bench::micro::Common common;
+  common.repeat = 2;
+  common.min_seconds = 0.05;
+  common.counters = false;
+  common.quiet = true;
+  int passes = 0;
+  std::vector<bench::micro::Case> cases{{"array", "spin", [&] {
+                                            ++passes;
+                                            volatile uint64_t x = 0;
+                                            for (int i = 0; i < 1000; ++i) x = x + i;
+                                            return bench::micro::RunOutcome{1000, 0};
+                                          },
+                                          ""}};
+  std::vector<bench::micro::Result> r = bench::micro::measure(cases, common);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].run_seconds.size(), 2u);
+  for (double s : r[0].run_seconds) EXPECT_GE(s, 0.05);
+  EXPECT_GT(passes, 3);  // the warm-up is one pass; each timed run took several
+  EXPECT_EQ(r[0].ops, uint64_t(passes - 1) * 1000);
+  for (double ns : r[0].ns_per_op) EXPECT_GT(ns, 0);
 }
 
 TEST(MicroSmoke, ScanSumsMatchTheLoadedRows) {

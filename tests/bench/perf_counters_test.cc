@@ -58,6 +58,7 @@ TEST(PerfCounters, ReportPrintsNaAndJsonNullWithoutCounters) {
   bench::micro::Common common;
   common.json_path = dir.sub("r.jsonl");
   common.repeat = 1;
+  common.min_seconds = 0;
   bench::micro::Case c{"array", "w", [] { return bench::micro::RunOutcome{10, 0}; }, ""};
   bench::micro::Result r;
   r.c = &c;
