@@ -846,10 +846,10 @@ template <class T>
     if constexpr (!T::kPagesInPlace) {
       // Frame prediction (PrediCache's idea on the array): while the entry loads, start the
       // frame the last reads' frame-block difference predicts, so that on a hit the entry
-      // and the page arrive together instead of one after the other. Only a prefetch: a
-      // wrong guess costs a cache line, never correctness.
-      const FrameId guess = pid.block() + c.frame_delta;
-      if (c.delta_stable && guess - 1 < frames_.num_frames()) __builtin_prefetch(frames_.frame(guess));
+      // and the page arrive together instead of one after the other. Only a prefetch (which
+      // never faults, even past the arena): a wrong guess costs a cache line, never
+      // correctness.
+      if (c.delta_stable) __builtin_prefetch(frames_.frame(pid.block() + c.frame_delta));
     }
     translation::Entry* e;
     if constexpr (T::kFlatEntries) {
