@@ -12,6 +12,8 @@
 //                        [data_dir=./calico-hint-bench]
 #include <fmt/format.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,10 +30,17 @@
 namespace calico::bench {
 namespace {
 
+double thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
+
 struct Case {
   std::string name;
   std::function<uint64_t()> run;  // returns failures
-  std::vector<double> ns_per_lookup;
+  std::vector<double> ns_per_lookup = {};      // wall clock
+  std::vector<double> cpu_ns_per_lookup = {};  // this thread's CPU time (the machine is shared)
 };
 
 int run(int argc, char** argv) {
@@ -116,7 +125,9 @@ int run(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     for (Case& c : cases) {
       const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = thread_cpu_ns();
       const uint64_t failures = c.run();
+      const double cpu_ns = thread_cpu_ns() - cpu_start;
       const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
       if (failures != 0) {
         std::fprintf(stderr, "%s: %llu lookups failed (wrong value or not a hit)\n", c.name.c_str(),
@@ -124,12 +135,15 @@ int run(int argc, char** argv) {
         return 1;
       }
       c.ns_per_lookup.push_back(ns / static_cast<double>(keys.size()));
+      c.cpu_ns_per_lookup.push_back(cpu_ns / static_cast<double>(keys.size()));
     }
   }
-  std::printf("%-20s %s\n", "case", "ns/lookup per round");
+  std::printf("%-20s %s\n", "case", "ns/lookup per round: wall clock | thread CPU time");
   for (const Case& c : cases) {
     std::printf("%-20s", c.name.c_str());
     for (double ns : c.ns_per_lookup) std::printf(" %8.1f", ns);
+    std::printf("  |");
+    for (double ns : c.cpu_ns_per_lookup) std::printf(" %8.1f", ns);
     std::printf("\n");
   }
   return 0;
