@@ -3,6 +3,8 @@
 // Entry points:
 //   create(pool, space_name) / open(pool, space_name)
 //   insert / upsert / update / lookup / remove / scan / bulk_load / size
+//   lookup_hinted / update_hinted   index skipping: go to the page a RecordHint names first
+//   insert / upsert / update with `where`   also return the record's RecordHint
 //   check()          whole-tree invariant checker for tests (quiescent tree only)
 //   sync_metadata()  writes the entry count to the metadata page (also done by the destructor)
 //
@@ -37,6 +39,33 @@
 //    parent when both fit in 3/4 of a page (parent, left, right latched in that order). The
 //    emptied page is zeroed and not reused (a free list is future work). Inner nodes are
 //    never merged; an inner node may be left with only its upper child, which is valid.
+//  - Index skipping (lipah.txt 3.2, 3.3, 4.2; record_hint.h). Callers keep a RecordHint
+//    (leaf block, slot) of a record in a secondary index or a read/write set and pass it to
+//    lookup_hinted / update_hinted, which try that page before descending from the root.
+//    INVARIANT (the validation rule): a page of the tree's space that is a leaf (type kLeaf,
+//    level 0) whose fences cover key k, as seen by a validated optimistic read or under its
+//    latch, is the one leaf that may hold k at that moment, so its answer for k (the value,
+//    or absence) is the tree's. Why it holds: every block of the space is the metadata page
+//    (block 0), a node reachable from the root, or a zeroed kFree page (what a merge emptied,
+//    or a split's allocation never linked); the leaves' fences partition the key space; a
+//    split or merge changes fences and moves keys only under the exclusive latches of every
+//    page involved, and builds a new right half with its final fences and keys before it is
+//    released, so a validated read or a latch sees, for each page, fences that match exactly
+//    the keys it holds. So the hinted page is accepted only if it is inside the space, not
+//    block 0, a leaf (not kFree, not inner) and its fences cover k; the slot is a shortcut
+//    used only when it holds exactly k, else the leaf is searched (slot_moved). Anything
+//    else (a stale page after a split, merge or remove, an evicted and reloaded page whose
+//    frame hint is wrong, a page reused with other fences, garbage) falls back to the
+//    descent, which answers and refreshes the hint. A free list that reuses pages keeps the
+//    invariant as long as a reused page gets its new fences under its latch before it holds
+//    keys (the fence check then rejects hints meant for its old range).
+//    Reads: the hinted page is read as a descent reads a node (btree_racy_probe_leaf:
+//    bounds-checked, nothing used before validate; kHintAttempts tries while it keeps
+//    changing). Writes: pin_exclusive(_hinted) of the hinted page alone (no other latch is
+//    held, so no lock order is involved) and the checks under the latch, as latch_leaf does
+//    after its descent; a rejected page is released unchanged. A hint never makes an
+//    operation fail: pool errors of the hinted access and malformed hinted pages only make
+//    it fall back (the descent reports what it reaches).
 //  - Every operation restarts at most kMaxRestarts times, then throws
 //    Error(kRestartLimit) (a livelock or a corrupt tree: a well-formed tree under
 //    contention restarts a handful of times).
@@ -83,6 +112,7 @@
 #include "calico/error.h"
 #include "index/btree_node.h"
 #include "index/corrupt_page.h"
+#include "index/record_hint.h"
 
 namespace calico::index {
 
@@ -163,15 +193,22 @@ class BasicBTree {
   SpaceId space() const { return space_; }
   uint64_t size() const { return count_->load(std::memory_order_relaxed); }
 
-  // Inserts key -> value; false (and no change) when the key exists.
-  bool insert(std::string_view key, std::string_view value) {
+  // Inserts key -> value; false (and no change) when the key exists. With `where`, it
+  // receives the record's hint (the new record's, or the existing one's when false),
+  // taken under the leaf's latch (index skipping, below).
+  bool insert(std::string_view key, std::string_view value, RecordHint* where = nullptr) {
     check_entry(key, value);
-    return write(key, value, /*overwrite=*/false);
+    return write(key, value, /*overwrite=*/false, where);
   }
   // Inserts or replaces.
   void upsert(std::string_view key, std::string_view value) {
     check_entry(key, value);
-    write(key, value, /*overwrite=*/true);
+    write(key, value, /*overwrite=*/true, nullptr);
+  }
+  // Inserts or replaces; true when the key was added. *where receives the record's hint.
+  bool upsert(std::string_view key, std::string_view value, RecordHint* where) {
+    check_entry(key, value);
+    return write(key, value, /*overwrite=*/true, where);
   }
 
   // Copies the value of key into *out; false when absent (out untouched).
@@ -197,21 +234,72 @@ class BasicBTree {
   // Calls fn(std::span<std::byte> value) on key's value in place under its leaf's exclusive
   // latch: read-modify-writes of one record are atomic against each other and against every
   // writer of that leaf. fn must not change the length or call into the tree (it runs under
-  // a latch). False (fn not called) when key is absent.
+  // a latch). False (fn not called) when key is absent. With `where`, it receives the
+  // record's hint (none when absent).
   template <class Fn>
-  bool update(std::string_view key, Fn&& fn) {
+  bool update(std::string_view key, Fn&& fn, RecordHint* where = nullptr) {
     check_key(key);
+    return update_descending(key, fn, where, nullptr);
+  }
+
+  // --- Index skipping (see the header comment) -------------------------------------------
+  // lookup(key, out) that tries the page named by *hint first. *hint is anything (none,
+  // stale, garbage, read from disk). On return *hint names where key is now (its leaf and
+  // slot), or is none when key is absent. `frame` (optional; used on pools with frame hints,
+  // ignored otherwise): a guess at the frame holding hint->block, read through it and
+  // repaired. `stats` (optional) counts how it went. Errors: kInvalidArgument (key), and
+  // those of lookup (the hinted access's own pool errors only make it fall back).
+  bool lookup_hinted(std::string_view key, RecordHint* hint, std::string* out, HintStats* stats,
+                     FrameId* frame = nullptr) {
+    check_key(key);
+    HintStats unused;
+    HintStats& st = stats ? *stats : unused;
+    alignas(8) std::byte value[kMaxValueBytes];
+    RacyResult r;
+    if (probe_hint(key, *hint, frame, value, &r, &st)) {
+      if (r.found) out->assign(reinterpret_cast<const char*>(value), r.value_len);
+      *hint = r.found ? RecordHint{hint->block, r.slot} : RecordHint{};
+      return r.found;
+    }
+    ++st.fallbacks;
     for (int restarts = 0;; bump(&restarts)) {
-      auto g = latch_leaf(key);
-      if (!g) continue;
+      Ref leaf;
+      if (!descend<Mode::kValue>(key, false, 0, nullptr, [&](PageId pid, FrameId f) { leaf = Ref{pid, f}; }, value,
+                                 &r)) {
+        continue;
+      }
+      if (r.found) out->assign(reinterpret_cast<const char*>(value), r.value_len);
+      *hint = r.found ? RecordHint{leaf.pid.block(), r.slot} : RecordHint{};
+      if (frame) *frame = leaf.frame;
+      return r.found;
+    }
+  }
+
+  // update(key, fn) that latches the page named by *hint first (exclusively, through
+  // `frame` on pools with frame hints) and applies fn there when the page, checked under
+  // the latch, is the key's leaf; else update(key, fn). *hint, frame and stats as for
+  // lookup_hinted; fn as for update (runs under the leaf's exclusive latch).
+  template <class Fn>
+  bool update_hinted(std::string_view key, RecordHint* hint, Fn&& fn, HintStats* stats, FrameId* frame = nullptr) {
+    check_key(key);
+    HintStats unused;
+    HintStats& st = stats ? *stats : unused;
+    if (std::optional<ExclusiveGuard> g = latch_hinted(key, *hint, frame, &st)) {
       Node n(g->data(), usable());
-      bool found;
-      size_t i = n.lower_bound(key, false, &found);
+      const size_t prefix_len = n.h().prefix_len;
+      size_t i = hint->slot;
+      const bool exact = i < n.count() && n.suffix(i) == key.substr(prefix_len);  // covers: key has the prefix
+      bool found = exact;
+      if (!exact) i = n.lower_bound(key, false, &found);
+      ++(exact ? st.hits : st.slot_moved);
+      *hint = found ? hint_of(g->page_id(), i) : RecordHint{};
       if (!found) return false;
       fn(n.mutable_value(i));
       g->mark_dirty();
       return true;
     }
+    ++st.fallbacks;
+    return update_descending(key, fn, hint, frame);
   }
 
   // Removes key; false when absent.
@@ -784,10 +872,11 @@ class BasicBTree {
   // Descends optimistically to the leaf covering `key` and latches it exclusively (through
   // the frame the descent read it from, with frame hints). nullopt when the tree changed
   // under the descent (the page is no longer that leaf): restart.
-  std::optional<ExclusiveGuard> latch_leaf(std::string_view key) {
+  std::optional<ExclusiveGuard> latch_leaf(std::string_view key, FrameId* frame = nullptr) {
     std::optional<Ref> leaf = find(key, 0);
     if (!leaf) return std::nullopt;
     ExclusiveGuard g = pin_exclusive_ref(&*leaf);
+    if (frame) *frame = leaf->frame;
     Node n(g.data(), usable());
     if (n.type() == NodeType::kFree) return std::nullopt;  // merged away meanwhile
     if (!n.well_formed()) malformed(g.page_id(), n);
@@ -795,20 +884,144 @@ class BasicBTree {
     return g;
   }
 
+  // --- Index skipping ------------------------------------------------------------------
+  static constexpr int kHintAttempts = 4;  // optimistic reads of a hinted page that keeps changing
+
+  static RecordHint hint_of(PageId leaf, size_t slot) {
+    CALICO_DCHECK(leaf.block() != 0 && slot <= UINT16_MAX);
+    return RecordHint{leaf.block(), static_cast<uint16_t>(slot)};
+  }
+  // A hint worth following: not none (counted as such), block inside the space and not the
+  // metadata page (else counted stale).
+  bool hint_in_space(const RecordHint& h, HintStats* st) const {
+    if (h.none()) {
+      ++st->none;
+      return false;
+    }
+    if (h.block == 0 || h.block >= pool_->space_blocks(space_)) {
+      ++st->stale;
+      return false;
+    }
+    return true;
+  }
+  // The pool access for a hinted page: through *frame when the pool has frame hints and
+  // the caller keeps one (then repaired, counted in frame_misses when it was wrong).
+  template <class Access>
+  auto access_hinted(BlockId block, FrameId* frame, HintStats* st, Access&& access) {
+    Ref ref{PageId(space_, block), frame ? *frame : kInvalidFrame};
+    if constexpr (kHints) {
+      if (frame) {
+        auto r = access(&ref, true);
+        if (ref.frame != *frame) ++st->frame_misses;
+        *frame = ref.frame;
+        return r;
+      }
+    }
+    return access(&ref, false);
+  }
+
+  // Index skipping, read side: reads the page named by h optimistically and looks key up in
+  // place (btree_racy_probe_leaf: bounds-checked reads of what may be garbage). True when the
+  // read validated and the page was a leaf whose fences cover key: the key's only leaf, so
+  // *r (found, slot, value_len; the value in value_buf) is the answer, counted as a hit or
+  // slot_moved. False: the caller descends (stale, none, or the page kept changing).
+  bool probe_hint(std::string_view key, const RecordHint& h, FrameId* frame, std::byte* value_buf, RacyResult* r,
+                  HintStats* st) {
+    if (!hint_in_space(h, st)) return false;
+    for (int attempt = 0; attempt < kHintAttempts; ++attempt) {
+      OptimisticRead cur;
+      try {
+        cur = access_hinted(h.block, frame, st, [&](Ref* ref, bool hinted) {
+          if constexpr (kHints) {
+            if (hinted) return pool_->read_optimistic_hinted(ref->pid, &ref->frame);
+          }
+          (void)hinted;
+          return pool_->read_optimistic(ref->pid);
+        });
+      } catch (const Error&) {  // the hinted block cannot be read: the descent decides
+        ++st->stale;
+        return false;
+      }
+      *r = RacyResult{};
+      bool exact = false;
+      const RacyStep step = btree_racy_probe_leaf<kHints>(cur.data, usable(), key, h.slot, value_buf, r, &exact);
+      if (!Pool::validate(cur)) continue;  // only now are step, r and the value meaningful
+      if (step != RacyStep::kTarget) {
+        ++st->stale;
+        return false;
+      }
+      ++(exact ? st->hits : st->slot_moved);
+      return true;
+    }
+    return false;
+  }
+
+  // Index skipping, write side: the page named by h, latched exclusively, when it is a leaf
+  // whose fences cover key (checked under the latch: the key's only leaf); else nullopt,
+  // counted (none or stale), nothing held. Pre: the caller holds no latch of this tree (one
+  // page is latched, as by latch_leaf, so no lock order is involved).
+  std::optional<ExclusiveGuard> latch_hinted(std::string_view key, const RecordHint& h, FrameId* frame,
+                                             HintStats* st) {
+    if (!hint_in_space(h, st)) return std::nullopt;
+    std::optional<ExclusiveGuard> g;
+    try {
+      g.emplace(access_hinted(h.block, frame, st, [&](Ref* ref, bool hinted) {
+        if constexpr (kHints) {
+          if (hinted) return pool_->pin_exclusive_hinted(ref->pid, &ref->frame);
+        }
+        (void)hinted;
+        return pool_->pin_exclusive(ref->pid);
+      }));
+    } catch (const Error&) {  // the hinted block cannot be read: the descent decides
+      ++st->stale;
+      return std::nullopt;
+    }
+    Node n(g->data(), usable());
+    // A hint is no reason to report a malformed page (the descent reports what it reaches).
+    if (n.type() != NodeType::kLeaf || !n.well_formed() || !n.covers(key, false)) {
+      ++st->stale;
+      return std::nullopt;  // releases the latch unchanged (the version is bumped)
+    }
+    return g;
+  }
+
+  // update(): latches key's leaf found by a descent. *where (optional): the record's hint
+  // or none; *frame (optional): the frame the leaf was latched in (0 without frame hints).
+  template <class Fn>
+  bool update_descending(std::string_view key, Fn& fn, RecordHint* where, FrameId* frame) {
+    for (int restarts = 0;; bump(&restarts)) {
+      auto g = latch_leaf(key, frame);
+      if (!g) continue;
+      Node n(g->data(), usable());
+      bool found;
+      size_t i = n.lower_bound(key, false, &found);
+      if (where) *where = found ? hint_of(g->page_id(), i) : RecordHint{};
+      if (!found) return false;
+      fn(n.mutable_value(i));
+      g->mark_dirty();
+      return true;
+    }
+  }
+
   // insert (overwrite = false) or upsert. Returns true when a new key was added.
-  bool write(std::string_view key, std::string_view value, bool overwrite) {
+  // With `where`: the record's hint (the existing record's when insert finds it).
+  bool write(std::string_view key, std::string_view value, bool overwrite, RecordHint* where) {
     for (int restarts = 0;; bump(&restarts)) {
       auto g = latch_leaf(key);
       if (!g) continue;
       Node n(g->data(), usable());
       bool found;
       size_t i = n.lower_bound(key, false, &found);
-      if (found && !overwrite) return false;
+      if (found && !overwrite) {
+        if (where) *where = hint_of(g->page_id(), i);
+        return false;
+      }
       size_t freed = found ? kSlotBytes + n.suffix(i).size() + n.value(i).size() : 0;
       if (n.entry_bytes(key, value.size()) <= n.free_total() + freed) {
         if (found) n.remove_at(i);
         n.insert_at(i, key, value);
         g->mark_dirty();
+        if (where) *where = hint_of(g->page_id(), i);
         if (!found) count_->fetch_add(1, std::memory_order_relaxed);
         return !found;
       }

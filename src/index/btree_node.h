@@ -215,6 +215,7 @@ struct RacyResult {
   BlockId child = 0;       // kDescend
   FrameId hint = 0;        // kDescend, hinted format: the child's frame hint
   uint16_t value_len = 0;  // kTarget with a value buffer, when found
+  uint16_t slot = 0;       // kTarget with a value buffer, when found: the key's slot
   bool found = false;      // kTarget with a value buffer
 };
 
@@ -313,7 +314,62 @@ CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t siz
     if (vlen > kMaxValueBytes || off + len + vlen > size) return RacyStep::kRestart;
     btree_racy_copy(value_out, p + off + len, vlen);
     out->value_len = static_cast<uint16_t>(vlen);
+    out->slot = static_cast<uint16_t>(lo);
   }
+  return RacyStep::kTarget;
+}
+
+// Index skipping (btree.h, lookup_hinted): looks key up in the page at p, a page named by a
+// record hint, so anything at all. kTarget only when the bytes are a leaf whose fences cover
+// key; then, as btree_racy_step with stop_level 0, out->found / slot / value_len and the
+// value in value_out (<= kMaxValueBytes). When slot `slot` holds key, that is all it reads
+// (*exact = true: no search); otherwise it searches the leaf (btree_racy_step). The result
+// means something only if the page's version validates afterwards.
+template <bool kHints = false>
+CALICO_RACY_ENTRY inline RacyStep btree_racy_probe_leaf(const std::byte* p, size_t size, std::string_view key,
+                                                        size_t slot, std::byte* value_out, RacyResult* out,
+                                                        bool* exact) {
+  using F = NodeFormat<kHints>;
+  *exact = false;
+  const uint8_t type = btree_racy_u8(p + offsetof(NodeHeader, type));
+  const uint8_t level = btree_racy_u8(p + offsetof(NodeHeader, level));
+  const uint8_t flags = btree_racy_u8(p + offsetof(NodeHeader, flags));
+  const size_t count = btree_racy_u16(p + offsetof(NodeHeader, count));
+  if (type != static_cast<uint8_t>(NodeType::kLeaf) || level != 0) return RacyStep::kRestart;
+  if (count > (size - F::kHeader) / kSlotBytes) return RacyStep::kRestart;
+  if (slot >= count) return btree_racy_step<kHints>(p, size, key, false, 0, value_out, out);
+  const char* k = key.data();
+  const size_t kn = key.size();
+  // Fences: lower < key <= upper. They are what makes the page the key's leaf.
+  const size_t lower_off = btree_racy_u16(p + offsetof(NodeHeader, lower_off));
+  const size_t lower_len = btree_racy_u16(p + offsetof(NodeHeader, lower_len));
+  if (lower_off + lower_len > size) return RacyStep::kRestart;
+  if (!(flags & kLowerInfinite) && btree_racy_compare(p + lower_off, lower_len, k, kn) >= 0) {
+    return RacyStep::kRestart;
+  }
+  if (!(flags & kUpperInfinite)) {
+    const size_t upper_off = btree_racy_u16(p + offsetof(NodeHeader, upper_off));
+    const size_t upper_len = btree_racy_u16(p + offsetof(NodeHeader, upper_len));
+    if (upper_off + upper_len > size) return RacyStep::kRestart;
+    if (btree_racy_compare(p + upper_off, upper_len, k, kn) < 0) return RacyStep::kRestart;
+  }
+  // The keys of a leaf covering key share its first prefix_len bytes: compare the suffixes.
+  const size_t prefix_len = btree_racy_u16(p + offsetof(NodeHeader, prefix_len));
+  if (prefix_len > lower_len || prefix_len > kn) return RacyStep::kRestart;
+  const std::byte* sl = p + F::kHeader + slot * kSlotBytes;
+  const size_t off = btree_racy_u16(sl + offsetof(Slot, offset));
+  const size_t len = btree_racy_u16(sl + offsetof(Slot, key_len));
+  const size_t vlen = btree_racy_u16(sl + offsetof(Slot, value_len));
+  if (len != kn - prefix_len || vlen > kMaxValueBytes || off + len + vlen > size ||
+      btree_racy_compare(p + off, len, k + prefix_len, len) != 0) {
+    return btree_racy_step<kHints>(p, size, key, false, 0, value_out, out);
+  }
+  out->level = 0;
+  out->found = true;
+  out->slot = static_cast<uint16_t>(slot);
+  btree_racy_copy(value_out, p + off + len, vlen);
+  out->value_len = static_cast<uint16_t>(vlen);
+  *exact = true;
   return RacyStep::kTarget;
 }
 
