@@ -28,9 +28,9 @@ using testing::small_options;
 using testing::TempDir;
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr uint64_t kRunTx = 800;
+constexpr uint64_t kRunTx = 400;
 #else
-constexpr uint64_t kRunTx = 3000;
+constexpr uint64_t kRunTx = 1200;
 #endif
 constexpr double kTinyScale = 0.01;  // 30 customers per district, 1000 items
 
@@ -147,14 +147,14 @@ template <class Pool>
 class TpccOnEveryTranslation : public ::testing::Test {};
 TYPED_TEST_SUITE(TpccOnEveryTranslation, testing::EvictingPools, testing::PoolName);
 
-// 4 threads on 4 warehouses in a pool of 64 frames (the database is ~20x larger): pages are
+// 3 threads on 3 warehouses in a pool of 64 frames (the database is ~20x larger): pages are
 // evicted and read back in every transaction, remote New-Order lines and Payments cross
 // warehouses, and the clause 3.3.2 conditions must hold afterwards.
 TYPED_TEST(TpccOnEveryTranslation, ConsistentAfterConcurrentRunWithEviction) {
   using Pool = TypeParam;
   TempDir dir;
   auto pool = Pool::open(small_options(dir.path(), 64));
-  RunResult r = load_run_check(*pool, 4, 4);
+  RunResult r = load_run_check(*pool, 3, 3);
   EXPECT_GT(r.evictions, kRunTx);  // more than one per transaction
 }
 
