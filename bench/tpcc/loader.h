@@ -103,8 +103,9 @@ void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
       r.payment_cnt = 1;
       set_field(r.data, rng.astring(300, 300));
       const std::string key = key_customer(w, d, c);
-      db.customer.insert_row(key, r);
-      db.customer_name.insert(key_customer_name(w, d, field(r.last), field(r.first), c), encode_secondary(key));
+      RecordHint hint;
+      db.customer.insert_row(key, r, &hint);
+      db.customer_name.insert(key_customer_name(w, d, field(r.last), field(r.first), c), encode_secondary(key, hint));
       HistoryRow h{};
       h.c_id = c, h.c_d_id = d, h.c_w_id = w, h.d_id = d, h.w_id = w;
       h.date = date;
@@ -123,7 +124,8 @@ void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
       r.ol_cnt = rng.uniform(kMinOrderLines, kMaxOrderLines);
       r.all_local = 1;
       const std::string key = key_order(w, d, o);
-      db.order.insert_row(key, r);
+      RecordHint hint;
+      db.order.insert_row(key, r, &hint);
       for (uint32_t n = 1; n <= r.ol_cnt; ++n) {
         OrderLineRow l{};
         l.i_id = rng.uniform(1, sc.items);
@@ -134,7 +136,7 @@ void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
         set_field(l.dist_info, rng.astring(24, 24));
         db.order_line.insert_row(key_order_line(w, d, o, n), l);
       }
-      db.order_customer.insert(key_order_customer(w, d, r.c_id, o), encode_secondary(key));
+      db.order_customer.insert(key_order_customer(w, d, r.c_id, o), encode_secondary(key, hint));
       if (!delivered) db.new_order.insert(key_new_order(w, d, o), "");
     }
   }

@@ -4,15 +4,18 @@
 // Entry points: RecordHint, SecondaryValue (the value format of the secondary indexes),
 // Table<Pool>::read / update (primary records by key, with a hint), insert / remove / scan.
 //
-// Index skipping (lipah.txt sections 4-5) plugs in here, and only here: read() and update()
-// take a RecordHint*, a guess of where the record lives ({block, slot}; all zero = no hint).
-// They ignore it for now and descend from the root; a hinted implementation goes to the
-// hinted leaf, validates it, falls back to the descent on a mismatch, and writes back the
-// record's real position into *hint (so that the caller's next access to the same record,
-// and the secondary index entry it came from, can carry it). Callers keep the hint of every
-// record they read inside a transaction (its read/write set) and pass the same RecordHint*
-// to the later update of that record. The secondary indexes store, after the primary key,
-// the 8 bytes of a RecordHint (written as zero today).
+// Index skipping (lipah.txt sections 4-5) plugs in here, and only here: read_value,
+// update_value and insert_value take a RecordHint*, a guess of where the record lives
+// ({block, slot}; all zero = no hint). They ignore it for now and descend from the root; a
+// hinted implementation goes to the hinted leaf, validates it, falls back to the descent on
+// a mismatch, and writes the record's real position into *hint (so that the caller's next
+// access to the same record, and the secondary index entry it came from, can carry it).
+// Callers keep the hint of every record they read inside a transaction (its read/write set)
+// and pass the same RecordHint* to the later update of that record; inserts of records that
+// a secondary index names pass a RecordHint whose value then goes into the index entry; a
+// read through an index entry whose hint came back changed rewrites the entry's hint
+// (store_secondary_hint). The secondary indexes store, after the primary key, the 8 bytes
+// of a RecordHint (all zero today).
 #pragma once
 
 #include <cstdint>
@@ -89,7 +92,22 @@ class Table {
     (void)hint;
     return tree_.update(key, std::forward<Fn>(fn));
   }
+  // Inserts key -> value; false (nothing changed) when key exists. hint: out, where the
+  // record was put (unchanged for now: stays all zero); may be null.
+  bool insert_value(std::string_view key, std::string_view value, RecordHint* hint) {
+    (void)hint;
+    return tree_.insert(key, value);
+  }
   // -----------------------------------------------------------------------------------------
+
+  // Secondary indexes: rewrites the hint of the entry at sec_key (its last kHintBytes), in
+  // place under the leaf latch; false when the entry is absent. For callers whose read of
+  // the primary record through the entry's hint came back with a different hint (a repair).
+  bool store_secondary_hint(std::string_view sec_key, const RecordHint& hint) {
+    return tree_.update(sec_key, [&](std::span<std::byte> v) {
+      if (v.size() > kHintBytes) std::memcpy(v.data() + v.size() - kHintBytes, &hint, kHintBytes);
+    });
+  }
 
   // Typed forms of the two calls above.
   template <class Row>
@@ -116,10 +134,10 @@ class Table {
     return found;
   }
 
-  bool insert(std::string_view key, std::string_view value) { return tree_.insert(key, value); }
+  bool insert(std::string_view key, std::string_view value) { return insert_value(key, value, nullptr); }
   template <class Row>
-  bool insert_row(std::string_view key, const Row& row) {
-    return tree_.insert(key, row_bytes(row));
+  bool insert_row(std::string_view key, const Row& row, RecordHint* hint = nullptr) {
+    return insert_value(key, row_bytes(row), hint);
   }
   bool remove(std::string_view key) { return tree_.remove(key); }
   // fn(key, value) for keys >= start in order until fn returns false (BasicBTree::scan).

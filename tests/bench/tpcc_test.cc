@@ -11,6 +11,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "data_dir.h"
 #include "support/test_util.h"
@@ -19,6 +21,7 @@
 #include "tpcc/loader.h"
 #include "tpcc/run.h"
 #include "tpcc/tpcc.h"
+#include "tpcc/workload.h"
 
 namespace calico {
 namespace {
@@ -163,6 +166,94 @@ TEST(TpccInMemory, ConsistentAfterConcurrentRun) {
   auto pool = BufferPool::open(small_options(dir.path(), 8192));
   RunResult r = load_run_check(*pool, 3, 3);
   EXPECT_EQ(r.evictions, 0u);
+}
+
+// New-Order with an unused item "rolls back" before writing anything (clause 2.4.2.3).
+TEST(TpccTransactions, NewOrderWithAnInvalidItemWritesNothing) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 4096));
+  auto db = Database<BufferPool>::create(*pool, Scale::make(1, kTinyScale));
+  load(db, 1, 3, nullptr);
+  TpccWorkload<BufferPool> wl(db, 9);
+  NewOrderInput in{1, 2, 5, {{7, 1, 3}, {8, 1, 4}, {db.scale.items + 1, 1, 1}}};
+  StockRow before;
+  RecordHint h;
+  ASSERT_TRUE(db.stock.read(key_stock(1, 7), &h, &before));
+  const uint64_t orders = db.order.size(), lines = db.order_line.size();
+  EXPECT_FALSE(wl.new_order(in));
+  EXPECT_EQ(wl.counters().new_order_rollbacks, 1u);
+  StockRow after;
+  ASSERT_TRUE(db.stock.read(key_stock(1, 7), &h, &after));
+  EXPECT_EQ(after.quantity, before.quantity);
+  EXPECT_EQ(after.order_cnt, before.order_cnt);
+  EXPECT_EQ(db.order.size(), orders);
+  EXPECT_EQ(db.order_line.size(), lines);
+  DistrictRow dr;
+  ASSERT_TRUE(db.district.read(key_district(1, 2), &h, &dr));
+  EXPECT_EQ(dr.next_o_id, db.scale.customers + 1);
+  in.lines.pop_back();
+  EXPECT_TRUE(wl.new_order(in));
+  ASSERT_TRUE(db.stock.read(key_stock(1, 7), &h, &after));
+  EXPECT_EQ(after.order_cnt, before.order_cnt + 1);
+  EXPECT_TRUE(check_consistency(db).empty());
+}
+
+// Threads sharing one district (which the driver never does, but the protocols must allow):
+// New-Orders take distinct o_ids from D_NEXT_O_ID, concurrent Deliveries claim each
+// new-order row exactly once (a second delivery would add the order's amount to the
+// customer's balance twice: condition 10), and Payments to the same customers lose no update.
+TEST(TpccTransactions, ThreadsSharingADistrictLoseNoUpdateAndDeliverOnce) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 4096));
+  auto db = Database<BufferPool>::create(*pool, Scale::make(2, kTinyScale));
+  load(db, 1, 3, nullptr);
+  const unsigned threads = 3;
+  const int per_thread = 60;
+  // Runs fn(t) on `threads` threads released together, so that their transactions overlap.
+  auto parallel = [&](auto fn) {
+    std::atomic<unsigned> ready{0};
+    std::vector<std::thread> ts;
+    for (unsigned t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        ready.fetch_add(1);
+        while (ready.load() < threads) std::this_thread::yield();
+        fn(t);
+      });
+    }
+    for (auto& th : ts) th.join();
+  };
+  std::atomic<uint64_t> failures{0}, delivered{0}, claims_lost{0};
+  parallel([&](unsigned t) {
+    TpccWorkload<BufferPool> wl(db, 100 + t);
+    for (int i = 0; i < per_thread; ++i) {
+      NewOrderInput in = wl.random_new_order(1);
+      in.d = 1;
+      for (NewOrderLine& l : in.lines) l.i_id = std::min(l.i_id, db.scale.items);  // no rollback
+      wl.new_order(in);
+      PaymentInput p = wl.random_payment(2);
+      p.c_w = 1, p.c_d = 1, p.by_name = false, p.c = 1 + i % 3;  // three hot customers
+      wl.payment(p);
+    }
+    failures += wl.counters().failures;
+  });
+  EXPECT_EQ(failures.load(), 0u);
+  DistrictRow dr;
+  RecordHint h;
+  ASSERT_TRUE(db.district.read(key_district(1, 1), &h, &dr));
+  EXPECT_EQ(dr.next_o_id, db.scale.customers + 1 + threads * per_thread);
+  Violations v = check_consistency(db);
+  EXPECT_TRUE(v.empty()) << describe(v);
+  const uint64_t undelivered = db.new_order.size();
+  parallel([&](unsigned t) {
+    TpccWorkload<BufferPool> wl(db, 200 + t);
+    for (int i = 0; i < 40; ++i) delivered += wl.delivery(1, 1 + t);
+    failures += wl.counters().failures;
+    claims_lost += wl.counters().delivery_claims_lost;
+  });
+  EXPECT_EQ(failures.load(), 0u);
+  v = check_consistency(db);
+  EXPECT_TRUE(v.empty()) << describe(v);
+  EXPECT_EQ(undelivered - db.new_order.size(), delivered.load());
 }
 
 // ---- The checker catches what it must ------------------------------------------------------
