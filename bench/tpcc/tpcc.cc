@@ -168,6 +168,12 @@ int run_tpcc(const TpccConfig& cfg) {
     throw std::invalid_argument(fmt::format("--pool-mb {} is out of range (0 to {} MB)", cfg.pool_mb, kMaxPoolMb));
   }
   const std::vector<std::string> names = micro::select_translations(cfg.translations, true, "tpcc");
+  for (const std::string& n : names) {
+    if (n == "direct") {
+      throw std::invalid_argument("translation direct cannot run TPC-C: it gives block b of every space frame b + 1, "
+                                  "so a pool holds one space, and TPC-C has eleven (one per table and index)");
+    }
+  }
   const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
 
   Sizes sz;
