@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
                                             "per translation, in memory or larger than memory");
   tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants, comma list, interleaved per repeat (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
-  tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 100 MB each at scale 1)")->capture_default_str();
+  tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
   tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT)")->capture_default_str();
