@@ -5,17 +5,17 @@
 // Table<Pool>::read / update (primary records by key, with a hint), insert / remove / scan.
 //
 // Index skipping (lipah.txt sections 4-5) plugs in here, and only here: read_value,
-// update_value and insert_value take a RecordHint*, a guess of where the record lives
-// ({block, slot}; all zero = no hint). They ignore it for now and descend from the root; a
-// hinted implementation goes to the hinted leaf, validates it, falls back to the descent on
-// a mismatch, and writes the record's real position into *hint (so that the caller's next
-// access to the same record, and the secondary index entry it came from, can carry it).
-// Callers keep the hint of every record they read inside a transaction (its read/write set)
-// and pass the same RecordHint* to the later update of that record; inserts of records that
-// a secondary index names pass a RecordHint whose value then goes into the index entry; a
-// read through an index entry whose hint came back changed rewrites the entry's hint
-// (store_secondary_hint). The secondary indexes store, after the primary key, the 8 bytes
-// of a RecordHint (all zero today).
+// update_value, insert_value and remove_value take a RecordHint*, a guess of where the
+// record lives ({block, slot}; all zero = no hint). They ignore it for now and descend from
+// the root; a hinted implementation goes to the hinted leaf, validates it, falls back to
+// the descent on a mismatch, and writes the record's real position into *hint (so that the
+// caller's next access to the same record, and the secondary index entry it came from, can
+// carry it). Callers keep the hint of every record they read inside a transaction (its
+// read/write set) and pass the same RecordHint* to the later update of that record; inserts
+// of records that a secondary index names pass a RecordHint whose value then goes into the
+// index entry; a read through an index entry whose hint came back changed rewrites the
+// entry's hint (store_secondary_hint). The secondary indexes store, after the primary key,
+// the 8 bytes of a RecordHint (all zero today).
 #pragma once
 
 #include <cstdint>
@@ -77,7 +77,7 @@ class Table {
   const Tree& tree() const { return tree_; }
   uint64_t size() const { return tree_.size(); }
 
-  // --- Primary records by key: the two calls index skipping replaces. ----------------------
+  // --- Primary records by key: the calls index skipping replaces (and nothing else). --------
   // Copies key's value into *out; false when absent. hint: in, a guess (ignored for now);
   // out, unchanged (a hinted implementation stores where it found the record). Not null.
   bool read_value(std::string_view key, RecordHint* hint, std::string* out) {
@@ -98,6 +98,12 @@ class Table {
     (void)hint;
     return tree_.insert(key, value);
   }
+  // Removes key; false when absent (exactly one of several concurrent removers of a key
+  // gets true: Delivery's claim). hint: in, as read_value; may be null.
+  bool remove_value(std::string_view key, RecordHint* hint) {
+    (void)hint;
+    return tree_.remove(key);
+  }
   // -----------------------------------------------------------------------------------------
 
   // Secondary indexes: rewrites the hint of the entry at sec_key (its last kHintBytes), in
@@ -109,7 +115,7 @@ class Table {
     });
   }
 
-  // Typed forms of the two calls above.
+  // Typed forms of read_value and update_value.
   template <class Row>
   bool read(std::string_view key, RecordHint* hint, Row* out) {
     std::string v;
@@ -139,7 +145,7 @@ class Table {
   bool insert_row(std::string_view key, const Row& row, RecordHint* hint = nullptr) {
     return insert_value(key, row_bytes(row), hint);
   }
-  bool remove(std::string_view key) { return tree_.remove(key); }
+  bool remove(std::string_view key, RecordHint* hint = nullptr) { return remove_value(key, hint); }
   // fn(key, value) for keys >= start in order until fn returns false (BasicBTree::scan).
   template <class Fn>
   void scan(std::string_view start, Fn&& fn) {
