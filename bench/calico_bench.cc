@@ -4,6 +4,7 @@
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
 //          the translation microbenchmarks on every translation variant (bench/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
+//   tpcc   TPC-C on the B+trees, per translation (bench/tpcc/tpcc.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "micro.h"
 #include "scan.h"
 #include "sizes.h"
+#include "tpcc/tpcc.h"
 #include "variants/registry.h"
 #include "vector.h"
 #include "ycsb.h"
@@ -171,6 +173,20 @@ int main(int argc, char** argv) {
   v->add_flag("--rebuild", vec.rebuild, "build the indexes again even when a built copy exists");
   v->add_flag("--build-only", vec.build_only, "build (or check) the indexes and stop");
 
+  calico::bench::TpccConfig tpcc;
+  CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
+                                            "per translation, in memory or larger than memory");
+  tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants, comma list, interleaved per repeat (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
+  tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
+  tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
+  tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
+  tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT)")->capture_default_str();
+  tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();
+  tp->add_option("--repeat", tpcc.repeat, "runs per configuration (translations interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+  tp->add_option("--json", tpcc.json_path, "append one JSON line per run to this file");
+  tp->add_option("--seed", tpcc.seed, "random seed")->capture_default_str();
+  tp->add_option("--scale", tpcc.scale, "in (0, 1]: customers, orders and items x scale (1 = the spec's counts)")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return calico::bench::run_demo(demo);
@@ -181,6 +197,7 @@ int main(int argc, char** argv) {
     if (ma->parsed()) return calico::bench::run_micro_ablation(abl);
     if (mm->parsed()) return calico::bench::run_micro_memory(mem);
     if (v->parsed()) return calico::bench::run_vector(vec);
+    if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;

@@ -1,0 +1,165 @@
+// Table<Pool>: one TPC-C table or secondary index, a B+tree in its own space, behind the
+// accessor through which every access to a primary record by key goes.
+//
+// Entry points: RecordHint, SecondaryValue (the value format of the secondary indexes),
+// Table<Pool>::read / update (primary records by key, with a hint), insert / remove / scan.
+//
+// Index skipping (lipah.txt sections 4-5) plugs in here, and only here: read_value,
+// update_value, insert_value and remove_value take a RecordHint*, a guess of where the
+// record lives ({block, slot}; all zero = no hint). They ignore it for now and descend from
+// the root; a hinted implementation goes to the hinted leaf, validates it, falls back to
+// the descent on a mismatch, and writes the record's real position into *hint (so that the
+// caller's next access to the same record, and the secondary index entry it came from, can
+// carry it). Callers keep the hint of every record they read inside a transaction (its
+// read/write set) and pass the same RecordHint* to the later update of that record; inserts
+// of records that a secondary index names pass a RecordHint whose value then goes into the
+// index entry; a read through an index entry whose hint came back changed rewrites the
+// entry's hint (store_secondary_hint). The secondary indexes store, after the primary key,
+// the 8 bytes of a RecordHint (all zero today).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "index/btree.h"
+#include "rows.h"
+
+namespace calico::bench::tpcc {
+
+// Where a primary record was last seen: leaf block and slot. All zero: no hint.
+struct RecordHint {
+  uint32_t block = 0;
+  uint16_t slot = 0;
+  uint16_t reserved = 0;
+  bool empty() const { return block == 0 && slot == 0 && reserved == 0; }
+};
+static_assert(sizeof(RecordHint) == 8 && std::has_unique_object_representations_v<RecordHint>);
+inline constexpr size_t kHintBytes = sizeof(RecordHint);
+
+// A secondary index value: the primary key, then a RecordHint of the primary record.
+struct SecondaryValue {
+  std::string_view primary_key;
+  RecordHint hint;
+};
+inline std::string encode_secondary(std::string_view primary_key, RecordHint hint = {}) {
+  std::string v(primary_key);
+  v.append(reinterpret_cast<const char*>(&hint), kHintBytes);
+  return v;
+}
+// False when v is too short to hold a hint (a corrupt or foreign value).
+inline bool decode_secondary(std::string_view v, SecondaryValue* out) {
+  if (v.size() <= kHintBytes) return false;
+  out->primary_key = v.substr(0, v.size() - kHintBytes);
+  std::memcpy(&out->hint, v.data() + out->primary_key.size(), kHintBytes);
+  return true;
+}
+
+// A record whose stored length is not its table's row size: our own invariant, but the
+// bytes come from pages, so it is reported as an error naming the table, not an abort.
+class RowSizeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <class Pool>
+class Table {
+ public:
+  using Tree = index::BasicBTree<Pool>;
+  Table(Tree tree, std::string name) : tree_(std::move(tree)), name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  Tree& tree() { return tree_; }
+  const Tree& tree() const { return tree_; }
+  uint64_t size() const { return tree_.size(); }
+
+  // --- Primary records by key: the calls index skipping replaces (and nothing else). --------
+  // Copies key's value into *out; false when absent. hint: in, a guess (ignored for now);
+  // out, unchanged (a hinted implementation stores where it found the record). Not null.
+  bool read_value(std::string_view key, RecordHint* hint, std::string* out) {
+    (void)hint;
+    return tree_.lookup(key, out);
+  }
+  // Calls fn(std::span<std::byte>) on key's value in place under its leaf's exclusive latch
+  // (BasicBTree::update: atomic against every other writer of the record; the length is
+  // fixed; fn must not call into any table). False when absent. hint: as read_value.
+  template <class Fn>
+  bool update_value(std::string_view key, RecordHint* hint, Fn&& fn) {
+    (void)hint;
+    return tree_.update(key, std::forward<Fn>(fn));
+  }
+  // Inserts key -> value; false (nothing changed) when key exists. hint: out, where the
+  // record was put (unchanged for now: stays all zero); may be null.
+  bool insert_value(std::string_view key, std::string_view value, RecordHint* hint) {
+    (void)hint;
+    return tree_.insert(key, value);
+  }
+  // Removes key; false when absent (exactly one of several concurrent removers of a key
+  // gets true: Delivery's claim). hint: in, as read_value; may be null.
+  bool remove_value(std::string_view key, RecordHint* hint) {
+    (void)hint;
+    return tree_.remove(key);
+  }
+  // -----------------------------------------------------------------------------------------
+
+  // Secondary indexes: rewrites the hint of the entry at sec_key (its last kHintBytes), in
+  // place under the leaf latch; false when the entry is absent. For callers whose read of
+  // the primary record through the entry's hint came back with a different hint (a repair).
+  bool store_secondary_hint(std::string_view sec_key, const RecordHint& hint) {
+    return tree_.update(sec_key, [&](std::span<std::byte> v) {
+      if (v.size() > kHintBytes) std::memcpy(v.data() + v.size() - kHintBytes, &hint, kHintBytes);
+    });
+  }
+
+  // Typed forms of read_value and update_value.
+  template <class Row>
+  bool read(std::string_view key, RecordHint* hint, Row* out) {
+    std::string v;
+    if (!read_value(key, hint, &v)) return false;
+    if (!row_from(std::string_view(v), out)) size_error(v.size(), sizeof(Row));
+    return true;
+  }
+  // fn(Row&) runs on a copy of the row under the leaf latch; the copy is written back.
+  template <class Row, class Fn>
+  bool update(std::string_view key, RecordHint* hint, Fn&& fn) {
+    size_t bad = 0;
+    bool found = update_value(key, hint, [&](std::span<std::byte> v) {
+      Row r;
+      if (!row_from(std::span<const std::byte>(v), &r)) {
+        bad = v.size();
+        return;
+      }
+      fn(r);
+      std::memcpy(v.data(), &r, sizeof r);
+    });
+    if (bad != 0) size_error(bad, sizeof(Row));
+    return found;
+  }
+
+  bool insert(std::string_view key, std::string_view value) { return insert_value(key, value, nullptr); }
+  template <class Row>
+  bool insert_row(std::string_view key, const Row& row, RecordHint* hint = nullptr) {
+    return insert_value(key, row_bytes(row), hint);
+  }
+  bool remove(std::string_view key, RecordHint* hint = nullptr) { return remove_value(key, hint); }
+  // fn(key, value) for keys >= start in order until fn returns false (BasicBTree::scan).
+  template <class Fn>
+  void scan(std::string_view start, Fn&& fn) {
+    tree_.scan(start, std::forward<Fn>(fn));
+  }
+
+ private:
+  [[noreturn]] void size_error(size_t got, size_t want) const {
+    throw RowSizeError("table " + name_ + ": a record of " + std::to_string(got) + " bytes, expected " +
+                       std::to_string(want));
+  }
+
+  Tree tree_;
+  std::string name_;
+};
+
+}  // namespace calico::bench::tpcc

@@ -1,0 +1,266 @@
+// The `calico_bench tpcc` subcommand: see tpcc.h. Pieces in order: validation and sizing,
+// one translation's load + runs (run_translation<Pool>), the summary table.
+#include "tpcc/tpcc.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "calico/error.h"
+#include "machine.h"
+#include "micro_harness.h"
+#include "tpcc/consistency.h"
+#include "tpcc/loader.h"
+#include "tpcc/run.h"
+#include "tpcc/sizing.h"
+#include "variants/registry.h"
+
+namespace calico::bench {
+
+namespace {
+
+using namespace tpcc;
+constexpr size_t kPageSize = 4096;
+constexpr double kMaxPoolMb = 1 << 22;
+
+struct RunRecord {
+  RunResult r;
+  size_t violations = 0;
+};
+
+struct Sizes {
+  uint64_t pool_bytes;
+  uint64_t data_pages;     // estimated after the load
+  uint64_t growth_pages;   // estimated growth over every run of one database
+  uint64_t capacity;       // max_blocks_per_space
+  bool in_memory;
+};
+
+template <class Pool>
+std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig& cfg, const Scale& scale,
+                                       const Sizes& sz, unsigned rep) {
+  using Clock = std::chrono::steady_clock;
+  const std::string tag = fmt::format("[{} rep {}]", name, rep);
+  PoolOptions opt;
+  opt.data_dir = cfg.data_dir + "/" + name;
+  opt.page_size = kPageSize;
+  opt.pool_bytes = sz.pool_bytes;
+  opt.max_blocks_per_space = sz.capacity;
+  opt.direct_io = true;
+  auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
+  auto db = Database<Pool>::create(*pool, scale);
+  const auto t0 = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  try {
+    load(db, *std::max_element(cfg.threads.begin(), cfg.threads.end()), cfg.seed, [&](const std::string& line) {
+      if (!cfg.quiet) fmt::print("{} load: {} ({:.1f} s)\n", tag, line, since());
+      std::fflush(stdout);
+    });
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kPoolFull) throw;
+    throw std::invalid_argument(fmt::format(
+        "{}: the pool of {} bytes ({} frames) is too small to load the item table ({} items, about {} pages) and "
+        "the other tables (about {} pages): {}",
+        name, sz.pool_bytes, sz.pool_bytes / kPageSize, scale.items, item_pages(scale, kPageSize), sz.data_pages,
+        e.what()));
+  }
+  uint64_t pages = 0;
+  std::string per_table;
+  for (Table<Pool>* t : db.tables()) {
+    const uint64_t b = pool->space_blocks(t->tree().space());
+    pages += b;
+    per_table += fmt::format(" {}={}", t->name(), b);
+  }
+  const PoolStats ls = pool->stats();
+  fmt::print("{} loaded in {:.2f} s: {} pages ({:.1f} MB; estimated {}),{}; direct I/O {}, evictions {}\n", tag,
+             since(), pages, pages * kPageSize / 1048576.0, sz.data_pages, per_table, ls.direct_io ? "yes" : "no",
+             ls.evictions);
+  std::fflush(stdout);
+
+  std::vector<RunRecord> out;
+  for (unsigned threads : cfg.threads) {
+    RunSpec spec;
+    spec.threads = threads;
+    spec.seconds = cfg.seconds;
+    spec.max_tx = cfg.max_tx;
+    spec.seed = cfg.seed + rep * 1000003 + threads;
+    spec.print_each_second = !cfg.quiet;
+    spec.label = fmt::format("[{} t={} rep {}]", name, threads, rep);
+    RunRecord rec;
+    rec.r = run_workload(db, spec);
+    const RunResult& r = rec.r;
+    const auto c0 = Clock::now();
+    Violations v = check_consistency(db);
+    const double check_s = std::chrono::duration<double>(Clock::now() - c0).count();
+    rec.violations = v.size();
+    for (size_t i = 0; i < v.size() && i < 20; ++i) fmt::print(stderr, "{} VIOLATION {}\n", spec.label, v[i].to_string());
+    if (v.size() > 20) fmt::print(stderr, "{} ... and {} more violations\n", spec.label, v.size() - 20);
+    if (r.counters.failures) fmt::print(stderr, "{} {} self-check failures; first: {}\n", spec.label, r.counters.failures, r.counters.first_failure);
+    fmt::print("{} {:.0f} tx/s ({} tx in {:.2f} s), {:.0f} tx per CPU-second, NO p50 {:.1f} us p99 {:.1f} us; "
+               "read {:.1f} MB, written {:.1f} MB, evictions {}; translation {:.2f} MB; rollbacks {}, remote lines {}, "
+               "remote payments {}, delivery skips {}; consistency: {} ({:.2f} s), failures {}\n",
+               spec.label, r.tx_per_s, r.tx, r.seconds, r.tx_per_cpu_s, r.latency[0].p50_us, r.latency[0].p99_us,
+               r.pages_read * kPageSize / 1048576.0, r.pages_written * kPageSize / 1048576.0, r.evictions,
+               r.end.translation_private_bytes / 1048576.0, r.counters.new_order_rollbacks,
+               r.counters.remote_order_lines, r.counters.remote_payments, r.counters.delivery_skipped,
+               v.empty() ? "ok" : fmt::format("{} VIOLATIONS", v.size()), check_s, r.counters.failures);
+    std::fflush(stdout);
+    if (!cfg.json_path.empty()) {
+      std::string types;
+      for (size_t t = 0; t < kTxTypes; ++t) {
+        types += fmt::format(R"("{}":{{"count":{},"p50_us":{:.2f},"p99_us":{:.2f}}},)", kTxNames[t], r.latency[t].count,
+                             r.latency[t].p50_us, r.latency[t].p99_us);
+      }
+      std::ofstream js(cfg.json_path, std::ios::app);
+      js << fmt::format(
+                R"({{"experiment":"tpcc","translation":"{}","threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
+                R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
+                R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
+                R"("translation_private_bytes":{},"translation_reserved_bytes":{},"hint_hits":{},"hint_misses":{},)"
+                R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
+                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}}})",
+                name, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
+                r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
+                r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, r.end.hint_hits,
+                r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
+                r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
+                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, machine_json())
+         << "\n";
+    }
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+int run_tpcc(const TpccConfig& cfg) {
+  const Scale scale = Scale::make(cfg.warehouses, cfg.scale);
+  if (cfg.threads.empty()) throw std::invalid_argument("--threads needs at least one thread count");
+  for (unsigned t : cfg.threads) {
+    if (t < 1) throw std::invalid_argument("--threads must be at least 1 (got 0)");
+    if (t > cfg.warehouses) {
+      throw std::invalid_argument(fmt::format(
+          "--threads {} exceeds --warehouses {}: every thread is the home terminal of its own warehouses "
+          "(warehouse w runs on thread w mod threads)",
+          t, cfg.warehouses));
+    }
+  }
+  if (!(cfg.seconds > 0)) throw std::invalid_argument("--seconds must be > 0");
+  if (cfg.repeat < 1) throw std::invalid_argument("--repeat must be at least 1");
+  if (!(cfg.pool_mb >= 0 && cfg.pool_mb <= kMaxPoolMb)) {
+    throw std::invalid_argument(fmt::format("--pool-mb {} is out of range (0 to {} MB)", cfg.pool_mb, kMaxPoolMb));
+  }
+  const std::vector<std::string> names = micro::select_translations(cfg.translations, true, "tpcc");
+  for (const std::string& n : names) {
+    if (n == "direct") {
+      throw std::invalid_argument("translation direct cannot run TPC-C: it gives block b of every space frame b + 1, "
+                                  "so a pool holds one space, and TPC-C has eleven (one per table and index)");
+    }
+  }
+  const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
+
+  Sizes sz;
+  sz.data_pages = estimated_pages(scale, kPageSize);
+  double thread_seconds = 0;
+  for (unsigned t : cfg.threads) thread_seconds += t * cfg.seconds;
+  sz.growth_pages = cfg.max_tx ? cfg.max_tx * 2 * kMaxOrderLines / 20 + 64 : growth_pages(thread_seconds, kPageSize);
+  const uint64_t need_pages = sz.data_pages + sz.growth_pages;
+  sz.in_memory = cfg.pool_mb == 0;
+  sz.pool_bytes = sz.in_memory ? (need_pages + need_pages / 4) * kPageSize + (uint64_t{64} << 20)
+                               : static_cast<uint64_t>(std::llround(cfg.pool_mb * 1048576.0)) / kPageSize * kPageSize;
+  sz.capacity = std::bit_ceil(std::max<uint64_t>(uint64_t{1} << 16, 2 * need_pages));
+  const uint64_t frames = sz.pool_bytes / kPageSize;
+  if (frames < min_frames(max_threads)) {
+    throw std::invalid_argument(fmt::format(
+        "--pool-mb {}: a pool of {} bytes ({} frames of {} bytes) is too small to load the item table ({} items, "
+        "about {} pages) with {} threads: it needs at least {} frames ({} bytes); the whole database is about {} pages",
+        cfg.pool_mb, sz.pool_bytes, frames, kPageSize, scale.items, item_pages(scale, kPageSize), max_threads,
+        min_frames(max_threads), min_frames(max_threads) * kPageSize, sz.data_pages));
+  }
+  if (!sz.in_memory) sz.in_memory = frames >= need_pages;
+
+  fmt::print("calico tpcc: translations {}, {} warehouses (scale {}: {} customers/district, {} items), threads {}, "
+             "{} s per run{}, repeat {} (translation order rotated), pool {:.1f} MB ({} frames; {}), database about "
+             "{:.1f} MB loaded + up to {:.1f} MB of growth, space capacity {} blocks, seed {}\n",
+             fmt::join(names, ","), scale.warehouses, scale.factor, scale.customers, scale.items,
+             fmt::join(cfg.threads, ","), cfg.seconds, cfg.max_tx ? fmt::format(" (or {} tx)", cfg.max_tx) : "",
+             cfg.repeat, sz.pool_bytes / 1048576.0, frames, sz.in_memory ? "in memory" : "larger than memory, O_DIRECT",
+             sz.data_pages * kPageSize / 1048576.0, sz.growth_pages * kPageSize / 1048576.0, sz.capacity, cfg.seed);
+  fmt::print("isolation: per-record atomicity (one B+tree update per read-modify-write), no multi-record isolation, "
+             "no rollback, no WAL (bench/tpcc/workload.h)\n");
+  fmt::print("machine: {}, {} cores, {:.1f} GiB; build: {}\n", cpu_model(), std::thread::hardware_concurrency(),
+             memory_bytes() / double(1ull << 30), build_flags());
+  std::fflush(stdout);
+
+  std::map<std::pair<std::string, unsigned>, std::vector<RunRecord>> rows;
+  size_t violations = 0;
+  uint64_t failures = 0;
+  for (unsigned rep = 0; rep < cfg.repeat; ++rep) {
+    std::vector<std::string> order = names;
+    std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(rep % order.size()), order.end());
+    for (const std::string& name : order) {
+      std::vector<RunRecord> recs = variants::with_pool_type(
+          name, [&]<class Pool>() { return run_translation<Pool>(name, cfg, scale, sz, rep); });
+      for (size_t i = 0; i < recs.size(); ++i) {
+        violations += recs[i].violations;
+        failures += recs[i].r.counters.failures;
+        rows[{name, cfg.threads[i]}].push_back(std::move(recs[i]));
+      }
+    }
+  }
+
+  fmt::print("\nTPC-C, {} warehouses, scale {}, {} s runs, medians over {} repeats; latency p50/p99 in us per type "
+             "(NO new-order, PAY payment, OS order-status, DEL delivery, SL stock-level)\n",
+             scale.warehouses, scale.factor, cfg.seconds, cfg.repeat);
+  fmt::print("{:<12}{:>4}{:>11}{:>18}{:>10}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10}{:>9}{:>6}\n", "translation", "thr",
+             "tx/s", "min..max", "tx/cpu-s", "NO", "PAY", "OS", "DEL", "SL", "transl.MB", "evicted", "viol");
+  for (const std::string& name : names) {
+    for (unsigned t : cfg.threads) {
+      const std::vector<RunRecord>& rs = rows[{name, t}];
+      if (rs.empty()) continue;
+      auto med = [&](auto f) {
+        std::vector<double> v;
+        for (const RunRecord& x : rs) v.push_back(f(x.r));
+        return median(v);
+      };
+      double lo = 1e300, hi = 0;
+      size_t viol = 0;
+      for (const RunRecord& x : rs) lo = std::min(lo, x.r.tx_per_s), hi = std::max(hi, x.r.tx_per_s), viol += x.violations;
+      std::string lat[kTxTypes];
+      for (size_t k = 0; k < kTxTypes; ++k) {
+        lat[k] = fmt::format("{:.0f}/{:.0f}", med([&](const RunResult& r) { return r.latency[k].p50_us; }),
+                             med([&](const RunResult& r) { return r.latency[k].p99_us; }));
+      }
+      fmt::print("{:<12}{:>4}{:>11.0f}{:>18}{:>10.0f}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10.2f}{:>9.0f}{:>6}\n", name, t,
+                 med([](const RunResult& r) { return r.tx_per_s; }), fmt::format("{:.0f}..{:.0f}", lo, hi),
+                 med([](const RunResult& r) { return r.tx_per_cpu_s; }), lat[0], lat[1], lat[2], lat[3], lat[4],
+                 med([](const RunResult& r) { return r.end.translation_private_bytes / 1048576.0; }),
+                 med([](const RunResult& r) { return static_cast<double>(r.evictions); }), viol);
+    }
+  }
+  if (violations != 0 || failures != 0) {
+    fmt::print(stderr, "FAILED: {} consistency violations, {} transactions missed rows the schema guarantees\n",
+               violations, failures);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace calico::bench

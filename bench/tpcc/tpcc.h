@@ -1,0 +1,39 @@
+// `calico_bench tpcc`: TPC-C on Calico's B+trees, on every translation variant.
+//
+// Entry points: TpccConfig, run_tpcc(config) -> exit code (0 ok; 1 when a run broke a
+// consistency condition or a transaction missed a row the schema guarantees). Bad input
+// throws std::invalid_argument (or BenchDirError for a data directory that is not ours),
+// which the command line reports with exit code 2.
+//
+// For each repeat, each translation (order rotated per repeat, so that the machine's drift
+// cannot favour one): a fresh pool in <data-dir>/<translation>, the load (with progress
+// lines), then one timed run per thread count on that database, each followed by the
+// consistency checks (bench/tpcc/consistency.h). Prints the configuration, per-second lines,
+// per-run lines, and a summary table (medians over repeats); appends one JSON line per run.
+// The workload itself: bench/tpcc/workload.h (its header states the isolation provided).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace calico::bench {
+
+struct TpccConfig {
+  std::vector<std::string> translations{"array"};
+  uint32_t warehouses = 1;
+  std::vector<unsigned> threads{1};
+  double seconds = 10;
+  double pool_mb = 0;     // 0: in memory (sized from the data and the run's growth)
+  std::string data_dir = "./tpcc-data";
+  unsigned repeat = 1;
+  std::string json_path;  // append one JSON line per run when set
+  uint64_t seed = 42;
+  double scale = 1.0;     // (0, 1]: customers, orders and items x scale (tpcc/scale.h)
+  uint64_t max_tx = 0;    // > 0: each run stops after this many transactions (tests)
+  bool quiet = false;     // no per-second or load progress lines (tests)
+};
+
+int run_tpcc(const TpccConfig& config);
+
+}  // namespace calico::bench
