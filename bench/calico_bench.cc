@@ -179,6 +179,7 @@ int main(int argc, char** argv) {
   tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants, comma list, interleaved per repeat (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
   tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
+  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, or off,on (both, in that order)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT)")->capture_default_str();
   tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();

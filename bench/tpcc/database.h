@@ -42,7 +42,10 @@ struct Database {
 
   // Creates the eleven spaces and empty trees. Errors: the pool's (a space name in use).
   static Database create(Pool& pool, const Scale& scale) {
-    auto t = [&](const char* name) { return Table<Pool>(Tree::create(pool, std::string("tpcc_") + name), name); };
+    uint32_t id = 0;
+    auto t = [&](const char* name) {
+      return Table<Pool>(Tree::create(pool, std::string("tpcc_") + name), name, id++);
+    };
     return Database{&pool,          scale,          t("warehouse"), t("district"), t("customer"),
                     t("history"),   t("new_order"), t("order"),     t("order_line"), t("item"),
                     t("stock"),     t("customer_name"), t("order_customer")};
@@ -51,6 +54,10 @@ struct Database {
   std::array<Table<Pool>*, 11> tables() {
     return {&warehouse, &district, &customer, &history, &new_order, &order, &order_line, &item, &stock,
             &customer_name, &order_customer};
+  }
+  // Index skipping on every table (table.h). Between runs only.
+  void set_index_skipping(bool on) {
+    for (Table<Pool>* t : tables()) t->set_index_skipping(on);
   }
 };
 

@@ -52,6 +52,7 @@ struct RunResult {
   double tx_per_cpu_s = 0;
   std::array<TxLatency, kTxTypes> latency;
   TxCounters counters;  // summed over workers
+  TableHintStats hints;  // index skipping per table (Table::id), summed over workers
   uint64_t pages_read = 0, pages_written = 0, evictions = 0;
   PoolStats end;        // the pool's stats after the run
 };
@@ -86,6 +87,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
     std::atomic<uint64_t> tx{0};
     std::array<std::vector<uint32_t>, kTxTypes> lat_ns;
     TxCounters counters;
+    TableHintStats hints;
   };
   std::vector<Worker> workers(spec.threads);
   std::atomic<bool> go{false}, stop{false};
@@ -122,6 +124,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
         me.tx.store(++n, std::memory_order_relaxed);
       }
       me.counters = wl.counters();
+      me.hints = tls_hint_stats;  // a fresh thread: this run's only
     } catch (...) {
       std::lock_guard lock(error_mutex);
       if (!error) error = std::current_exception();
@@ -180,6 +183,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
     r.tx += all.size();
   }
   for (const Worker& w : workers) {
+    for (size_t i = 0; i < kMaxTables; ++i) r.hints[i] += w.hints[i];
     const TxCounters& c = w.counters;
     for (size_t type = 0; type < kTxTypes; ++type) r.counters.done[type] += c.done[type];
     r.counters.new_order_rollbacks += c.new_order_rollbacks;

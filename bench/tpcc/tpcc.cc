@@ -36,7 +36,28 @@ constexpr double kMaxPoolMb = 1 << 22;
 struct RunRecord {
   RunResult r;
   size_t violations = 0;
+  std::string config;  // the translation, + "+index-skip" with index skipping
+  unsigned threads = 0;
 };
+
+// "customer 97.1% (stale 0.4%), ..." for every table whose hinted calls were counted, and the
+// same as a JSON object body ("customer":{"calls":..,"hits":..,...},...).
+template <class Pool>
+std::pair<std::string, std::string> hint_report(Database<Pool>& db, const TableHintStats& h) {
+  std::string text, json;
+  for (Table<Pool>* t : db.tables()) {
+    const index::HintStats& s = h[t->id()];
+    if (s.calls() == 0) continue;
+    const double calls = static_cast<double>(s.calls());
+    text += fmt::format("{}{} {:.1f}% (stale {:.1f}%)", text.empty() ? "" : ", ", t->name(),
+                        100.0 * static_cast<double>(s.hits + s.slot_moved) / calls,
+                        100.0 * static_cast<double>(s.stale) / calls);
+    json += fmt::format(R"({}"{}":{{"calls":{},"hits":{},"slot_moved":{},"stale":{},"none":{},"fallbacks":{}}})",
+                        json.empty() ? "" : ",", t->name(), s.calls(), s.hits, s.slot_moved, s.stale, s.none,
+                        s.fallbacks);
+  }
+  return {text, json};
+}
 
 struct Sizes {
   uint64_t pool_bytes;
@@ -89,55 +110,64 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
 
   std::vector<RunRecord> out;
   for (unsigned threads : cfg.threads) {
-    RunSpec spec;
-    spec.threads = threads;
-    spec.seconds = cfg.seconds;
-    spec.max_tx = cfg.max_tx;
-    spec.seed = cfg.seed + rep * 1000003 + threads;
-    spec.print_each_second = !cfg.quiet;
-    spec.label = fmt::format("[{} t={} rep {}]", name, threads, rep);
-    RunRecord rec;
-    rec.r = run_workload(db, spec);
-    const RunResult& r = rec.r;
-    const auto c0 = Clock::now();
-    Violations v = check_consistency(db);
-    const double check_s = std::chrono::duration<double>(Clock::now() - c0).count();
-    rec.violations = v.size();
-    for (size_t i = 0; i < v.size() && i < 20; ++i) fmt::print(stderr, "{} VIOLATION {}\n", spec.label, v[i].to_string());
-    if (v.size() > 20) fmt::print(stderr, "{} ... and {} more violations\n", spec.label, v.size() - 20);
-    if (r.counters.failures) fmt::print(stderr, "{} {} self-check failures; first: {}\n", spec.label, r.counters.failures, r.counters.first_failure);
-    fmt::print("{} {:.0f} tx/s ({} tx in {:.2f} s), {:.0f} tx per CPU-second, NO p50 {:.1f} us p99 {:.1f} us; "
-               "read {:.1f} MB, written {:.1f} MB, evictions {}; translation {:.2f} MB; rollbacks {}, remote lines {}, "
-               "remote payments {}, delivery skips {}; consistency: {} ({:.2f} s), failures {}\n",
-               spec.label, r.tx_per_s, r.tx, r.seconds, r.tx_per_cpu_s, r.latency[0].p50_us, r.latency[0].p99_us,
-               r.pages_read * kPageSize / 1048576.0, r.pages_written * kPageSize / 1048576.0, r.evictions,
-               r.end.translation_private_bytes / 1048576.0, r.counters.new_order_rollbacks,
-               r.counters.remote_order_lines, r.counters.remote_payments, r.counters.delivery_skipped,
-               v.empty() ? "ok" : fmt::format("{} VIOLATIONS", v.size()), check_s, r.counters.failures);
-    std::fflush(stdout);
-    if (!cfg.json_path.empty()) {
-      std::string types;
-      for (size_t t = 0; t < kTxTypes; ++t) {
-        types += fmt::format(R"("{}":{{"count":{},"p50_us":{:.2f},"p99_us":{:.2f}}},)", kTxNames[t], r.latency[t].count,
-                             r.latency[t].p50_us, r.latency[t].p99_us);
+    for (const std::string& mode : cfg.index_skipping) {
+      const bool skipping = mode == "on";
+      db.set_index_skipping(skipping);
+      const std::string config = skipping ? name + "+index-skip" : name;
+      RunSpec spec;
+      spec.threads = threads;
+      spec.seconds = cfg.seconds;
+      spec.max_tx = cfg.max_tx;
+      spec.seed = cfg.seed + rep * 1000003 + threads;
+      spec.print_each_second = !cfg.quiet;
+      spec.label = fmt::format("[{} t={} rep {}]", config, threads, rep);
+      RunRecord rec;
+      rec.config = config;
+      rec.threads = threads;
+      rec.r = run_workload(db, spec);
+      const RunResult& r = rec.r;
+      const auto c0 = Clock::now();
+      Violations v = check_consistency(db);
+      const double check_s = std::chrono::duration<double>(Clock::now() - c0).count();
+      rec.violations = v.size();
+      for (size_t i = 0; i < v.size() && i < 20; ++i) fmt::print(stderr, "{} VIOLATION {}\n", spec.label, v[i].to_string());
+      if (v.size() > 20) fmt::print(stderr, "{} ... and {} more violations\n", spec.label, v.size() - 20);
+      if (r.counters.failures) fmt::print(stderr, "{} {} self-check failures; first: {}\n", spec.label, r.counters.failures, r.counters.first_failure);
+      fmt::print("{} {:.0f} tx/s ({} tx in {:.2f} s), {:.0f} tx per CPU-second, NO p50 {:.1f} us p99 {:.1f} us; "
+                 "read {:.1f} MB, written {:.1f} MB, evictions {}; translation {:.2f} MB; rollbacks {}, remote lines {}, "
+                 "remote payments {}, delivery skips {}; consistency: {} ({:.2f} s), failures {}\n",
+                 spec.label, r.tx_per_s, r.tx, r.seconds, r.tx_per_cpu_s, r.latency[0].p50_us, r.latency[0].p99_us,
+                 r.pages_read * kPageSize / 1048576.0, r.pages_written * kPageSize / 1048576.0, r.evictions,
+                 r.end.translation_private_bytes / 1048576.0, r.counters.new_order_rollbacks,
+                 r.counters.remote_order_lines, r.counters.remote_payments, r.counters.delivery_skipped,
+                 v.empty() ? "ok" : fmt::format("{} VIOLATIONS", v.size()), check_s, r.counters.failures);
+      const auto [hint_text, hint_json] = hint_report(db, r.hints);
+      if (skipping) fmt::print("{} index skipping, hinted accesses answered without a descent: {}\n", spec.label, hint_text);
+      std::fflush(stdout);
+      if (!cfg.json_path.empty()) {
+        std::string types;
+        for (size_t t = 0; t < kTxTypes; ++t) {
+          types += fmt::format(R"("{}":{{"count":{},"p50_us":{:.2f},"p99_us":{:.2f}}},)", kTxNames[t], r.latency[t].count,
+                               r.latency[t].p50_us, r.latency[t].p99_us);
+        }
+        std::ofstream js(cfg.json_path, std::ios::app);
+        js << fmt::format(
+                  R"({{"experiment":"tpcc","translation":"{}","index_skipping":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
+                  R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
+                  R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
+                  R"("translation_private_bytes":{},"translation_reserved_bytes":{},"hint_hits":{},"hint_misses":{},)"
+                  R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
+                  R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}}})",
+                  name, skipping, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
+                  r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
+                  r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, r.end.hint_hits,
+                  r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
+                  r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
+                  r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, machine_json())
+           << "\n";
       }
-      std::ofstream js(cfg.json_path, std::ios::app);
-      js << fmt::format(
-                R"({{"experiment":"tpcc","translation":"{}","threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
-                R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
-                R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
-                R"("translation_private_bytes":{},"translation_reserved_bytes":{},"hint_hits":{},"hint_misses":{},)"
-                R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
-                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}}})",
-                name, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
-                r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
-                r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, r.end.hint_hits,
-                r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
-                r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
-                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, machine_json())
-         << "\n";
+      out.push_back(std::move(rec));
     }
-    out.push_back(std::move(rec));
   }
   return out;
 }
@@ -209,7 +239,7 @@ int run_tpcc(const TpccConfig& cfg) {
              memory_bytes() / double(1ull << 30), build_flags());
   std::fflush(stdout);
 
-  std::map<std::pair<std::string, unsigned>, std::vector<RunRecord>> rows;
+  std::map<std::pair<std::string, unsigned>, std::vector<RunRecord>> rows;  // (config, threads)
   size_t violations = 0;
   uint64_t failures = 0;
   for (unsigned rep = 0; rep < cfg.repeat; ++rep) {
@@ -218,10 +248,10 @@ int run_tpcc(const TpccConfig& cfg) {
     for (const std::string& name : order) {
       std::vector<RunRecord> recs = variants::with_pool_type(
           name, [&]<class Pool>() { return run_translation<Pool>(name, cfg, scale, sz, rep); });
-      for (size_t i = 0; i < recs.size(); ++i) {
-        violations += recs[i].violations;
-        failures += recs[i].r.counters.failures;
-        rows[{name, cfg.threads[i]}].push_back(std::move(recs[i]));
+      for (RunRecord& rec : recs) {
+        violations += rec.violations;
+        failures += rec.r.counters.failures;
+        rows[{rec.config, rec.threads}].push_back(std::move(rec));
       }
     }
   }
@@ -229,9 +259,13 @@ int run_tpcc(const TpccConfig& cfg) {
   fmt::print("\nTPC-C, {} warehouses, scale {}, {} s runs, medians over {} repeats; latency p50/p99 in us per type "
              "(NO new-order, PAY payment, OS order-status, DEL delivery, SL stock-level)\n",
              scale.warehouses, scale.factor, cfg.seconds, cfg.repeat);
-  fmt::print("{:<12}{:>4}{:>11}{:>18}{:>10}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10}{:>9}{:>6}\n", "translation", "thr",
+  fmt::print("{:<22}{:>4}{:>11}{:>18}{:>10}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10}{:>9}{:>6}\n", "translation", "thr",
              "tx/s", "min..max", "tx/cpu-s", "NO", "PAY", "OS", "DEL", "SL", "transl.MB", "evicted", "viol");
-  for (const std::string& name : names) {
+  std::vector<std::string> configs;
+  for (const std::string& n : names) {
+    for (const std::string& mode : cfg.index_skipping) configs.push_back(mode == "on" ? n + "+index-skip" : n);
+  }
+  for (const std::string& name : configs) {
     for (unsigned t : cfg.threads) {
       const std::vector<RunRecord>& rs = rows[{name, t}];
       if (rs.empty()) continue;
@@ -248,7 +282,7 @@ int run_tpcc(const TpccConfig& cfg) {
         lat[k] = fmt::format("{:.0f}/{:.0f}", med([&](const RunResult& r) { return r.latency[k].p50_us; }),
                              med([&](const RunResult& r) { return r.latency[k].p99_us; }));
       }
-      fmt::print("{:<12}{:>4}{:>11.0f}{:>18}{:>10.0f}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10.2f}{:>9.0f}{:>6}\n", name, t,
+      fmt::print("{:<22}{:>4}{:>11.0f}{:>18}{:>10.0f}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10.2f}{:>9.0f}{:>6}\n", name, t,
                  med([](const RunResult& r) { return r.tx_per_s; }), fmt::format("{:.0f}..{:.0f}", lo, hi),
                  med([](const RunResult& r) { return r.tx_per_cpu_s; }), lat[0], lat[1], lat[2], lat[3], lat[4],
                  med([](const RunResult& r) { return r.end.translation_private_bytes / 1048576.0; }),

@@ -23,6 +23,7 @@ struct TpccConfig {
   std::vector<std::string> translations{"array"};
   uint32_t warehouses = 1;
   std::vector<unsigned> threads{1};
+  std::vector<std::string> index_skipping{"off"};  // "off" and/or "on", run in this order
   double seconds = 10;
   double pool_mb = 0;     // 0: in memory (sized from the data and the run's growth)
   std::string data_dir = "./tpcc-data";

@@ -476,14 +476,14 @@ class TpccWorkload {
 
   // Reads a primary record starting from *hint; when the record was found through the
   // secondary index entry at index_key (non-empty) and the read changed the hint, the entry's
-  // hint is rewritten (the opportunistic repair of index skipping; never happens while the
-  // accessor ignores hints).
+  // hint is rewritten (the opportunistic repair of index skipping; never with skipping off,
+  // which leaves *hint as it was).
   template <class Row>
   bool read_through(Table<Pool>& table, std::string_view key, RecordHint* hint, Row* out, Table<Pool>& index,
                     std::string_view index_key) {
     const RecordHint before = *hint;
     if (!table.read(key, hint, out)) return false;
-    if (!index_key.empty() && std::memcmp(&before, hint, sizeof before) != 0) {
+    if (!index_key.empty() && !(before == *hint)) {
       index.store_secondary_hint(index_key, *hint);
     }
     return true;

@@ -124,8 +124,9 @@ TEST(TpccScale, FullScaleIsTheSpecsCardinalities) {
 // Loads `warehouses` at the tiny scale, checks, runs kRunTx transactions with `threads`
 // workers, checks again (consistency and every tree's structure). Returns the run.
 template <class Pool>
-RunResult load_run_check(Pool& pool, uint32_t warehouses, unsigned threads) {
+RunResult load_run_check(Pool& pool, uint32_t warehouses, unsigned threads, bool index_skipping = false) {
   auto db = Database<Pool>::create(pool, Scale::make(warehouses, kTinyScale));
+  db.set_index_skipping(index_skipping);
   load(db, threads, 11, nullptr);
   Violations v = check_consistency(db);
   EXPECT_TRUE(v.empty()) << "after the load:\n" << describe(v);
@@ -159,6 +160,27 @@ TYPED_TEST(TpccOnEveryTranslation, ConsistentAfterConcurrentRunWithEviction) {
   auto pool = Pool::open(small_options(dir.path(), 64));
   RunResult r = load_run_check(*pool, 3, 3);
   EXPECT_GT(r.evictions, kRunTx);  // more than one per transaction
+}
+
+// Index skipping (table.h): every read and update of a primary record starts at its hint
+// (from the secondary index entry or the transaction's earlier access), under eviction on
+// array (the combination none of the papers measured) and lipah; hints must be followed
+// (hits), go stale as leaves split (stale), and the run must stay consistent.
+template <class Pool>
+void consistent_with_index_skipping() {
+  TempDir dir;
+  auto pool = Pool::open(small_options(dir.path(), 64));
+  RunResult r = load_run_check(*pool, 3, 3, /*index_skipping=*/true);
+  EXPECT_GT(r.evictions, kRunTx);
+  index::HintStats all;
+  for (const index::HintStats& h : r.hints) all += h;
+  EXPECT_GT(all.hits, 0u);
+  EXPECT_GT(all.stale, 0u);  // New-Order's inserts split order and new-order leaves
+  EXPECT_GT(all.calls(), kRunTx);
+}
+TEST(TpccIndexSkipping, ConsistentUnderEvictionOnArray) { consistent_with_index_skipping<BufferPool>(); }
+TEST(TpccIndexSkipping, ConsistentUnderEvictionOnLipah) {
+  consistent_with_index_skipping<BasicBufferPool<translation::LipahTranslation>>();
 }
 
 TEST(TpccInMemory, ConsistentAfterConcurrentRun) {
@@ -332,17 +354,23 @@ TEST(TpccCommand, RunsAndWritesAJsonLinePerRun) {
   bench::TpccConfig c = tiny_config(dir);
   c.json_path = dir.sub("out.jsonl");
   c.pool_mb = 0.5;  // 128 frames: larger than memory
+  c.index_skipping = {"off", "on"};
   EXPECT_EQ(bench::run_tpcc(c), 0);
   std::ifstream in(c.json_path);
   std::string line;
-  int lines = 0;
+  int lines = 0, skipping_runs = 0;
   while (std::getline(in, line)) {
     ++lines;
     EXPECT_NE(line.find(R"("experiment":"tpcc")"), std::string::npos) << line;
     EXPECT_NE(line.find(R"("violations":0,"failures":0)"), std::string::npos) << line;
     EXPECT_NE(line.find(R"("tx":300,)"), std::string::npos) << line;
+    // Skipping on: hint statistics per table; off: none.
+    const bool on = line.find(R"("index_skipping":true)") != std::string::npos;
+    EXPECT_EQ(line.find(R"("index_hints":{})") == std::string::npos, on) << line;
+    skipping_runs += on;
   }
-  EXPECT_EQ(lines, 2);
+  EXPECT_EQ(lines, 4);
+  EXPECT_EQ(skipping_runs, 2);
 }
 
 TEST(TpccCommand, RejectsBadInputWithAClearError) {
