@@ -8,7 +8,7 @@ APT_PACKAGES=(
   liburing-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev
   liblmdb-dev librocksdb-dev libwiredtiger-dev
-  python3-matplotlib python3-venv fio
+  python3-matplotlib python3-venv fio valgrind
   ccache clang libclang-rt-14-dev
   libreadline-dev zlib1g-dev procps
 )
