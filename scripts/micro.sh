@@ -19,27 +19,12 @@
 # docs/micro/quick.jsonl (with the machine and the commit), and prints the paired ratios.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+quick=false
 if [[ "${1:-}" == --quick ]]; then
+  quick=true
   shift
-  OUT=${1:-micro-quick}
-  mkdir -p "$OUT"
-  OUT=$(cd "$OUT" && pwd)
-  bash "$ROOT/scripts/setup.sh"
-  cmake -S "$ROOT" -B "$ROOT/build-micro" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=1 \
-    -DCALICO_BUILD_TESTS=OFF > /dev/null
-  cmake --build "$ROOT/build-micro" --target calico_bench
-  BENCH="$ROOT/build-micro/calico_bench"
-  JSON="$OUT/micro.jsonl"
-  : > "$JSON"
-  quick=(--translations direct,array,vmcache_2m,vmcache,hash_open --repeat 5 --min-seconds 0.5
-         --data-dir "$OUT/data" --json "$JSON")
-  "$BENCH" scan "${quick[@]}" --data-mb 1024 --no-pinned 2>&1 | tee "$OUT/scan.log"
-  "$BENCH" micro-btree "${quick[@]}" --records 5000000 2>&1 | tee "$OUT/micro-btree.log"
-  commit=$(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown)
-  python3 "$ROOT/bench/report/micro_quick.py" "$JSON" --commit "$commit" --out "$ROOT/docs/micro/quick.jsonl"
-  exit 0
 fi
-OUT=${1:-micro-results}
+OUT=${1:-$($quick && echo micro-quick || echo micro-results)}
 [ $# -gt 0 ] && shift
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -52,6 +37,15 @@ BENCH="$ROOT/build-micro/calico_bench"
 
 JSON="$OUT/micro.jsonl"
 : > "$JSON"
+if $quick; then
+  common=(--translations direct,array,vmcache_2m,vmcache,hash_open --repeat 5 --min-seconds 0.5
+          --data-dir "$OUT/data" --json "$JSON")
+  "$BENCH" scan "${common[@]}" --data-mb 1024 --no-pinned 2>&1 | tee "$OUT/scan.log"
+  "$BENCH" micro-btree "${common[@]}" --records 5000000 2>&1 | tee "$OUT/micro-btree.log"
+  commit=$(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown)
+  python3 "$ROOT/bench/report/micro_quick.py" "$JSON" --commit "$commit" --out "$ROOT/docs/micro/quick.jsonl"
+  exit 0
+fi
 start=$(date +%s)
 failed=()
 for experiment in scan micro-btree micro-bfs micro-ablation micro-memory; do
