@@ -482,14 +482,20 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
   }
   translation::Entry* entries[kMaxGroup];
   Space* spaces[kMaxGroup];
-  // Phase 1: resolve and prefetch the translation entries (memory-level parallelism).
+  auto offset_of = [&](size_t i) {
+    return offsets.empty() ? 0u : std::min<uint32_t>(offsets[i], options_.page_size - 1);
+  };
+  // Phase 1: resolve and prefetch the translation entries (memory-level parallelism), and,
+  // where the thread's frame prediction holds (read_fast), the predicted frames too, so
+  // that a correct guess needs no second round trip after the entries arrive.
   // Recycling tables: no entry is created here (the page may be skipped); nullptr = none.
   for (size_t i = 0; i < pids.size(); ++i) {
     entries[i] = nullptr;
     spaces[i] = nullptr;
     auto& c = translation::tls_path_cache;
     Space* s;
-    if (c.pool_uid == uid_ && c.space == pids[i].space() && c.epoch == directory_.epoch()) {
+    const bool cached = path_cached(c, pids[i].space());
+    if (cached) {
       s = static_cast<Space*>(c.owner);
     } else {
       s = live_space(pids[i].space());
@@ -499,6 +505,9 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
     entries[i] = existing_entry(s, pids[i].block());
     spaces[i] = s;
     __builtin_prefetch(entries[i]);
+    if constexpr (!T::kPagesInPlace) {
+      if (cached && c.delta_stable) __builtin_prefetch(frames_.frame(pids[i].block() + c.frame_delta) + offset_of(i));
+    }
   }
   // Phase 2: prefetch resident frames at their offsets; collect the evicted pages.
   uint32_t missing[kMaxGroup];
@@ -512,8 +521,7 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
     EntryWord w = translation::load(*entries[i], std::memory_order_relaxed);
     if (w.resident()) {
       // A hint only: a stale (recycled) entry prefetches a frame for nothing.
-      uint32_t off = offsets.empty() ? 0 : std::min<uint32_t>(offsets[i], options_.page_size - 1);
-      __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + off);
+      __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + offset_of(i));
     } else if (w.evicted() || w.state() == translation::kGone) {
       missing[n_missing++] = static_cast<uint32_t>(i);
     }
