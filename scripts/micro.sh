@@ -3,6 +3,9 @@
 # (Tables 2, 3, 4, 6; Figures 1, 10, 11) at their default sizes on every translation of
 # src/variants/registry.h, then regenerates docs/micro.md and docs/micro/*.png.
 #
+# docs/micro.md also gets the sections of docs/micro/large.jsonl (--large below) and
+# docs/micro/counts.jsonl (scripts/micro_counts.sh) when they exist.
+#
 # Sets up the machine (scripts/setup.sh), builds a release tree (build-micro:
 # RelWithDebInfo, CALICO_CHECKS_LEVEL=1, no tests) when needed, and writes into OUTDIR
 # (default ./micro-results): micro.jsonl (every result), one log per experiment, and the pools'
@@ -74,7 +77,7 @@ if [[ $mode == large ]]; then
     : > "$OUT/one.jsonl"
     echo "=== round $round of $rounds: $sub on $t"
     "$BENCH" "$sub" --translations "$t" --repeat 1 --min-seconds 1 --data-dir "$OUT/data" --json "$OUT/one.jsonl" \
-      "$@" 2>&1 | tee -a "$OUT/$sub.log" | grep -E "^(translation|[a-z_0-9]+ +[0-9])" || true
+      "$@" 2>&1 | tee -a "$OUT/$sub.log" | grep -E " $t +[0-9]" || true
     python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     if l.strip():
@@ -110,7 +113,7 @@ echo "=== all experiments done in $(( $(date +%s) - start )) s"
 PY=python3
 "$PY" -c 'import matplotlib' 2> /dev/null || PY=/usr/bin/python3  # Debian's python3-matplotlib
 "$PY" "$ROOT/bench/report/micro_figures.py" "$JSON" --md "$ROOT/docs/micro.md" --png-dir "$ROOT/docs/micro" \
-  --command "scripts/micro.sh $*"
+  --command "scripts/micro.sh $*" --large "$ROOT/docs/micro/large.jsonl" --counts "$ROOT/docs/micro/counts.jsonl"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "micro.sh: FAILED (see the logs in $OUT): ${failed[*]}" >&2
   exit 1
