@@ -24,6 +24,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/docs/micro/counts.jsonl}
 TRANSLATIONS=${2:-direct,array,vmcache_2m,vmcache,hash_open}
+WORKLOADS=${WORKLOADS:-scan btree bfs}  # a subset, e.g. WORKLOADS=bfs, to recount one workload
 command -v valgrind > /dev/null || { echo "micro_counts: valgrind not found (scripts/setup.sh installs it)" >&2; exit 2; }
 
 cmake -S "$ROOT" -B "$ROOT/build-micro" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=1 \
@@ -69,7 +70,7 @@ print(round(sum(r["ops"] / r["runs"] for r in map(json.loads, open(sys.argv[1]))
 
 IFS=, read -ra TS <<< "$TRANSLATIONS"
 for t in "${TS[@]}"; do
-  for w in scan btree bfs; do
+  for w in $WORKLOADS; do
     case $w in
       scan) args=(scan --translations "$t" --data-mb "$SCAN_MB" --no-pinned) op=page ;;
       btree) args=(micro-btree --translations "$t" --records "$BTREE_RECORDS" --lookups "$BTREE_LOOKUPS") op=lookup ;;
