@@ -15,6 +15,7 @@
 #include <array>
 #include <filesystem>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "tpcc/peers/peer_store.h"
@@ -230,9 +231,14 @@ class WtStore final : public PeerStore {
                                            wiredtiger_strerror(rc)));
     }
   }
-  // WT_ROLLBACK (a write conflict) is retried up to kMaxRetries; anything else throws.
+  // WT_ROLLBACK (a write conflict) is retried up to kMaxRetries, after yielding the CPU to
+  // the conflicting writer (which may be descheduled, on a machine with few cores); anything
+  // else throws.
   void retry_or_throw(int rc, int attempt, const char* what, uint32_t t) const {
-    if (rc == WT_ROLLBACK && attempt < kMaxRetries) return;
+    if (rc == WT_ROLLBACK && attempt < kMaxRetries) {
+      std::this_thread::yield();
+      return;
+    }
     check(rc, what, t);
   }
 
