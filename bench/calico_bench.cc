@@ -4,7 +4,7 @@
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
 //          the translation microbenchmarks on every translation variant (bench/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
-//   tpcc   TPC-C on the B+trees, per translation (bench/tpcc/tpcc.h)
+//   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -175,13 +175,13 @@ int main(int argc, char** argv) {
 
   calico::bench::TpccConfig tpcc;
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
-                                            "per translation, in memory or larger than memory");
-  tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants, comma list, interleaved per repeat (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
+                                            "per translation, and on the peers wiredtiger and lmdb, in memory or larger than memory");
+  tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants and/or peer systems (wiredtiger, lmdb), comma list, interleaved per repeat (known translations: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
   tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
-  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, or off,on (both, in that order)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on"}));
+  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, or off,on (both, in that order); Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
-  tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT)")->capture_default_str();
+  tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT); a peer's cache (WiredTiger's cache_size; LMDB: not limited)")->capture_default_str();
   tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();
   tp->add_option("--repeat", tpcc.repeat, "runs per configuration (translations interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
   tp->add_option("--json", tpcc.json_path, "append one JSON line per run to this file");

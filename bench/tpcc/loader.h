@@ -33,8 +33,8 @@ namespace calico::bench::tpcc {
 // A date for the rows (seconds since the epoch; never 0, which means null).
 inline uint64_t now_date() { return std::max<uint64_t>(1, static_cast<uint64_t>(std::time(nullptr))); }
 
-template <class Pool>
-void load_items(Database<Pool>& db, Random& rng) {
+template <class TableT>
+void load_items(Database<TableT>& db, Random& rng) {
   for (uint32_t i = 1; i <= db.scale.items; ++i) {
     ItemRow r{};
     r.price_cents = rng.uniform(100, 10000);
@@ -45,8 +45,8 @@ void load_items(Database<Pool>& db, Random& rng) {
   }
 }
 
-template <class Pool>
-void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
+template <class TableT>
+void load_warehouse(Database<TableT>& db, uint32_t w, Random& rng) {
   const Scale& sc = db.scale;
   const int64_t district_ytd = int64_t{sc.customers} * 1000;
   const uint64_t date = now_date();
@@ -146,8 +146,8 @@ void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
 // threads; the items by loader 0 first). progress(line) is called after each part, from
 // any loader thread, one call at a time. The first error of any loader is rethrown after all
 // have stopped.
-template <class Pool>
-void load(Database<Pool>& db, unsigned threads, uint64_t seed, const std::function<void(const std::string&)>& progress) {
+template <class TableT>
+void load(Database<TableT>& db, unsigned threads, uint64_t seed, const std::function<void(const std::string&)>& progress) {
   threads = std::max(1u, std::min(threads, db.scale.warehouses));
   std::mutex mu;
   std::exception_ptr error;

@@ -1,4 +1,4 @@
-// TpccWorkload<Pool>: the five TPC-C transactions (clause 2.4-2.8) over Database<Pool>,
+// TpccWorkload<TableT>: the five TPC-C transactions (clause 2.4-2.8) over Database<TableT>,
 // written once against index::BasicBTree<Pool>, so that they run on every translation.
 //
 // Entry points: TpccWorkload(db, seed); run_one(home_w) (draws a type by the mix
@@ -7,7 +7,8 @@
 //
 // ISOLATION: per-record atomicity only, as vmcache's TPC-C driver. Every read-modify-write
 // of one record (W_YTD, D_YTD, D_NEXT_O_ID, C_BALANCE, S_QUANTITY, O_CARRIER_ID, ...) is
-// one BasicBTree::update under the record's leaf latch, so concurrent transactions never
+// one Table::update_value: on Calico a BasicBTree::update under the record's leaf latch (on
+// a peer one engine transaction, peers/peer_table.h), so concurrent transactions never
 // lose an update; each single-record read sees a committed record value. There is NO
 // multi-record isolation (a transaction may see another one half done), NO rollback (a
 // transaction that fails midway leaves its earlier writes; the only "rollback" is New-Order's
@@ -98,11 +99,11 @@ struct TxCounters {
   std::string first_failure;
 };
 
-template <class Pool>
+template <class TableT>
 class TpccWorkload {
  public:
   // History rows get keys (origin, 1..), the origin unique to this object (Database).
-  TpccWorkload(Database<Pool>& db, uint64_t seed)
+  TpccWorkload(Database<TableT>& db, uint64_t seed)
       : db_(db), sc_(db.scale), origin_(db.new_history_origin()), rng_(seed) {}
 
   const TxCounters& counters() const { return counters_; }
@@ -479,7 +480,7 @@ class TpccWorkload {
   // hint is rewritten (the opportunistic repair of index skipping; never with skipping off,
   // which leaves *hint as it was).
   template <class Row>
-  bool read_through(Table<Pool>& table, std::string_view key, RecordHint* hint, Row* out, Table<Pool>& index,
+  bool read_through(TableT& table, std::string_view key, RecordHint* hint, Row* out, TableT& index,
                     std::string_view index_key) {
     const RecordHint before = *hint;
     if (!table.read(key, hint, out)) return false;
@@ -501,7 +502,7 @@ class TpccWorkload {
     return false;
   }
 
-  Database<Pool>& db_;
+  Database<TableT>& db_;
   const Scale sc_;
   const uint32_t origin_;
   Random rng_;

@@ -125,7 +125,7 @@ TEST(TpccScale, FullScaleIsTheSpecsCardinalities) {
 // workers, checks again (consistency and every tree's structure). Returns the run.
 template <class Pool>
 RunResult load_run_check(Pool& pool, uint32_t warehouses, unsigned threads, bool index_skipping = false) {
-  auto db = Database<Pool>::create(pool, Scale::make(warehouses, kTinyScale));
+  auto db = CalicoDatabase<Pool>::create(pool, Scale::make(warehouses, kTinyScale));
   db.set_index_skipping(index_skipping);
   load(db, threads, 11, nullptr);
   Violations v = check_consistency(db);
@@ -194,9 +194,9 @@ TEST(TpccInMemory, ConsistentAfterConcurrentRun) {
 TEST(TpccTransactions, NewOrderWithAnInvalidItemWritesNothing) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 4096));
-  auto db = Database<BufferPool>::create(*pool, Scale::make(1, kTinyScale));
+  auto db = CalicoDatabase<BufferPool>::create(*pool, Scale::make(1, kTinyScale));
   load(db, 1, 3, nullptr);
-  TpccWorkload<BufferPool> wl(db, 9);
+  TpccWorkload<Table<BufferPool>> wl(db, 9);
   NewOrderInput in{1, 2, 5, {{7, 1, 3}, {8, 1, 4}, {db.scale.items + 1, 1, 1}}};
   StockRow before;
   RecordHint h;
@@ -227,7 +227,7 @@ TEST(TpccTransactions, NewOrderWithAnInvalidItemWritesNothing) {
 TEST(TpccTransactions, ThreadsSharingADistrictLoseNoUpdateAndDeliverOnce) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 4096));
-  auto db = Database<BufferPool>::create(*pool, Scale::make(2, kTinyScale));
+  auto db = CalicoDatabase<BufferPool>::create(*pool, Scale::make(2, kTinyScale));
   load(db, 1, 3, nullptr);
   const unsigned threads = 3;
   const int per_thread = 150;
@@ -251,7 +251,7 @@ TEST(TpccTransactions, ThreadsSharingADistrictLoseNoUpdateAndDeliverOnce) {
   for (int round = 0; round < rounds; ++round) {
     std::atomic<uint64_t> failures{0}, delivered{0};
     parallel([&](unsigned t) {
-      TpccWorkload<BufferPool> wl(db, 100 * round + t);
+      TpccWorkload<Table<BufferPool>> wl(db, 100 * round + t);
       for (int i = 0; i < per_thread; ++i) {
         NewOrderInput in = wl.random_new_order(1);
         in.d = 1;
@@ -272,7 +272,7 @@ TEST(TpccTransactions, ThreadsSharingADistrictLoseNoUpdateAndDeliverOnce) {
     ASSERT_TRUE(v.empty()) << "round " << round << " after the New-Orders:\n" << describe(v);
     const uint64_t undelivered = db.new_order.size();
     parallel([&](unsigned t) {
-      TpccWorkload<BufferPool> wl(db, 100 * round + 50 + t);
+      TpccWorkload<Table<BufferPool>> wl(db, 100 * round + 50 + t);
       for (int i = 0; i < per_thread + 10; ++i) delivered += wl.delivery(1, 1 + t);
       failures += wl.counters().failures;
     });
@@ -288,7 +288,7 @@ TEST(TpccTransactions, ThreadsSharingADistrictLoseNoUpdateAndDeliverOnce) {
 TEST(TpccConsistency, ReportsACorruptDistrictYtdAndAMissingNewOrderRow) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 4096));
-  auto db = Database<BufferPool>::create(*pool, Scale::make(2, kTinyScale));
+  auto db = CalicoDatabase<BufferPool>::create(*pool, Scale::make(2, kTinyScale));
   load(db, 1, 3, nullptr);
   ASSERT_TRUE(check_consistency(db).empty());
 
@@ -322,7 +322,7 @@ TEST(TpccConsistency, ReportsACorruptDistrictYtdAndAMissingNewOrderRow) {
 TEST(TpccConsistency, ReportsACustomerMissingFromItsIndex) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 4096));
-  auto db = Database<BufferPool>::create(*pool, Scale::make(1, kTinyScale));
+  auto db = CalicoDatabase<BufferPool>::create(*pool, Scale::make(1, kTinyScale));
   load(db, 1, 3, nullptr);
   std::string key;
   db.customer_name.scan("", [&](std::string_view k, std::string_view) {
