@@ -38,6 +38,7 @@ struct RunSpec {
   uint64_t max_tx = 0;  // > 0: stop after this many transactions over all workers
   uint64_t seed = 42;
   bool print_each_second = false;
+  bool remember_hints = false;  // each worker keeps its records' hints across transactions
   std::string label;    // prefix of the per-second lines
 };
 
@@ -100,7 +101,7 @@ RunResult run_workload(Database<TableT>& db, const RunSpec& spec) {
   auto work = [&](unsigned t) {
     try {
       Worker& me = workers[t];
-      TpccWorkload<TableT> wl(db, spec.seed * 0x9E3779B97F4A7C15ull + t * 7919 + 1);
+      TpccWorkload<TableT> wl(db, spec.seed * 0x9E3779B97F4A7C15ull + t * 7919 + 1, spec.remember_hints);
       Random pick(spec.seed + 31 * (t + 1));
       std::vector<uint32_t> home;
       for (uint32_t w = 1; w <= warehouses; ++w) {

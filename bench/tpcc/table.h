@@ -72,6 +72,8 @@ class Table : public TypedRows<Table<Pool>> {
  public:
   using Tree = index::BasicBTree<Pool>;
   using Backend = Pool;
+  // Reads and updates take and report RecordHints (index skipping).
+  static constexpr bool kHasHints = true;
   // id: this table's slot in tls_hint_stats (< kMaxTables), unique in its database.
   Table(Tree tree, std::string name, uint32_t id) : tree_(std::move(tree)), name_(std::move(name)), id_(id) {
     if (id >= kMaxTables) throw std::logic_error("tpcc: table id past kMaxTables");

@@ -89,6 +89,14 @@ std::string json_escape(std::string s) {
   return out;
 }
 
+// A run's configuration label: the translation, + "+index-skip" (mode on) or
+// "+index-skip+remember" (mode remember: also the workers' hint memory, hint_memory.h).
+std::string config_name(const std::string& name, const std::string& mode) {
+  if (mode == "on") return name + "+index-skip";
+  if (mode == "remember") return name + "+index-skip+remember";
+  return name;
+}
+
 // Loads db, then one timed run per thread count and index-skipping mode, each followed by
 // the consistency checks. loaded(): the load report after "loaded in N s: ".
 template <class TableT>
@@ -119,15 +127,16 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
   std::vector<RunRecord> out;
   for (unsigned threads : cfg.threads) {
     for (const std::string& mode : cfg.index_skipping) {
-      const bool skipping = mode == "on";
+      const bool skipping = mode != "off";
       db.set_index_skipping(skipping);
-      const std::string config = skipping ? name + "+index-skip" : name;
+      const std::string config = config_name(name, mode);
       RunSpec spec;
       spec.threads = threads;
       spec.seconds = cfg.seconds;
       spec.max_tx = cfg.max_tx;
       spec.seed = cfg.seed + rep * 1000003 + threads;
       spec.print_each_second = !cfg.quiet;
+      spec.remember_hints = mode == "remember";
       spec.label = fmt::format("[{} t={} rep {}]", config, threads, rep);
       RunRecord rec;
       rec.config = config;
@@ -160,13 +169,13 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
         }
         std::ofstream js(cfg.json_path, std::ios::app);
         js << fmt::format(
-                  R"({{"experiment":"tpcc","translation":"{}","system":"{}","engine_config":"{}","cache_enforced":{},"index_skipping":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
+                  R"({{"experiment":"tpcc","translation":"{}","system":"{}","engine_config":"{}","cache_enforced":{},"index_skipping":{},"hint_memory":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
                   R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
                   R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
                   R"("translation_private_bytes":{},"translation_reserved_bytes":{},"hint_hits":{},"hint_misses":{},)"
                   R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
                   R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}}})",
-                  name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
+                  name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
                   r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
                   r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, r.end.hint_hits,
                   r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
@@ -286,10 +295,11 @@ int run_tpcc(const TpccConfig& cfg) {
     translations.push_back(n);
   }
   if (names.empty()) throw std::invalid_argument("--translation: nothing to run (give translations and/or peers)");
-  if (peers_selected && std::find(cfg.index_skipping.begin(), cfg.index_skipping.end(), "on") != cfg.index_skipping.end()) {
+  if (peers_selected && std::any_of(cfg.index_skipping.begin(), cfg.index_skipping.end(),
+                                    [](const std::string& m) { return m != "off"; })) {
     throw std::invalid_argument(fmt::format(
-        "--index-skipping on cannot run on a peer ({}): index skipping is Calico's (record hints into its B+tree "
-        "leaves); run the peers with --index-skipping off",
+        "--index-skipping on (or remember) cannot run on a peer ({}): index skipping is Calico's (record hints "
+        "into its B+tree leaves); run the peers with --index-skipping off",
         fmt::join(peers::peer_systems(), ", ")));
   }
   const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
@@ -360,7 +370,7 @@ int run_tpcc(const TpccConfig& cfg) {
              "tx/s", "min..max", "tx/cpu-s", "NO", "PAY", "OS", "DEL", "SL", "transl.MB", "evicted", "viol");
   std::vector<std::string> configs;
   for (const std::string& n : names) {
-    for (const std::string& mode : cfg.index_skipping) configs.push_back(mode == "on" ? n + "+index-skip" : n);
+    for (const std::string& mode : cfg.index_skipping) configs.push_back(config_name(n, mode));
   }
   for (const std::string& name : configs) {
     for (unsigned t : cfg.threads) {

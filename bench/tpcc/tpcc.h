@@ -25,7 +25,9 @@ struct TpccConfig {
   std::vector<std::string> translations{"array"};  // and/or peers: "wiredtiger", "lmdb"
   uint32_t warehouses = 1;
   std::vector<unsigned> threads{1};
-  std::vector<std::string> index_skipping{"off"};  // "off" and/or "on", run in this order; "on": no peer
+  // "off", "on", "remember" (on + each worker's hint memory, hint_memory.h), run in this
+  // order; anything but "off" is refused with a peer.
+  std::vector<std::string> index_skipping{"off"};
   double seconds = 10;
   double pool_mb = 0;     // 0: in memory (sized from the data and the run's growth)
   std::string data_dir = "./tpcc-data";

@@ -8,6 +8,7 @@
 // The table interface the workload, the loader and the consistency checks use (what a
 // backend implements; "hint" is a RecordHint*, table.h):
 //   using Backend;  static Derived create(Backend&, std::string name, uint32_t id)
+//   static constexpr bool kHasHints  (reads and updates take and report RecordHints)
 //   name(), id(), size(), set_index_skipping(bool), index_skipping()
 //   read_value(key, hint, std::string* out) -> bool        (false: absent)
 //   update_value(key, hint, fn(std::span<std::byte>)) -> bool  (atomic read-modify-write

@@ -307,10 +307,16 @@ TEST(TpccPeersCommand, RefusesIndexSkippingOnAPeerAndUnknownSystems) {
   };
   bench::TpccConfig c = tiny_config(dir);
   c.index_skipping = {"off", "on"};
-  expect_invalid(c, "--index-skipping on cannot run on a peer");
+  expect_invalid(c, "--index-skipping on (or remember) cannot run on a peer");
+  c.index_skipping = {"remember"};
+  expect_invalid(c, "--index-skipping on (or remember) cannot run on a peer");
+  c.index_skipping = {"off", "on"};
   c.translations = {"lmdb"};
   c.index_skipping = {"on"};
-  expect_invalid(c, "--index-skipping on cannot run on a peer");
+  expect_invalid(c, "--index-skipping on (or remember) cannot run on a peer");
+  c.index_skipping = {"remember"};
+  expect_invalid(c, "--index-skipping on (or remember) cannot run on a peer");
+  c.index_skipping = {"off", "on"};
   c = tiny_config(dir);
   c.translations = {"array", "rocksdb"};
   expect_invalid(c, "unknown translation or system 'rocksdb'");

@@ -36,6 +36,9 @@ class PeerTable : public TypedRows<PeerTable> {
     return PeerTable(&store, slot, std::move(name), id);
   }
 
+  // No record hints: reads leave them as they are (table.h's kHasHints).
+  static constexpr bool kHasHints = false;
+
   const std::string& name() const { return name_; }
   uint32_t id() const { return id_; }
   // Index skipping is Calico's (record hints into B+tree leaves). Errors: on = true.
