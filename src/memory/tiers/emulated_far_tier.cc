@@ -15,7 +15,7 @@ uint64_t validated_ticks_per_line(const TierConfig& c, const SpinDelay& spin) {
 }  // namespace
 
 EmulatedFarTier::EmulatedFarTier(const TierConfig& config, const SpinDelay& spin)
-    : MemoryTier(config, validated_ticks_per_line(config, spin)), ticks_per_ns_(spin.ticks_per_ns()) {
+    : MemoryTier(config, validated_ticks_per_line(config, spin), spin.overhead_ticks()), ticks_per_ns_(spin.ticks_per_ns()) {
   if (config.migration_bytes_per_s != 0) bucket_.emplace(config.migration_bytes_per_s, config.burst_bytes);
 }
 

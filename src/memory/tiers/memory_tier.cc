@@ -16,7 +16,7 @@ const TierConfig& validated(const TierConfig& c) {
 
 }  // namespace
 
-LocalTier::LocalTier(const TierConfig& config) : MemoryTier(validated(config), 0) {}
+LocalTier::LocalTier(const TierConfig& config) : MemoryTier(validated(config), 0, 0) {}
 
 std::unique_ptr<MemoryTier> make_tier(const TierConfig& config) {
   validate(config);

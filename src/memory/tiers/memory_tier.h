@@ -55,16 +55,17 @@ class MemoryTier {
   // Errors: as bind_to_node() (numa_binding.h).
   virtual void place(void* base, size_t bytes) const = 0;
 
-  // Charges an access of [addr, addr + len): ticks_per_line() ticks of spin per touched
-  // cache line, serialized after the access (spin_delay.h). No syscall, no shared write.
+  // Charges an access of [addr, addr + len): ticks_per_line() ticks per touched cache line,
+  // in one spin serialized after the access, its fixed overhead included (spin_delay.h).
+  // No syscall, no shared write.
   void charge_access(const void* addr, size_t len) const {
     if (ticks_per_line_ == 0) return;
-    SpinDelay::spin_ticks(lines_touched_at(addr, len) * ticks_per_line_);
+    SpinDelay::spin_ticks(lines_touched_at(addr, len) * ticks_per_line_, spin_overhead_ticks_);
   }
   // The same for `lines` lines whose addresses the caller has already counted.
   void charge_lines(uint64_t lines) const {
     if (ticks_per_line_ == 0) return;
-    SpinDelay::spin_ticks(lines * ticks_per_line_);
+    SpinDelay::spin_ticks(lines * ticks_per_line_, spin_overhead_ticks_);
   }
   uint64_t ticks_per_line() const { return ticks_per_line_; }
 
@@ -80,7 +81,8 @@ class MemoryTier {
 
  protected:
   // Pre: validate(config) passed.
-  MemoryTier(const TierConfig& config, uint64_t ticks_per_line) : config_(config), ticks_per_line_(ticks_per_line) {}
+  MemoryTier(const TierConfig& config, uint64_t ticks_per_line, uint64_t spin_overhead_ticks)
+      : config_(config), ticks_per_line_(ticks_per_line), spin_overhead_ticks_(spin_overhead_ticks) {}
 
   void count_copy(size_t n, uint64_t waited_ns) {
     copies_.fetch_add(1, std::memory_order_relaxed);
@@ -91,6 +93,7 @@ class MemoryTier {
  private:
   const TierConfig config_;
   const uint64_t ticks_per_line_;  // 0: accesses are not charged
+  const uint64_t spin_overhead_ticks_;  // SpinDelay::overhead_ticks(), subtracted per charge
   std::atomic<uint64_t> copies_{0};
   std::atomic<uint64_t> copied_bytes_{0};
   std::atomic<uint64_t> throttle_wait_ns_{0};

@@ -13,7 +13,7 @@ const TierConfig& validated(const TierConfig& c) {
 
 }  // namespace
 
-NumaTier::NumaTier(const TierConfig& config) : MemoryTier(validated(config), 0) {}
+NumaTier::NumaTier(const TierConfig& config) : MemoryTier(validated(config), 0, 0) {}
 
 void NumaTier::place(void* base, size_t bytes) const { bind_to_node(base, bytes, node()); }
 

@@ -1,16 +1,73 @@
 // SpinDelay: see spin_delay.h.
 #include "memory/tiers/spin_delay.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+#include <cstdint>
 
 #include "calico/checks.h"
 #include "calico/error.h"
 
 namespace calico::memory::tiers {
+namespace {
 
-SpinDelay::SpinDelay(double ticks_per_ns) : ticks_per_ns_(ticks_per_ns) { CALICO_CHECK(ticks_per_ns > 0); }
+// The in-context cost of a spin beyond its wait, in ticks: a dependent chase through a
+// random cycle of 64-byte nodes over `bytes` (beyond L2), in pairs of windows with and
+// without a kProbe-tick spin after each hop; the median over pairs of the per-hop
+// difference, minus kProbe. Back-to-back spins (no miss before them) underestimate it by
+// ~10-15 ns: the fence waits for the miss to retire, later than its data reaches the next
+// dependent load. Medians: a preempted window is an outlier either way.
+uint64_t measure_overhead_ticks(size_t bytes) {
+  constexpr uint64_t kProbe = 256;  // above any overhead seen (~100 ticks): the loop spins
+  constexpr int kPairs = 31;
+  constexpr int kHops = 2048;
+  const size_t nodes = std::max<size_t>(bytes / 64, 1024);
+  // Like the frames it stands for: 2 MB pages where the kernel gives them (FrameArena),
+  // so that page walks do not hide part of the cost.
+  void* mem = mmap(nullptr, nodes * 64, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return 0;  // no context: no compensation (the charge errs long)
+  madvise(mem, nodes * 64, MADV_HUGEPAGE);
+  auto* next = static_cast<uint64_t*>(mem);  // node i is next[8 i], one 64-byte line
+  {
+    std::vector<uint32_t> order(nodes);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(nodes));
+    for (size_t i = 0; i < nodes; ++i) next[size_t{order[i]} * 8] = order[(i + 1) % nodes];
+  }
+  uint64_t p = 0;
+  auto window = [&](uint64_t probe) {
+    const uint64_t t0 = SpinDelay::now_ticks();
+    for (int h = 0; h < kHops; ++h) {
+      p = next[p * 8];
+      SpinDelay::spin_ticks(probe, 0);
+    }
+    return static_cast<double>(SpinDelay::now_ticks() - t0) / kHops;
+  };
+  window(0);  // warm-up: TLB and caches in their steady state
+  std::vector<double> diffs;
+  for (int i = 0; i < kPairs; ++i) {
+    const double plain = window(0);
+    const double spun = window(kProbe);
+    diffs.push_back(spun - plain);
+  }
+  munmap(mem, nodes * 64);
+  std::sort(diffs.begin(), diffs.end());
+  const double over = diffs[diffs.size() / 2] - static_cast<double>(kProbe);
+  return over > 0 ? static_cast<uint64_t>(over + 0.5) : 0;
+}
 
-SpinDelay SpinDelay::calibrate(std::chrono::nanoseconds window) {
+}  // namespace
+
+SpinDelay::SpinDelay(double ticks_per_ns, uint64_t overhead_ticks)
+    : ticks_per_ns_(ticks_per_ns), overhead_ticks_(overhead_ticks) {
+  CALICO_CHECK(ticks_per_ns > 0);
+}
+
+SpinDelay SpinDelay::calibrate(std::chrono::nanoseconds window, size_t context_bytes) {
   using Clock = std::chrono::steady_clock;
   window = std::max<std::chrono::nanoseconds>(window, std::chrono::milliseconds(1));
   // Pair each clock reading with a tick reading taken right after it; spin (not sleep) so
@@ -28,7 +85,7 @@ SpinDelay SpinDelay::calibrate(std::chrono::nanoseconds window) {
   // A counter that does not advance is the machine's fault (a hypervisor freezing the TSC),
   // not ours: an Error, not a check.
   if (!(k1 > k0)) throw Error(ErrorCode::kIoError, "the CPU time-stamp counter did not advance during calibration");
-  return SpinDelay(ticks / ns);
+  return SpinDelay(ticks / ns, measure_overhead_ticks(context_bytes));
 }
 
 }  // namespace calico::memory::tiers

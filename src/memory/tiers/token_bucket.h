@@ -45,16 +45,14 @@ struct SteadyNanoClock {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
-  // Returns once now_ns() >= deadline_ns. Sleeps through all but the last ~50 us (the
-  // scheduler's usual wake-up slack) and spins with yields for the rest.
+  // Returns once now_ns() >= deadline_ns. Sleeps through all but the last 200 us (the
+  // scheduler's wake-up slack on a loaded machine) and busy-waits the rest: a yield could
+  // give the core away for a whole time slice, and a copy throttled to a few us per page
+  // would then run at a fraction of its rate.
   void wait_until(int64_t deadline_ns) const {
-    constexpr int64_t kSpinNs = 50'000;
+    constexpr int64_t kSpinNs = 200'000;
     for (int64_t now = now_ns(); now < deadline_ns; now = now_ns()) {
-      if (deadline_ns - now > 2 * kSpinNs) {
-        std::this_thread::sleep_for(std::chrono::nanoseconds(deadline_ns - now - kSpinNs));
-      } else {
-        std::this_thread::yield();
-      }
+      if (deadline_ns - now > kSpinNs) std::this_thread::sleep_for(std::chrono::nanoseconds(deadline_ns - now - kSpinNs));
     }
   }
 };
