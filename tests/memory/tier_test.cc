@@ -441,7 +441,7 @@ TEST(TierModel, MakeTierBuildsEachKind) {
   EXPECT_GT(far->ticks_per_line(), 0u);
   EXPECT_EQ(make_tier(TierConfig::numa(4, 0))->kind(), TierKind::kNuma);
   // The calibrated rate is plausible for any CPU clock or steady_clock (0.1 - 10 ticks/ns).
-  SpinDelay spin = SpinDelay::calibrate(std::chrono::milliseconds(2));
+  SpinDelay spin = SpinDelay::calibrate(std::chrono::milliseconds(2), size_t{1} << 20);
   EXPECT_GT(spin.ticks_per_ns(), 0.1);
   EXPECT_LT(spin.ticks_per_ns(), 10.0);
 }
