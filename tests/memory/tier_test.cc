@@ -173,10 +173,14 @@ TEST(TierTokenBucket, ConcurrentTryAcquireNeverExceedsTheRate) {
   FakeBucket b(kRate, kBurst, FakeClock{&t});
   std::atomic<uint64_t> granted{0};
   std::atomic<uint64_t> violations{0};
+  std::atomic<int> arrived{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       std::mt19937 rng(i);
+      arrived.fetch_add(1);
+      while (arrived.load() < kThreads) {
+      }  // start together: the point is to overlap
       for (int k = 0; k < kAttempts; ++k) {
         if (k % 4 == 0) t.fetch_add(1 + rng() % 64);
         uint64_t n = 1 + rng() % 512;
@@ -204,16 +208,20 @@ TEST(TierTokenBucket, ConcurrentAcquireHandsOutTokensAtTheRate) {
   constexpr double kRate = 2e9;  // 2 bytes per ns
   constexpr uint64_t kBurst = 8192;
   constexpr int kThreads = 4;
-  constexpr int kPerThread = 2000;
+  constexpr int kPerThread = 20'000;
   std::atomic<int64_t> t{0};
   FakeBucket b(kRate, kBurst, FakeClock{&t});
   std::vector<std::vector<std::pair<int64_t, uint64_t>>> got(kThreads);  // (ready, bytes)
   std::atomic<uint64_t> granted{0};
   std::atomic<uint64_t> violations{0};
+  std::atomic<int> arrived{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       std::mt19937 rng(100 + i);
+      arrived.fetch_add(1);
+      while (arrived.load() < kThreads) {
+      }
       for (int k = 0; k < kPerThread; ++k) {
         uint64_t n = 1 + rng() % kBurst;
         int64_t ready = b.reserve(n);
