@@ -18,9 +18,10 @@ namespace {
 // The in-context cost of a spin beyond its wait, in ticks: a dependent chase through a
 // random cycle of 64-byte nodes over `bytes` (beyond L2), in pairs of windows with and
 // without a kProbe-tick spin after each hop; the median over pairs of the per-hop
-// difference, minus kProbe. Back-to-back spins (no miss before them) underestimate it by
-// ~10-15 ns: the fence waits for the miss to retire, later than its data reaches the next
-// dependent load. Medians: a preempted window is an outlier either way.
+// difference, minus kProbe. Medians: a preempted window is an outlier either way.
+// Known gap (docs/tiers.md): this gives ~24 ns on the development machine (back-to-back
+// spins with no miss before them: ~27 ns), while tier-calibrate's chase over 256 MB sees
+// each charge cost 10-30 ns more than its configured latency, so the charge errs long.
 uint64_t measure_overhead_ticks(size_t bytes) {
   constexpr uint64_t kProbe = 256;  // above any overhead seen (~100 ticks): the loop spins
   constexpr int kPairs = 32;  // even: as many pairs of each order
