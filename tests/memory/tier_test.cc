@@ -310,6 +310,8 @@ void validate_under_rlimit_as() {
 }
 
 TEST(TierConfigTest, RejectsMoreThanRlimitAs) {
+  // Re-exec rather than fork: sanitizer builds run helper threads.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(validate_under_rlimit_as(), testing::ExitedWithCode(0), "");
 }
 
