@@ -5,6 +5,7 @@
 //          the translation microbenchmarks on every translation variant (bench/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
+//   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tier_calibrate.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include "micro.h"
 #include "scan.h"
 #include "sizes.h"
+#include "tier_calibrate.h"
 #include "tpcc/tpcc.h"
 #include "variants/registry.h"
 #include "vector.h"
@@ -188,6 +190,18 @@ int main(int argc, char** argv) {
   tp->add_option("--seed", tpcc.seed, "random seed")->capture_default_str();
   tp->add_option("--scale", tpcc.scale, "in (0, 1]: customers, orders and items x scale (1 = the spec's counts)")->capture_default_str();
 
+  calico::bench::TierCalibrateConfig tc;
+  CLI::App* tcal = app.add_subcommand("tier-calibrate", "pointer chase and copies through the emulated far tier: "
+                                                         "measured extra latency and bandwidth against the configured ones (docs/tiers.md)");
+  tcal->add_option("--preset", tc.preset, "defaults for the next two: remote-numa or cxl (src/memory/tiers/tier_config.h)")->capture_default_str()->check(CLI::IsMember({"remote-numa", "cxl"}));
+  tcal->add_option("--latency-ns", tc.latency_ns, "extra ns per cache line (default: the preset's)")->check(CLI::Range(0.0, 10000.0));
+  tcal->add_option("--bandwidth-mb-s", tc.bandwidth_mb_s, "migration bandwidth in MB/s, 0 = unthrottled (default: the preset's)")->check(CLI::Range(0.0, 1e6));
+  tcal->add_option("--mb", tc.mb, "chase buffer in MB (larger than the LLC)")->capture_default_str()->check(CLI::Range(4, 16384));
+  tcal->add_option("--seconds", tc.seconds, "length of each run")->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+  tcal->add_option("--repeat", tc.repeat, "rounds (local and far interleaved); medians are reported")->capture_default_str()->check(CLI::Range(1, 1000));
+  tcal->add_option("--seed", tc.seed, "seed of the random cycle")->capture_default_str();
+  tcal->add_option("--json", tc.json_path, "append one JSON line with the configuration and the results to this file");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return calico::bench::run_demo(demo);
@@ -199,6 +213,7 @@ int main(int argc, char** argv) {
     if (mm->parsed()) return calico::bench::run_micro_memory(mem);
     if (v->parsed()) return calico::bench::run_vector(vec);
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
+    if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;
