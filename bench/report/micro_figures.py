@@ -309,7 +309,8 @@ def counts_section(path):
     if not rows:
         return ""
     md = [f"## Deterministic counts per operation (cachegrind)\n",
-          f"`scripts/micro_counts.sh` at commit {rows[0].get('commit', '?')}: each workload under cachegrind with 1 "
+          f"`scripts/micro_counts.sh` at commit {', '.join(dict.fromkeys(r.get('commit', '?') for r in rows))}: "
+          "each workload under cachegrind with 1 "
           "and with 3 timed rounds; the difference over the extra operations is one operation's cost, with "
           f"load, warm-up and setup cancelled. Cache model: {rows[0].get('cache_model')}. Scan: 256 MB, per "
           "page (sequential and random order together); btree: 1M records, per lookup; bfs: 65536 nodes, per "
