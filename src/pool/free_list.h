@@ -21,9 +21,10 @@ class FreeList {
  public:
   // Starts with frames 1..num_frames, handed out in ascending order.
   explicit FreeList(FrameId num_frames) : FreeList(1, num_frames) {}
-  // Frames first..last only (one tier's, pool/tiering.h); push() takes no other frame.
+  // Frames first..last only (one tier's, pool/tiering.h; empty when last < first);
+  // push() takes no frame above last.
   FreeList(FrameId first, FrameId last) : listed_(size_t{last} + 1, 0) {
-    CALICO_CHECK(first != kInvalidFrame && last >= first);
+    CALICO_CHECK(first != kInvalidFrame && size_t{last} + 1 >= first);
     frames_.reserve(last - first + 1);
     for (FrameId f = last; f >= first; --f) {
       frames_.push_back(f);

@@ -112,7 +112,8 @@ template <class T>
 void BasicBufferPool<T>::move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to) {
   const FrameId from = held.frame();
   CALICO_DCHECK(held.state() == translation::kExclusive && translation::load(e).raw == held.raw);
-  CALICO_DCHECK(from != to && meta_[from].owner.load() == pid.raw && meta_[to].owner.load() == 0);
+  // `to` is free (owner 0), or, in try_promote's demotion, the frame its victim just left.
+  CALICO_DCHECK(from != to && meta_[from].owner.load() == pid.raw);
   // Stable under the exclusive latch: flush never leaves it kWrittenUnsynced to a mover
   // (promotions hold flush_mutex_; demotion's victims are never kWrittenUnsynced).
   CALICO_DCHECK(meta_[from].dirty.load(std::memory_order_relaxed) != pool::kWrittenUnsynced);
