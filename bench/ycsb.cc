@@ -399,6 +399,8 @@ int run_ycsb(const YcsbConfig& cfg) {
       kc.data_bytes = data_bytes;
       kc.value_bytes = cfg.value_bytes;
       kc.max_threads = max_threads;
+      kc.far_bytes = cfg.far_mb << 20;
+      kc.far_tier = cfg.far_tier;
       std::string configuration;
       bool cache_enforced;
       {

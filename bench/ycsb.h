@@ -43,6 +43,8 @@ struct YcsbConfig {
   double warmup_seconds = 0;      // > 0: an unrecorded run of the same workload first (its
                                   // self-check failures still count)
   uint64_t cache_mb = 0;          // 0: in memory (3 x the data + 64 MB)
+  uint64_t far_mb = 0;            // calico: a far frame tier behind the pool (0: none)
+  std::string far_tier = "remote-numa";  // remote-numa | cxl | local | numa:<node>
   std::string data_dir = "./ycsb-data";
   unsigned repeat = 1;
   std::string json_path;          // append one JSON line per run when set

@@ -10,11 +10,15 @@
 //  - Reads: BTree::lookup (optimistic lock coupling: no atomic write on the happy path).
 //    Updates: upsert; inserts: insert; scans: BTree::scan from the start key.
 //  - Larger than memory: the pool evicts (CLOCK) and writes back; the limit is real.
+//  - --far-mb / --far-tier (issue 17): a far frame tier behind the pool (Calico tiers,
+//    src/pool/tiering.h); per-tier hits and migrations are printed when the store closes.
 // The pool's hit counters (hits / accesses) are reported as the hit rate.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
+#include <stdexcept>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -48,6 +52,8 @@ class CalicoHandle final : public KvHandle {
   index::BTree* tree_;
 };
 
+memory::tiers::TierConfig far_tier_config(const std::string& kind, uint64_t frames);
+
 class CalicoStore final : public KvStore {
  public:
   explicit CalicoStore(const KvConfig& config) {
@@ -64,20 +70,25 @@ class CalicoStore final : public KvStore {
     // at least 2^22 blocks (16 GB of data, 32 MB of address space).
     uint64_t pages = config.data_bytes / opt.page_size + 1;
     opt.max_blocks_per_space = std::clamp<uint64_t>(std::bit_ceil(pages * 16), uint64_t{1} << 22, uint64_t{1} << 32);
+    if (config.far_bytes > 0) opt.far_tier = far_tier_config(config.far_tier, config.far_bytes / opt.page_size);
     pool_ = BufferPool::open(opt);
     tree_.emplace(index::BTree::create(*pool_, "ycsb"));
   }
-  ~CalicoStore() override {
-    tree_.reset();  // writes the entry count to the metadata page
-    pool_.reset();  // flushes
-  }
+
+  ~CalicoStore() override;
 
   std::string name() const override { return "calico"; }
   std::string configuration() const override {
+    const PoolOptions& o = pool_->options();
+    std::string far = o.far_tier.frames == 0
+                          ? std::string("no far tier")
+                          : fmt::format("far tier {} (promote on read {}, on write {}, {} lines charged per far access)",
+                                        o.far_tier.describe(), o.promote_on_read, o.promote_on_write,
+                                        o.far_lines_per_access);
     return fmt::format("calico B+tree (optimistic lock coupling) on BufferPool<array>: pool {} MB, "
-                       "page 4096 B, O_DIRECT {}, eviction batch {}, max {} blocks, bulk load 90% full",
-                       pool_->options().pool_bytes >> 20, pool_->stats().direct_io ? "on" : "off (unsupported)",
-                       pool_->options().eviction_batch, pool_->options().max_blocks_per_space);
+                       "page 4096 B, O_DIRECT {}, eviction batch {}, max {} blocks, bulk load 90% full, {}",
+                       o.pool_bytes >> 20, pool_->stats().direct_io ? "on" : "off (unsupported)", o.eviction_batch,
+                       o.max_blocks_per_space, far);
   }
   void load(uint64_t n, FunctionRef<void(uint64_t, std::string*, std::string*)> make,
             FunctionRef<void(uint64_t)> progress) override {
@@ -97,6 +108,40 @@ class CalicoStore final : public KvStore {
   std::unique_ptr<BufferPool> pool_;
   std::optional<index::BTree> tree_;
 };
+
+// --far-tier: remote-numa, cxl (emulated, docs/tiers.md), local, or numa:<node>.
+// Errors: std::invalid_argument naming the value.
+memory::tiers::TierConfig far_tier_config(const std::string& kind, uint64_t frames) {
+  using memory::tiers::TierConfig;
+  if (kind == "remote-numa") return TierConfig::remote_numa(frames);
+  if (kind == "cxl") return TierConfig::cxl(frames);
+  if (kind == "local") return TierConfig::local(frames);
+  if (kind.rfind("numa:", 0) == 0) {
+    try {
+      return TierConfig::numa(frames, std::stoi(kind.substr(5)));
+    } catch (const std::logic_error&) {
+    }
+  }
+  throw std::invalid_argument("--far-tier '" + kind + "' is not remote-numa, cxl, local or numa:<node>");
+}
+
+CalicoStore::~CalicoStore() {
+  // Per-tier figures of the far tier runs (issue 17), on stderr: hits per tier, migrations.
+  if (pool_ != nullptr && pool_->options().far_tier.frames > 0) {
+    PoolStats s = pool_->stats();
+    std::fprintf(stderr,
+                 "calico tiers: fast %llu frames (%llu hits, %llu evictions), far %llu frames (%llu hits, %llu "
+                 "evictions to disk), %llu promotions, %llu demotions, %llu MB migrated, %.3f s waiting for "
+                 "bandwidth\n",
+                 (unsigned long long)s.tier[0].frames, (unsigned long long)s.tier[0].hits,
+                 (unsigned long long)s.tier[0].evictions, (unsigned long long)s.tier[1].frames,
+                 (unsigned long long)s.tier[1].hits, (unsigned long long)s.tier[1].evictions,
+                 (unsigned long long)s.promotions, (unsigned long long)s.demotions,
+                 (unsigned long long)(s.migration_bytes >> 20), s.migration_wait_ns / 1e9);
+  }
+  tree_.reset();  // writes the entry count to the metadata page
+  pool_.reset();  // flushes
+}
 
 }  // namespace
 

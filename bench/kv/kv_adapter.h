@@ -67,6 +67,10 @@ struct KvConfig {
   uint64_t data_bytes = 0;          // estimated size of the loaded data (sizes LMDB's map)
   size_t value_bytes = 120;
   unsigned max_threads = 1;         // handles in use at once (LMDB readers, WT sessions)
+  // calico only: a far frame tier of this many bytes behind the pool (issue 17; 0: none),
+  // of kind far_tier: remote-numa, cxl (emulated), local, or numa:<node>.
+  uint64_t far_bytes = 0;
+  std::string far_tier = "remote-numa";
 };
 
 // Cache counters where the engine exposes them cheaply (calico's pool).
