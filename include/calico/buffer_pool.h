@@ -214,11 +214,12 @@ class BasicBufferPool {
   static constexpr bool kRecyclesEntries = translation::kRecyclingTable<typename Translation::Table>;
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
-  // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): pages live
-  // in frames, move freely, and are reached only through their entry. Otherwise every tier
-  // test compiles away.
-  static constexpr bool kTierable = !Translation::kPagesInPlace && !Translation::kDirect &&
-                                    !pool::Predicting<Translation> && !kFrameHints;
+  // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): only tiered
+  // policies (array_tiered), so that every other policy's hot path has no tier compare.
+  static constexpr bool kTierable = pool::Tiered<Translation>;
+  static_assert(!kTierable || (!Translation::kPagesInPlace && !Translation::kDirect &&
+                               !pool::Predicting<Translation> && !kFrameHints),
+                "a tiered policy's pages live in frames, move freely, and are reached only through their entry");
 
   // Opens the data directory (creating it and an empty catalog if needed) and reopens every
   // space recorded in its catalog. Errors: kInvalidArgument (options), kPageSizeMismatch,

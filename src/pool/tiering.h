@@ -55,6 +55,14 @@ inline bool draw_below(uint64_t threshold) {
   return state < threshold;
 }
 
+// A policy that takes a far tier declares `static constexpr bool kTiered = true;`
+// (translation/array.h: TieredArrayTranslation). Every other policy compiles the tier tests
+// of the access paths away and refuses PoolOptions::far_tier at open.
+template <class T>
+concept Tiered = requires {
+  requires T::kTiered;
+};
+
 struct FarTier {
   // Frames first..last of the pool's arena are the far tier. Pre: validate_options passed.
   // Errors: those of memory::tiers::make_tier (the emulated tier calibrates its spin here).
