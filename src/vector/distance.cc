@@ -102,7 +102,7 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) float ip_avx2(const
   return 1.0f - s;
 }
 
-__attribute__((target("avx512f"))) __m128 fold512(__m512 v) {
+__attribute__((target("avx512f,avx2,fma"))) __m128 fold512(__m512 v) {
   // Through memory: gcc 12's extract and cast intrinsics trip a false -Wuninitialized in
   // their own header (as _mm512_reduce_add_ps does).
   alignas(64) float t[16];
@@ -110,9 +110,9 @@ __attribute__((target("avx512f"))) __m128 fold512(__m512 v) {
   return fold256(_mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8)));
 }
 
-__attribute__((target("avx512f"))) float hsum512(__m512 v) { return hsum128(fold512(v)); }
+__attribute__((target("avx512f,avx2,fma"))) float hsum512(__m512 v) { return hsum128(fold512(v)); }
 
-CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float l2_avx512(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) float l2_avx512(const float* a, const float* b, size_t dim) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {
@@ -132,7 +132,7 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float l2_avx512(cons
   return hsum512(s0);
 }
 
-CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float ip_avx512(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) float ip_avx512(const float* a, const float* b, size_t dim) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {
@@ -206,7 +206,7 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(cons
 }
 
 template <bool kL2>
-CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) void many_avx512(const float* a, const float* b,
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) void many_avx512(const float* a, const float* b,
                                                                              size_t stride, size_t n, size_t dim,
                                                                              float* out) {
   for (size_t v = 0; v < n; v += 4) {
@@ -262,7 +262,8 @@ Level detect() {
   __builtin_cpu_init();
   Level best = Level::kScalar;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Level::kAvx2;
-  if (__builtin_cpu_supports("avx512f")) best = Level::kAvx512;
+  // The AVX-512 kernels also use the AVX2/FMA helpers (inlined: their targets include them).
+  if (best == Level::kAvx2 && __builtin_cpu_supports("avx512f")) best = Level::kAvx512;
   if (const char* cap = std::getenv("CALICO_SIMD")) {
     if (std::strcmp(cap, "scalar") == 0) best = Level::kScalar;
     if (std::strcmp(cap, "avx2") == 0 && best == Level::kAvx512) best = Level::kAvx2;
