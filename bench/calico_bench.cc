@@ -4,7 +4,8 @@
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
 //          the translation microbenchmarks on every translation variant (bench/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
-//   tpcc   TPC-C on the B+trees, per translation (bench/tpcc/tpcc.h)
+//   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
+//   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tier_calibrate.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include "micro.h"
 #include "scan.h"
 #include "sizes.h"
+#include "tier_calibrate.h"
 #include "tpcc/tpcc.h"
 #include "variants/registry.h"
 #include "vector.h"
@@ -176,18 +178,30 @@ int main(int argc, char** argv) {
 
   calico::bench::TpccConfig tpcc;
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
-                                            "per translation, in memory or larger than memory");
-  tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants, comma list, interleaved per repeat (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
+                                            "per translation, and on the peers wiredtiger and lmdb, in memory or larger than memory");
+  tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants and/or peer systems (wiredtiger, lmdb), comma list, interleaved per repeat (known translations: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
   tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
-  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, or off,on (both, in that order)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on"}));
+  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list run in that order; Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
-  tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT)")->capture_default_str();
+  tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT); a peer's cache (WiredTiger's cache_size; LMDB: not limited)")->capture_default_str();
   tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();
   tp->add_option("--repeat", tpcc.repeat, "runs per configuration (translations interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
   tp->add_option("--json", tpcc.json_path, "append one JSON line per run to this file");
   tp->add_option("--seed", tpcc.seed, "random seed")->capture_default_str();
   tp->add_option("--scale", tpcc.scale, "in (0, 1]: customers, orders and items x scale (1 = the spec's counts)")->capture_default_str();
+
+  calico::bench::TierCalibrateConfig tc;
+  CLI::App* tcal = app.add_subcommand("tier-calibrate", "pointer chase and copies through the emulated far tier: "
+                                                         "measured extra latency and bandwidth against the configured ones (docs/tiers.md)");
+  tcal->add_option("--preset", tc.preset, "defaults for the next two: remote-numa or cxl (src/memory/tiers/tier_config.h)")->capture_default_str()->check(CLI::IsMember({"remote-numa", "cxl"}));
+  tcal->add_option("--latency-ns", tc.latency_ns, "extra ns per cache line (default: the preset's)")->check(CLI::Range(0.0, 10000.0));
+  tcal->add_option("--bandwidth-mb-s", tc.bandwidth_mb_s, "migration bandwidth in MB/s, 0 = unthrottled (default: the preset's)")->check(CLI::Range(0.0, 1e6));
+  tcal->add_option("--mb", tc.mb, "chase buffer in MB (larger than the LLC)")->capture_default_str()->check(CLI::Range(4, 16384));
+  tcal->add_option("--seconds", tc.seconds, "length of each run")->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+  tcal->add_option("--repeat", tc.repeat, "rounds (local and far interleaved); medians are reported")->capture_default_str()->check(CLI::Range(1, 1000));
+  tcal->add_option("--seed", tc.seed, "seed of the random cycle")->capture_default_str();
+  tcal->add_option("--json", tc.json_path, "append one JSON line with the configuration and the results to this file");
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -200,6 +214,7 @@ int main(int argc, char** argv) {
     if (mm->parsed()) return calico::bench::run_micro_memory(mem);
     if (v->parsed()) return calico::bench::run_vector(vec);
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
+    if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "calico_bench: %s\n", e.what());
     return 2;

@@ -9,15 +9,22 @@
 #   scan:  a SUM over 8-byte columns of 1024-byte rows, 8 KB pages (sequential + random
 #          page order, optimistic reads; per page)
 #   btree: YCSB-C uniform lookups on a bulk-loaded B+tree (per lookup)
+#   bfs:   BFS on a random graph (4 KB page per node), optimistic reads, the mean of the runs
+#          without and with group prefetch (per visited node; cachegrind does not model a
+#          prefetch's effect on time, so the two cases count alike: the counts say what the
+#          traversal costs, the timed runs what prefetching saves)
+# The operations per round come from the runs' own JSON lines (ops / runs), summed over
+# the workloads one subcommand runs.
 # Simulated caches: L1d/L1i 32 KB 8-way, last level 32 MB 16-way, 64-byte lines (an EPYC
 # core's L1 and one CCX's L3; stated so that the counts can be compared across machines).
 # Prints a table and writes one JSON line per (workload, translation) to OUT.jsonl
 # (default docs/micro/counts.jsonl). TRANSLATIONS: comma list (default
-# direct,array,vmcache_2m,vmcache,hash_open). Takes ~10 minutes for the default five.
+# direct,array,vmcache_2m,vmcache,hash_open). Takes ~20 minutes for the default five.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/docs/micro/counts.jsonl}
 TRANSLATIONS=${2:-direct,array,vmcache_2m,vmcache,hash_open}
+WORKLOADS=${WORKLOADS:-scan btree bfs}  # a subset, e.g. WORKLOADS=bfs, to recount one workload
 command -v valgrind > /dev/null || { echo "micro_counts: valgrind not found (scripts/setup.sh installs it)" >&2; exit 2; }
 
 cmake -S "$ROOT" -B "$ROOT/build-micro" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=1 \
@@ -30,6 +37,7 @@ trap 'rm -rf "$WORK"' EXIT
 SCAN_MB=256
 BTREE_RECORDS=1000000
 BTREE_LOOKUPS=200000
+BFS_NODES=65536  # 256 MB of pages: past the simulated last level
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown)
 mkdir -p "$(dirname "$OUT")"
 : > "$OUT"
@@ -52,23 +60,25 @@ run_cg() {  # LOG ARGS...: one cachegrind run of calico_bench
   shift
   valgrind --tool=cachegrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=33554432,16,64 \
     --cachegrind-out-file=/dev/null "$BENCH" "$@" --min-seconds 0 --no-counters --data-dir "$WORK/data" \
-    > "$log.out" 2> "$log"
+    --json "$log.jsonl" > "$log.out" 2> "$log"
+}
+
+ops_per_round() {  # JSONL: operations of one timed round, summed over its workloads
+  python3 -c 'import json, sys
+print(round(sum(r["ops"] / r["runs"] for r in map(json.loads, open(sys.argv[1])) if r.get("runs"))))' "$1"
 }
 
 IFS=, read -ra TS <<< "$TRANSLATIONS"
 for t in "${TS[@]}"; do
-  for w in scan btree; do
-    if [[ $w == scan ]]; then
-      args=(scan --translations "$t" --data-mb "$SCAN_MB" --no-pinned)
-      ops_per_round=$(( SCAN_MB * 1024 / 8 * 2 ))  # pages x (sequential + random)
-      op=page
-    else
-      args=(micro-btree --translations "$t" --records "$BTREE_RECORDS" --lookups "$BTREE_LOOKUPS")
-      ops_per_round=$BTREE_LOOKUPS
-      op=lookup
-    fi
+  for w in $WORKLOADS; do
+    case $w in
+      scan) args=(scan --translations "$t" --data-mb "$SCAN_MB" --no-pinned) op=page ;;
+      btree) args=(micro-btree --translations "$t" --records "$BTREE_RECORDS" --lookups "$BTREE_LOOKUPS") op=lookup ;;
+      bfs) args=(micro-bfs --translations "$t" --nodes "$BFS_NODES") op=node ;;
+    esac
     run_cg "$WORK/$t.$w.1" "${args[@]}" --repeat 1
     run_cg "$WORK/$t.$w.3" "${args[@]}" --repeat 3
+    ops_per_round=$(ops_per_round "$WORK/$t.$w.1.jsonl")
     read -r i1 d1 ll1 l11 <<< "$(totals "$WORK/$t.$w.1")"
     read -r i3 d3 ll3 l13 <<< "$(totals "$WORK/$t.$w.3")"
     python3 - "$OUT" "$w" "$t" "$op" "$commit" "$ops_per_round" "$i1" "$d1" "$ll1" "$l11" "$i3" "$d3" "$ll3" "$l13" << 'EOF'

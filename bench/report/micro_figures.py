@@ -8,9 +8,13 @@ micro-bfs, micro-ablation, micro-memory; bench/micro.h) into a Markdown report w
   Table 6    group prefetch gain per translation (BFS)
   Figure 10  translation memory: size sweep and moving hot set   -> fig10_translation_memory.png
   Figure 11  ablation: cumulative speedups                        -> fig11_ablation.png
+  Large      with --large: paired ratios of `scripts/micro.sh --large` (one process per
+             translation and round, data past what every pool at once can hold)
+  Counts     with --counts: cachegrind's instructions, reads and misses per operation
+             (scripts/micro_counts.sh), next to the array's
 
 Usage: micro_figures.py RESULTS.jsonl [more.jsonl ...] [--md docs/micro.md] [--png-dir docs/micro]
-       [--command "how the results were produced"]
+       [--command "how the results were produced"] [--large large.jsonl] [--counts counts.jsonl]
 When a (experiment, workload, translation) appears more than once, the last line wins.
 """
 import argparse
@@ -24,6 +28,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from micro_quick import paired_rows, ratio_cell  # noqa: E402 (same directory)
 
 TIMED = ("scan", "btree", "bfs", "ablation")
 
@@ -249,18 +255,80 @@ def memory_tables(memory):
 
             def cell(p):
                 rec = p.get("reclaimed_fraction")
+                least = (f"; least {p['occupied_bytes'] / 1024:.0f} KB" if "occupied_bytes" in p and rec is not None
+                         else "")
                 return f"{p['translation_private_bytes'] / 1024:.0f} KB" + (
-                    f" ({100 * rec:.0f}%)" if rec is not None else "")
+                    f" ({100 * rec:.0f}%{least})" if rec is not None else "")
 
             rows.append([t, cell(s[0]), cell(mid), cell(s[-1]), f"{s[-1]['blocks']}",
                          f"{s[-1]['translation_reserved_bytes'] / 2**20:.0f} MB", s[-1]["punches"], r["failures"]])
         pr = next(iter(moving.values()))["params"]
         out.append(f"\nMoving hot set: {pr['moving_data_mb']} MB of records ({pr['records']}) on a {pr['pool_mb']} MB "
                    f"pool; {pr['uniform_ops']} uniform reads, then YCSB-D (95% read latest, 5% insert) up to "
-                   f"{pr['moving_ops']} operations:\n")
+                   f"{pr['moving_ops']} operations. *least*: 4 KB for every page of 512 entries that holds a "
+                   "resident block, the least any array that returns whole OS pages can keep for that resident "
+                   "set:\n")
         out.append(table(["translation", "after load", "after uniform reads", "end (read latest)", "blocks",
                           "reserved", "punches", "failures"], rows))
     return "\n".join(out)
+
+
+def read_jsonl(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def large_section(path):
+    rows = read_jsonl(path)
+    meta = next((r for r in rows if r.get("experiment") == "meta"), {})
+    timed = [r for r in rows if r.get("experiment") in ("scan", "btree", "bfs")]
+    if not timed:
+        return ""
+    md = [f"## Large data, one process per translation\n",
+          f"`{meta.get('source', 'scripts/micro.sh --large')}` at commit {meta.get('commit', '?')} "
+          f"({meta.get('date', '?')}): each round runs one fresh process per translation (order rotated per "
+          "round) that generates the same data from the same seed, warms up, and times one run of at least "
+          "1 s per workload; *vs X* is the median over rounds of X's time / this time in the same round, with "
+          "the spread (min..max) over rounds.\n"]
+    for (exp, wl), entries in paired_rows(timed).items():
+        first = next(r for r in timed if r["experiment"] == exp and r["workload"] == wl)
+        p = first["params"]
+        size = {"scan": f"{p.get('data_mb')} MB", "btree": f"{p.get('records')} records",
+                "bfs": f"{p.get('nodes')} nodes"}.get(exp, "")
+        md.append(f"**{exp} / {wl}** ({size})\n\n" +
+                  table(["translation", f"ns/{first['op']}", "s/run", "vs array (spread)", "vs direct (spread)",
+                         "rounds"],
+                        [[t, f"{ns:.1f}", f"{secs:.2f}", ratio_cell(r["array"]), ratio_cell(r["direct"]), n]
+                         for t, ns, secs, n, r in entries]) + "\n")
+    md.append(f"Self-check failures: {sum(r.get('failures', 0) for r in timed)}.\n")
+    return "\n".join(md)
+
+
+def counts_section(path):
+    rows = [r for r in read_jsonl(path) if r.get("experiment") == "counts"]
+    if not rows:
+        return ""
+    md = [f"## Deterministic counts per operation (cachegrind)\n",
+          f"`scripts/micro_counts.sh` at commit {', '.join(dict.fromkeys(r.get('commit', '?') for r in rows))}: "
+          "each workload under cachegrind with 1 "
+          "and with 3 timed rounds; the difference over the extra operations is one operation's cost, with "
+          f"load, warm-up and setup cancelled. Cache model: {rows[0].get('cache_model')}. Scan: 256 MB, per "
+          "page (sequential and random order together); btree: 1M records, per lookup; bfs: 65536 nodes, per "
+          "visited node (without and with group prefetch together: cachegrind does not model a prefetch's "
+          "effect on time). *Δ array*: this translation minus array.\n"]
+    for w in dict.fromkeys(r["workload"] for r in rows):
+        ws = [r for r in rows if r["workload"] == w]
+        arr = next((r for r in ws if r["translation"] == "array"), None)
+
+        def delta(r, k):
+            return f"{r[k] - arr[k]:+.2f}" if arr else ""
+        md.append(f"**{w}** (per {ws[0]['op']})\n\n" +
+                  table(["translation", "instructions", "Δ array", "data reads", "Δ array", "L1d read misses",
+                         "LL read misses"],
+                        [[r["translation"], f"{r['instructions']:.1f}", delta(r, "instructions"),
+                          f"{r['data_reads']:.1f}", delta(r, "data_reads"), f"{r['l1d_read_misses']:.3f}",
+                          f"{r['ll_read_misses']:.3f}"] for r in ws]) + "\n")
+    return "\n".join(md)
 
 
 def main():
@@ -269,6 +337,8 @@ def main():
     ap.add_argument("--md", default="docs/micro.md")
     ap.add_argument("--png-dir", default="docs/micro")
     ap.add_argument("--command", default="scripts/micro.sh")
+    ap.add_argument("--large", help="JSON lines of scripts/micro.sh --large (docs/micro/large.jsonl)")
+    ap.add_argument("--counts", help="JSON lines of scripts/micro_counts.sh (docs/micro/counts.jsonl)")
     a = ap.parse_args()
     records, memory, skipped = load(a.jsonl)
     if not records and not memory:
@@ -316,6 +386,9 @@ def main():
                   memory_tables(memory) + "\n")
     failures = sum(r["failures"] for r in records) + sum(r.get("failures", 0) for r in memory.values())
     md.append(f"Self-check failures over all runs: {failures}.\n")
+    for path, section in ((a.large, large_section), (a.counts, counts_section)):
+        if path and os.path.exists(path):
+            md.append(section(path))
     if skipped:
         md.append("Skipped (the variant failed to load; the others ran):\n\n" +
                   table(["experiment", "translation", "reason"], [[r["for"], r["translation"], r["reason"]]

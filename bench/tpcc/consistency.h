@@ -71,8 +71,8 @@ struct DistrictInfo {
 
 }  // namespace consistency_detail
 
-template <class Pool>
-Violations check_consistency(Database<Pool>& db) {
+template <class TableT>
+Violations check_consistency(Database<TableT>& db) {
   using namespace consistency_detail;
   Violations out;
   auto add = [&](std::string cond, uint32_t w, uint32_t d, std::string detail) {

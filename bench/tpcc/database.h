@@ -1,7 +1,10 @@
-// Database<Pool>: the TPC-C schema on one pool: the nine tables and the two secondary
-// indexes, each a B+tree in its own space (named "tpcc_<table>").
+// Database<TableT>: the TPC-C schema on one backend: the nine tables and the two secondary
+// indexes. TableT is the table backend (the interface: typed_rows.h): Calico's Table<Pool>
+// (each table a B+tree in its own space "tpcc_<table>", on one pool) or a peer's PeerTable
+// (peers/peer_table.h: one WiredTiger table or LMDB database per TPC-C table).
 //
-// Entry points: Database<Pool>::create(pool, scale) (fresh spaces), tables(), the members.
+// Entry points: Database<TableT>::create(backend, scale) (fresh tables), tables(), the
+// members; CalicoDatabase<Pool> = Database<Table<Pool>>.
 //
 // Keys (keys.h) and values (rows.h):
 //   warehouse    (w)              -> WarehouseRow
@@ -27,38 +30,40 @@
 
 namespace calico::bench::tpcc {
 
-template <class Pool>
+template <class TableT>
 struct Database {
-  using Tree = index::BasicBTree<Pool>;
-  Pool* pool;
+  using TableType = TableT;
+  using Backend = typename TableT::Backend;
+  Backend* backend;  // the pool (Calico) or the engine (a peer): stats(), page_size()
   Scale scale;
-  Table<Pool> warehouse, district, customer, history, new_order, order, order_line, item, stock;
-  Table<Pool> customer_name, order_customer;
+  TableT warehouse, district, customer, history, new_order, order, order_line, item, stock;
+  TableT customer_name, order_customer;
   // History origins handed out to workloads (keys.h, key_history): 0 is the loader's.
   std::unique_ptr<std::atomic<uint32_t>> history_origins = std::make_unique<std::atomic<uint32_t>>(0);
 
   // A history origin no other workload of this database uses.
   uint32_t new_history_origin() { return history_origins->fetch_add(1) + 1; }
 
-  // Creates the eleven spaces and empty trees. Errors: the pool's (a space name in use).
-  static Database create(Pool& pool, const Scale& scale) {
+  // Creates the eleven empty tables. Errors: the backend's (a name in use).
+  static Database create(Backend& backend, const Scale& scale) {
     uint32_t id = 0;
-    auto t = [&](const char* name) {
-      return Table<Pool>(Tree::create(pool, std::string("tpcc_") + name), name, id++);
-    };
-    return Database{&pool,          scale,          t("warehouse"), t("district"), t("customer"),
+    auto t = [&](const char* name) { return TableT::create(backend, name, id++); };
+    return Database{&backend,       scale,          t("warehouse"), t("district"), t("customer"),
                     t("history"),   t("new_order"), t("order"),     t("order_line"), t("item"),
                     t("stock"),     t("customer_name"), t("order_customer")};
   }
 
-  std::array<Table<Pool>*, 11> tables() {
+  std::array<TableT*, 11> tables() {
     return {&warehouse, &district, &customer, &history, &new_order, &order, &order_line, &item, &stock,
             &customer_name, &order_customer};
   }
   // Index skipping on every table (table.h). Between runs only.
   void set_index_skipping(bool on) {
-    for (Table<Pool>* t : tables()) t->set_index_skipping(on);
+    for (TableT* t : tables()) t->set_index_skipping(on);
   }
 };
+
+template <class Pool>
+using CalicoDatabase = Database<Table<Pool>>;
 
 }  // namespace calico::bench::tpcc

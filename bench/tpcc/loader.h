@@ -33,8 +33,8 @@ namespace calico::bench::tpcc {
 // A date for the rows (seconds since the epoch; never 0, which means null).
 inline uint64_t now_date() { return std::max<uint64_t>(1, static_cast<uint64_t>(std::time(nullptr))); }
 
-template <class Pool>
-void load_items(Database<Pool>& db, Random& rng) {
+template <class TableT>
+void load_items(Database<TableT>& db, Random& rng) {
   for (uint32_t i = 1; i <= db.scale.items; ++i) {
     ItemRow r{};
     r.price_cents = rng.uniform(100, 10000);
@@ -45,8 +45,8 @@ void load_items(Database<Pool>& db, Random& rng) {
   }
 }
 
-template <class Pool>
-void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
+template <class TableT>
+void load_warehouse(Database<TableT>& db, uint32_t w, Random& rng) {
   const Scale& sc = db.scale;
   const int64_t district_ytd = int64_t{sc.customers} * 1000;
   const uint64_t date = now_date();
@@ -142,12 +142,52 @@ void load_warehouse(Database<Pool>& db, uint32_t w, Random& rng) {
   }
 }
 
+// Makes every secondary entry's hint name where its primary record is now. The loader
+// records each record's position at insert time, and later inserts split those leaves, so
+// most entries would start stale (repaired only when a transaction reads through them).
+// Reads each entry's primary record with index skipping on (the hinted read falls back to
+// the descent and reports the real position) and rewrites the hints that changed; returns
+// how many. Runs alone (no transaction), in chunks of kChunk entries (bounded memory).
+// Backends without hints have nothing to refresh.
+template <class TableT>
+uint64_t refresh_secondary_hints(Database<TableT>& db) {
+  constexpr size_t kChunk = 4096;
+  uint64_t changed = 0;
+  const std::pair<TableT*, TableT*> indexes[] = {{&db.customer_name, &db.customer}, {&db.order_customer, &db.order}};
+  for (auto [secondary, primary] : indexes) {
+    const bool was = primary->index_skipping();
+    primary->set_index_skipping(true);
+    std::vector<std::pair<std::string, std::string>> chunk;  // (secondary key, value)
+    std::string start, row;
+    for (bool more = true; more;) {
+      chunk.clear();
+      secondary->scan(start, [&](std::string_view k, std::string_view v) {
+        if (chunk.size() == kChunk) return false;
+        chunk.emplace_back(std::string(k), std::string(v));
+        return true;
+      });
+      more = chunk.size() == kChunk;
+      for (const auto& [k, v] : chunk) {
+        SecondaryValue sv;
+        if (!decode_secondary(v, &sv)) continue;  // the consistency checks report it
+        RecordHint h = sv.hint;
+        if (primary->read_value(sv.primary_key, &h, &row) && !(h == sv.hint)) {
+          changed += secondary->store_secondary_hint(k, h);
+        }
+      }
+      if (more) start = chunk.back().first + '\0';  // the next key after the chunk's last
+    }
+    primary->set_index_skipping(was);
+  }
+  return changed;
+}
+
 // Loads the items and every warehouse with `threads` threads (warehouse w by loader w mod
 // threads; the items by loader 0 first). progress(line) is called after each part, from
 // any loader thread, one call at a time. The first error of any loader is rethrown after all
 // have stopped.
-template <class Pool>
-void load(Database<Pool>& db, unsigned threads, uint64_t seed, const std::function<void(const std::string&)>& progress) {
+template <class TableT>
+void load(Database<TableT>& db, unsigned threads, uint64_t seed, const std::function<void(const std::string&)>& progress) {
   threads = std::max(1u, std::min(threads, db.scale.warehouses));
   std::mutex mu;
   std::exception_ptr error;
@@ -182,6 +222,10 @@ void load(Database<Pool>& db, unsigned threads, uint64_t seed, const std::functi
   loader(0);
   for (auto& th : ts) th.join();
   if (error) std::rethrow_exception(error);
+  if constexpr (TableT::kHasHints) {
+    const uint64_t changed = refresh_secondary_hints(db);
+    if (progress) progress("secondary index hints refreshed: " + std::to_string(changed) + " changed");
+  }
 }
 
 }  // namespace calico::bench::tpcc

@@ -1,4 +1,4 @@
-// run_workload<Pool>: one timed TPC-C run on a loaded Database with N worker threads.
+// run_workload<TableT>: one timed TPC-C run on a loaded Database with N worker threads.
 //
 // Entry points: RunSpec, RunResult, run_workload(db, spec).
 //
@@ -6,7 +6,8 @@
 // must not exceed warehouses: every worker needs a home); each transaction picks one of its
 // warehouses uniformly, then a type by the mix (workload.h). Every transaction's latency is
 // recorded per type. A monitor thread prints one line per second (tx/s, MB/s read and
-// written by the pool: synchronous faults and prefetch reads, write-backs, in pages). The
+// written by the pool: synchronous faults and prefetch reads, write-backs, in pages; from
+// db.backend->stats(), which a peer fills with zeros: peers/peer_store.h). The
 // run ends after `seconds` or after max_tx transactions (tests), or at the first error of
 // any worker, which is rethrown after every worker stopped.
 #pragma once
@@ -37,6 +38,7 @@ struct RunSpec {
   uint64_t max_tx = 0;  // > 0: stop after this many transactions over all workers
   uint64_t seed = 42;
   bool print_each_second = false;
+  bool remember_hints = false;  // each worker keeps its records' hints across transactions
   std::string label;    // prefix of the per-second lines
 };
 
@@ -54,7 +56,7 @@ struct RunResult {
   TxCounters counters;  // summed over workers
   TableHintStats hints;  // index skipping per table (Table::id), summed over workers
   uint64_t pages_read = 0, pages_written = 0, evictions = 0;
-  PoolStats end;        // the pool's stats after the run
+  PoolStats end;        // the backend's stats after the run (a peer's: zeros)
 };
 
 inline double cpu_now_s() {
@@ -73,8 +75,8 @@ inline double percentile_us(std::vector<uint32_t>& v, double q) {
 
 // Errors: std::invalid_argument when threads is 0 or exceeds the warehouses; the workers'
 // errors (calico::Error, RowSizeError).
-template <class Pool>
-RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
+template <class TableT>
+RunResult run_workload(Database<TableT>& db, const RunSpec& spec) {
   using Clock = std::chrono::steady_clock;
   const uint32_t warehouses = db.scale.warehouses;
   if (spec.threads == 0) throw std::invalid_argument("--threads must be at least 1");
@@ -99,7 +101,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
   auto work = [&](unsigned t) {
     try {
       Worker& me = workers[t];
-      TpccWorkload<Pool> wl(db, spec.seed * 0x9E3779B97F4A7C15ull + t * 7919 + 1);
+      TpccWorkload<TableT> wl(db, spec.seed * 0x9E3779B97F4A7C15ull + t * 7919 + 1, spec.remember_hints);
       Random pick(spec.seed + 31 * (t + 1));
       std::vector<uint32_t> home;
       for (uint32_t w = 1; w <= warehouses; ++w) {
@@ -133,7 +135,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
     finished.fetch_add(1);
   };
 
-  const PoolStats before = db.pool->stats();
+  const PoolStats before = db.backend->stats();
   const double cpu0 = cpu_now_s();
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < spec.threads; ++t) threads.emplace_back(work, t);
@@ -143,7 +145,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
   uint64_t last_tx = 0;
   PoolStats last = before;
   auto last_time = start;
-  const double page_mb = static_cast<double>(db.pool->page_size()) / (1 << 20);
+  const double page_mb = static_cast<double>(db.backend->page_size()) / (1 << 20);
   for (int second = 1; finished.load() < spec.threads; ++second) {
     const auto wake = start + std::chrono::seconds(second);
     while (Clock::now() < wake && finished.load() < spec.threads && (spec.max_tx != 0 || Clock::now() < deadline)) {
@@ -153,7 +155,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
     if (stop.load() || finished.load() == spec.threads) break;
     uint64_t now_tx = 0;
     for (const Worker& w : workers) now_tx += w.tx.load(std::memory_order_relaxed);
-    const PoolStats now_stats = db.pool->stats();
+    const PoolStats now_stats = db.backend->stats();
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last_time).count();
     if (spec.print_each_second) {
@@ -197,7 +199,7 @@ RunResult run_workload(Database<Pool>& db, const RunSpec& spec) {
   }
   r.tx_per_s = r.seconds > 0 ? static_cast<double>(r.tx) / r.seconds : 0;
   r.tx_per_cpu_s = r.cpu_seconds > 0 ? static_cast<double>(r.tx) / r.cpu_seconds : 0;
-  r.end = db.pool->stats();
+  r.end = db.backend->stats();
   r.pages_read = (r.end.faults + r.end.prefetch_issued) - (before.faults + before.prefetch_issued);
   r.pages_written = r.end.write_backs - before.write_backs;
   r.evictions = r.end.evictions - before.evictions;

@@ -1,8 +1,11 @@
 // Table<Pool>: one TPC-C table or secondary index, a B+tree in its own space, behind the
-// accessor through which every access to a primary record by key goes.
+// accessor through which every access to a primary record by key goes. Calico's table
+// backend; the peers' is peers/peer_table.h, and both implement the interface stated in
+// typed_rows.h (templates, no virtual call here).
 //
 // Entry points: RecordHint, SecondaryValue (the value format of the secondary indexes),
-// Table<Pool>::read / update (primary records by key, with a hint), insert / remove / scan.
+// Table<Pool>::create(pool, name, id), read / update (primary records by key, with a hint),
+// insert / remove / scan (the typed forms come from TypedRows, typed_rows.h).
 //
 // Index skipping (lipah.txt sections 4-5) lives here, and only here: read_value,
 // update_value, insert_value and remove_value take a RecordHint*, a guess of where the
@@ -31,12 +34,12 @@
 
 #include "index/btree.h"
 #include "rows.h"
+#include "typed_rows.h"
 
 namespace calico::bench::tpcc {
 
 // Where a primary record was last seen: leaf block and slot (index/record_hint.h). All zero:
-// no hint.
-using index::RecordHint;
+// no hint. (RecordHint: typed_rows.h.)
 inline constexpr size_t kHintBytes = RecordHint::kBytes;
 
 // Per-thread hint statistics of every table, indexed by Table::id() (plain counters: only
@@ -64,20 +67,21 @@ inline bool decode_secondary(std::string_view v, SecondaryValue* out) {
   return true;
 }
 
-// A record whose stored length is not its table's row size: our own invariant, but the
-// bytes come from pages, so it is reported as an error naming the table, not an abort.
-class RowSizeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 template <class Pool>
-class Table {
+class Table : public TypedRows<Table<Pool>> {
  public:
   using Tree = index::BasicBTree<Pool>;
+  using Backend = Pool;
+  // Reads and updates take and report RecordHints (index skipping).
+  static constexpr bool kHasHints = true;
   // id: this table's slot in tls_hint_stats (< kMaxTables), unique in its database.
   Table(Tree tree, std::string name, uint32_t id) : tree_(std::move(tree)), name_(std::move(name)), id_(id) {
     if (id >= kMaxTables) throw std::logic_error("tpcc: table id past kMaxTables");
+  }
+  // A fresh B+tree in a new space "tpcc_<name>". Errors: the pool's (a space name in use).
+  static Table create(Pool& pool, std::string name, uint32_t id) {
+    Tree tree = Tree::create(pool, "tpcc_" + name);
+    return Table(std::move(tree), std::move(name), id);
   }
 
   const std::string& name() const { return name_; }
@@ -127,37 +131,6 @@ class Table {
     });
   }
 
-  // Typed forms of read_value and update_value.
-  template <class Row>
-  bool read(std::string_view key, RecordHint* hint, Row* out) {
-    std::string v;
-    if (!read_value(key, hint, &v)) return false;
-    if (!row_from(std::string_view(v), out)) size_error(v.size(), sizeof(Row));
-    return true;
-  }
-  // fn(Row&) runs on a copy of the row under the leaf latch; the copy is written back.
-  template <class Row, class Fn>
-  bool update(std::string_view key, RecordHint* hint, Fn&& fn) {
-    size_t bad = 0;
-    bool found = update_value(key, hint, [&](std::span<std::byte> v) {
-      Row r;
-      if (!row_from(std::span<const std::byte>(v), &r)) {
-        bad = v.size();
-        return;
-      }
-      fn(r);
-      std::memcpy(v.data(), &r, sizeof r);
-    });
-    if (bad != 0) size_error(bad, sizeof(Row));
-    return found;
-  }
-
-  bool insert(std::string_view key, std::string_view value) { return insert_value(key, value, nullptr); }
-  template <class Row>
-  bool insert_row(std::string_view key, const Row& row, RecordHint* hint = nullptr) {
-    return insert_value(key, row_bytes(row), hint);
-  }
-  bool remove(std::string_view key, RecordHint* hint = nullptr) { return remove_value(key, hint); }
   // fn(key, value) for keys >= start in order until fn returns false (BasicBTree::scan).
   template <class Fn>
   void scan(std::string_view start, Fn&& fn) {
@@ -165,11 +138,6 @@ class Table {
   }
 
  private:
-  [[noreturn]] void size_error(size_t got, size_t want) const {
-    throw RowSizeError("table " + name_ + ": a record of " + std::to_string(got) + " bytes, expected " +
-                       std::to_string(want));
-  }
-
   Tree tree_;
   std::string name_;
   uint32_t id_;

@@ -1,5 +1,6 @@
-// The `calico_bench tpcc` subcommand: see tpcc.h. Pieces in order: validation and sizing,
-// one translation's load + runs (run_translation<Pool>), the summary table.
+// The `calico_bench tpcc` subcommand: see tpcc.h. Pieces in order: one database's load +
+// runs (run_database<TableT>, any table backend), a translation's (run_translation<Pool>) and
+// a peer's (run_peer) setup around it, validation and sizing, the summary table.
 #include "tpcc/tpcc.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -17,10 +20,13 @@
 #include <vector>
 
 #include "calico/error.h"
+#include "data_dir.h"
 #include "machine.h"
 #include "micro_harness.h"
 #include "tpcc/consistency.h"
 #include "tpcc/loader.h"
+#include "tpcc/peers/peer_store.h"
+#include "tpcc/peers/peer_table.h"
 #include "tpcc/run.h"
 #include "tpcc/sizing.h"
 #include "variants/registry.h"
@@ -42,10 +48,10 @@ struct RunRecord {
 
 // "customer 97.1% (stale 0.4%), ..." for every table whose hinted calls were counted, and the
 // same as a JSON object body ("customer":{"calls":..,"hits":..,...},...).
-template <class Pool>
-std::pair<std::string, std::string> hint_report(Database<Pool>& db, const TableHintStats& h) {
+template <class TableT>
+std::pair<std::string, std::string> hint_report(Database<TableT>& db, const TableHintStats& h) {
   std::string text, json;
-  for (Table<Pool>* t : db.tables()) {
+  for (TableT* t : db.tables()) {
     const index::HintStats& s = h[t->id()];
     if (s.calls() == 0) continue;
     const double calls = static_cast<double>(s.calls());
@@ -67,19 +73,38 @@ struct Sizes {
   bool in_memory;
 };
 
-template <class Pool>
-std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig& cfg, const Scale& scale,
-                                       const Sizes& sz, unsigned rep) {
+// What a run's report says about the system beyond the runs' numbers.
+struct SystemInfo {
+  std::string system;        // "calico" or the peer's name
+  std::string engine_config; // a peer's configuration line; empty for calico
+  bool cache_enforced = true;
+};
+
+std::string json_escape(std::string s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+// A run's configuration label: the translation, + "+index-skip" (mode on) or
+// "+index-skip+remember" (mode remember: also the workers' hint memory, hint_memory.h).
+std::string config_name(const std::string& name, const std::string& mode) {
+  if (mode == "on") return name + "+index-skip";
+  if (mode == "remember") return name + "+index-skip+remember";
+  return name;
+}
+
+// Loads db, then one timed run per thread count and index-skipping mode, each followed by
+// the consistency checks. loaded(): the load report after "loaded in N s: ".
+template <class TableT>
+std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& cfg, const Scale& scale,
+                                    const Sizes& sz, unsigned rep, Database<TableT>& db, const SystemInfo& info,
+                                    const std::function<std::string()>& loaded) {
   using Clock = std::chrono::steady_clock;
   const std::string tag = fmt::format("[{} rep {}]", name, rep);
-  PoolOptions opt;
-  opt.data_dir = cfg.data_dir + "/" + name;
-  opt.page_size = kPageSize;
-  opt.pool_bytes = sz.pool_bytes;
-  opt.max_blocks_per_space = sz.capacity;
-  opt.direct_io = true;
-  auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
-  auto db = Database<Pool>::create(*pool, scale);
   const auto t0 = Clock::now();
   auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   try {
@@ -95,31 +120,23 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
         name, sz.pool_bytes, sz.pool_bytes / kPageSize, scale.items, item_pages(scale, kPageSize), sz.data_pages,
         e.what()));
   }
-  uint64_t pages = 0;
-  std::string per_table;
-  for (Table<Pool>* t : db.tables()) {
-    const uint64_t b = pool->space_blocks(t->tree().space());
-    pages += b;
-    per_table += fmt::format(" {}={}", t->name(), b);
-  }
-  const PoolStats ls = pool->stats();
-  fmt::print("{} loaded in {:.2f} s: {} pages ({:.1f} MB; estimated {}),{}; direct I/O {}, evictions {}\n", tag,
-             since(), pages, pages * kPageSize / 1048576.0, sz.data_pages, per_table, ls.direct_io ? "yes" : "no",
-             ls.evictions);
+  const double load_s = since();
+  fmt::print("{} loaded in {:.2f} s: {}\n", tag, load_s, loaded());
   std::fflush(stdout);
 
   std::vector<RunRecord> out;
   for (unsigned threads : cfg.threads) {
     for (const std::string& mode : cfg.index_skipping) {
-      const bool skipping = mode == "on";
+      const bool skipping = mode != "off";
       db.set_index_skipping(skipping);
-      const std::string config = skipping ? name + "+index-skip" : name;
+      const std::string config = config_name(name, mode);
       RunSpec spec;
       spec.threads = threads;
       spec.seconds = cfg.seconds;
       spec.max_tx = cfg.max_tx;
       spec.seed = cfg.seed + rep * 1000003 + threads;
       spec.print_each_second = !cfg.quiet;
+      spec.remember_hints = mode == "remember";
       spec.label = fmt::format("[{} t={} rep {}]", config, threads, rep);
       RunRecord rec;
       rec.config = config;
@@ -152,13 +169,13 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
         }
         std::ofstream js(cfg.json_path, std::ios::app);
         js << fmt::format(
-                  R"({{"experiment":"tpcc","translation":"{}","index_skipping":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
+                  R"({{"experiment":"tpcc","translation":"{}","system":"{}","engine_config":"{}","cache_enforced":{},"index_skipping":{},"hint_memory":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
                   R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
                   R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
                   R"("translation_private_bytes":{},"translation_reserved_bytes":{},"hint_hits":{},"hint_misses":{},)"
                   R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
                   R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}}})",
-                  name, skipping, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
+                  name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
                   r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
                   r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, r.end.hint_hits,
                   r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
@@ -169,6 +186,62 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
       out.push_back(std::move(rec));
     }
   }
+  return out;
+}
+
+template <class Pool>
+std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig& cfg, const Scale& scale,
+                                       const Sizes& sz, unsigned rep) {
+  PoolOptions opt;
+  opt.data_dir = cfg.data_dir + "/" + name;
+  opt.page_size = kPageSize;
+  opt.pool_bytes = sz.pool_bytes;
+  opt.max_blocks_per_space = sz.capacity;
+  opt.direct_io = true;
+  auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
+  auto db = CalicoDatabase<Pool>::create(*pool, scale);
+  return run_database(name, cfg, scale, sz, rep, db, SystemInfo{"calico", "", true}, [&] {
+    uint64_t pages = 0;
+    std::string per_table;
+    for (Table<Pool>* t : db.tables()) {
+      const uint64_t b = pool->space_blocks(t->tree().space());
+      pages += b;
+      per_table += fmt::format(" {}={}", t->name(), b);
+    }
+    const PoolStats ls = pool->stats();
+    return fmt::format("{} pages ({:.1f} MB; estimated {}),{}; direct I/O {}, evictions {}", pages,
+                       pages * kPageSize / 1048576.0, sz.data_pages, per_table, ls.direct_io ? "yes" : "no",
+                       ls.evictions);
+  });
+}
+
+// A peer (peers/peer_store.h) in <data-dir>/<name>/db, a bench directory (data_dir.h) that is
+// removed afterwards. Cache: the pool's bytes (in memory or --pool-mb); LMDB's map: 4 x the
+// estimated database with its growth, at least 1 GB.
+std::vector<RunRecord> run_peer(const std::string& name, const TpccConfig& cfg, const Scale& scale, const Sizes& sz,
+                                unsigned rep) {
+  const std::filesystem::path dir = std::filesystem::path(cfg.data_dir) / name;
+  prepare_bench_dir(dir.string(), {"db"});  // BenchDirError: not our directory
+  std::filesystem::create_directories(dir / "db");
+  std::vector<RunRecord> out;
+  {
+    peers::PeerOptions po;
+    po.dir = (dir / "db").string();
+    po.cache_bytes = sz.pool_bytes;
+    po.map_bytes = 4 * (sz.data_pages + sz.growth_pages) * kPageSize;
+    po.max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
+    std::unique_ptr<peers::PeerStore> store = peers::open_peer_store(name, po);
+    fmt::print("[{} rep {}] {}\n", name, rep, store->configuration());
+    auto db = Database<PeerTable>::create(*store, scale);
+    out = run_database(name, cfg, scale, sz, rep, db,
+                       SystemInfo{name, store->configuration(), store->cache_enforced()}, [&] {
+                         store->after_load();
+                         std::string rows;
+                         for (PeerTable* t : db.tables()) rows += fmt::format(" {}={}", t->name(), t->size());
+                         return fmt::format("records{}; {}", rows, store->size_summary());
+                       });
+  }
+  remove_bench_dir(dir.string(), {"db"});
   return out;
 }
 
@@ -197,12 +270,37 @@ int run_tpcc(const TpccConfig& cfg) {
   if (!(cfg.pool_mb >= 0 && cfg.pool_mb <= kMaxPoolMb)) {
     throw std::invalid_argument(fmt::format("--pool-mb {} is out of range (0 to {} MB)", cfg.pool_mb, kMaxPoolMb));
   }
-  const std::vector<std::string> names = micro::select_translations(cfg.translations, true, "tpcc");
-  for (const std::string& n : names) {
+  // Names: Calico's translations and the peers (peers/peer_store.h), in the order given.
+  std::vector<std::string> names, translations;
+  bool peers_selected = false;
+  for (const std::string& n : cfg.translations) {
+    if (std::find(names.begin(), names.end(), n) != names.end()) continue;
+    if (peers::is_peer_system(n)) {
+      peers_selected = true;
+      names.push_back(n);
+      continue;
+    }
+    try {
+      variants::with_pool_type(n, []<class Pool>() {});
+    } catch (const Error&) {
+      throw std::invalid_argument(fmt::format("unknown translation or system '{}' (translations: {}; peers: {})", n,
+                                              fmt::join(variants::translation_names(), ", "),
+                                              fmt::join(peers::peer_systems(), ", ")));
+    }
     if (n == "direct") {
       throw std::invalid_argument("translation direct cannot run TPC-C: it gives block b of every space frame b + 1, "
                                   "so a pool holds one space, and TPC-C has eleven (one per table and index)");
     }
+    names.push_back(n);
+    translations.push_back(n);
+  }
+  if (names.empty()) throw std::invalid_argument("--translation: nothing to run (give translations and/or peers)");
+  if (peers_selected && std::any_of(cfg.index_skipping.begin(), cfg.index_skipping.end(),
+                                    [](const std::string& m) { return m != "off"; })) {
+    throw std::invalid_argument(fmt::format(
+        "--index-skipping on (or remember) cannot run on a peer ({}): index skipping is Calico's (record hints "
+        "into its B+tree leaves); run the peers with --index-skipping off",
+        fmt::join(peers::peer_systems(), ", ")));
   }
   const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
 
@@ -217,7 +315,7 @@ int run_tpcc(const TpccConfig& cfg) {
                                : static_cast<uint64_t>(std::llround(cfg.pool_mb * 1048576.0)) / kPageSize * kPageSize;
   sz.capacity = std::bit_ceil(std::max<uint64_t>(uint64_t{1} << 16, 2 * need_pages));
   const uint64_t frames = sz.pool_bytes / kPageSize;
-  if (frames < min_frames(max_threads)) {
+  if (!translations.empty() && frames < min_frames(max_threads)) {
     throw std::invalid_argument(fmt::format(
         "--pool-mb {}: a pool of {} bytes ({} frames of {} bytes) is too small to load the item table ({} items, "
         "about {} pages) with {} threads: it needs at least {} frames ({} bytes); the whole database is about {} pages",
@@ -226,7 +324,7 @@ int run_tpcc(const TpccConfig& cfg) {
   }
   if (!sz.in_memory) sz.in_memory = frames >= need_pages;
 
-  fmt::print("calico tpcc: translations {}, {} warehouses (scale {}: {} customers/district, {} items), threads {}, "
+  fmt::print("calico tpcc: translations and peers {}, {} warehouses (scale {}: {} customers/district, {} items), threads {}, "
              "{} s per run{}, repeat {} (translation order rotated), pool {:.1f} MB ({} frames; {}), database about "
              "{:.1f} MB loaded + up to {:.1f} MB of growth, space capacity {} blocks, seed {}\n",
              fmt::join(names, ","), scale.warehouses, scale.factor, scale.customers, scale.items,
@@ -235,6 +333,12 @@ int run_tpcc(const TpccConfig& cfg) {
              sz.data_pages * kPageSize / 1048576.0, sz.growth_pages * kPageSize / 1048576.0, sz.capacity, cfg.seed);
   fmt::print("isolation: per-record atomicity (one B+tree update per read-modify-write), no multi-record isolation, "
              "no rollback, no WAL (bench/tpcc/workload.h)\n");
+  if (peers_selected) {
+    fmt::print("isolation on the peers: the same; each table operation is one engine transaction (WiredTiger: "
+               "auto-commit, an update = reserve + read + write; LMDB: a write txn per write op), no log, no sync "
+               "(bench/tpcc/peers/peer_store.h); the peers report no page counters (zeros), LMDB's cache is the OS "
+               "page cache (not limited)\n");
+  }
   fmt::print("machine: {}, {} cores, {:.1f} GiB; build: {}\n", cpu_model(), std::thread::hardware_concurrency(),
              memory_bytes() / double(1ull << 30), build_flags());
   std::fflush(stdout);
@@ -246,8 +350,11 @@ int run_tpcc(const TpccConfig& cfg) {
     std::vector<std::string> order = names;
     std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(rep % order.size()), order.end());
     for (const std::string& name : order) {
-      std::vector<RunRecord> recs = variants::with_pool_type(
-          name, [&]<class Pool>() { return run_translation<Pool>(name, cfg, scale, sz, rep); });
+      std::vector<RunRecord> recs =
+          peers::is_peer_system(name)
+              ? run_peer(name, cfg, scale, sz, rep)
+              : variants::with_pool_type(
+                    name, [&]<class Pool>() { return run_translation<Pool>(name, cfg, scale, sz, rep); });
       for (RunRecord& rec : recs) {
         violations += rec.violations;
         failures += rec.r.counters.failures;
@@ -263,7 +370,7 @@ int run_tpcc(const TpccConfig& cfg) {
              "tx/s", "min..max", "tx/cpu-s", "NO", "PAY", "OS", "DEL", "SL", "transl.MB", "evicted", "viol");
   std::vector<std::string> configs;
   for (const std::string& n : names) {
-    for (const std::string& mode : cfg.index_skipping) configs.push_back(mode == "on" ? n + "+index-skip" : n);
+    for (const std::string& mode : cfg.index_skipping) configs.push_back(config_name(n, mode));
   }
   for (const std::string& name : configs) {
     for (unsigned t : cfg.threads) {

@@ -1,12 +1,14 @@
-// `calico_bench tpcc`: TPC-C on Calico's B+trees, on every translation variant.
+// `calico_bench tpcc`: TPC-C on Calico's B+trees, on every translation variant, and on the
+// peers WiredTiger and LMDB (bench/tpcc/peers/), named in the same list.
 //
 // Entry points: TpccConfig, run_tpcc(config) -> exit code (0 ok; 1 when a run broke a
 // consistency condition or a transaction missed a row the schema guarantees). Bad input
 // throws std::invalid_argument (or BenchDirError for a data directory that is not ours),
 // which the command line reports with exit code 2.
 //
-// For each repeat, each translation (order rotated per repeat, so that the machine's drift
-// cannot favour one): a fresh pool in <data-dir>/<translation>, the load (with progress
+// For each repeat, each translation or peer (order rotated per repeat, so that the machine's
+// drift cannot favour one): a fresh pool (a peer: a fresh engine directory) in
+// <data-dir>/<name>, the load (with progress
 // lines), then one timed run per thread count on that database, each followed by the
 // consistency checks (bench/tpcc/consistency.h). Prints the configuration, per-second lines,
 // per-run lines, and a summary table (medians over repeats); appends one JSON line per run.
@@ -20,10 +22,12 @@
 namespace calico::bench {
 
 struct TpccConfig {
-  std::vector<std::string> translations{"array"};
+  std::vector<std::string> translations{"array"};  // and/or peers: "wiredtiger", "lmdb"
   uint32_t warehouses = 1;
   std::vector<unsigned> threads{1};
-  std::vector<std::string> index_skipping{"off"};  // "off" and/or "on", run in this order
+  // "off", "on", "remember" (on + each worker's hint memory, hint_memory.h), run in this
+  // order; anything but "off" is refused with a peer.
+  std::vector<std::string> index_skipping{"off"};
   double seconds = 10;
   double pool_mb = 0;     // 0: in memory (sized from the data and the run's growth)
   std::string data_dir = "./tpcc-data";

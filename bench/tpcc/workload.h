@@ -1,4 +1,4 @@
-// TpccWorkload<Pool>: the five TPC-C transactions (clause 2.4-2.8) over Database<Pool>,
+// TpccWorkload<TableT>: the five TPC-C transactions (clause 2.4-2.8) over Database<TableT>,
 // written once against index::BasicBTree<Pool>, so that they run on every translation.
 //
 // Entry points: TpccWorkload(db, seed); run_one(home_w) (draws a type by the mix
@@ -7,7 +7,8 @@
 //
 // ISOLATION: per-record atomicity only, as vmcache's TPC-C driver. Every read-modify-write
 // of one record (W_YTD, D_YTD, D_NEXT_O_ID, C_BALANCE, S_QUANTITY, O_CARRIER_ID, ...) is
-// one BasicBTree::update under the record's leaf latch, so concurrent transactions never
+// one Table::update_value: on Calico a BasicBTree::update under the record's leaf latch (on
+// a peer one engine transaction, peers/peer_table.h), so concurrent transactions never
 // lose an update; each single-record read sees a committed record value. There is NO
 // multi-record isolation (a transaction may see another one half done), NO rollback (a
 // transaction that fails midway leaves its earlier writes; the only "rollback" is New-Order's
@@ -28,6 +29,8 @@
 // Table::update with a RecordHint* (table.h). A record read inside a transaction keeps its
 // hint in a local RecordHint, and its later update passes the same one (the read/write set);
 // records found through a secondary index start with the hint stored in the index entry.
+// With remember_hints, records accessed by id (warehouse, district, customer, item, stock)
+// start with the hint this terminal saw last time (hint_memory.h).
 #pragma once
 
 #include <algorithm>
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include "database.h"
+#include "hint_memory.h"
 #include "keys.h"
 #include "loader.h"
 #include "random.h"
@@ -98,12 +102,14 @@ struct TxCounters {
   std::string first_failure;
 };
 
-template <class Pool>
+template <class TableT>
 class TpccWorkload {
  public:
   // History rows get keys (origin, 1..), the origin unique to this object (Database).
-  TpccWorkload(Database<Pool>& db, uint64_t seed)
-      : db_(db), sc_(db.scale), origin_(db.new_history_origin()), rng_(seed) {}
+  // remember_hints: keep the hints of the records this terminal touched across its
+  // transactions (hint_memory.h); meaningful with index skipping on.
+  TpccWorkload(Database<TableT>& db, uint64_t seed, bool remember_hints = false)
+      : db_(db), sc_(db.scale), origin_(db.new_history_origin()), rng_(seed), hints_(db.scale, remember_hints) {}
 
   const TxCounters& counters() const { return counters_; }
 
@@ -174,22 +180,22 @@ class TpccWorkload {
     std::array<ItemRow, kMaxOrderLines> items;
     CALICO_CHECK(!in.lines.empty() && in.lines.size() <= kMaxOrderLines);
     for (size_t i = 0; i < in.lines.size(); ++i) {
-      RecordHint h;
-      if (!db_.item.read(key_item(in.lines[i].i_id), &h, &items[i])) {
+      Remembered h = hints_.item(in.lines[i].i_id);
+      if (!db_.item.read(key_item(in.lines[i].i_id), &h.hint, &items[i])) {
         counters_.new_order_rollbacks++;
         return false;
       }
     }
     WarehouseRow wr;
-    RecordHint wh;
-    if (!db_.warehouse.read(key_warehouse(in.w), &wh, &wr)) return fail("warehouse", in.w, 0);
+    Remembered wh = hints_.warehouse(in.w);
+    if (!db_.warehouse.read(key_warehouse(in.w), &wh.hint, &wr)) return fail("warehouse", in.w, 0);
     CustomerRow cr;
-    RecordHint ch;
-    if (!db_.customer.read(key_customer(in.w, in.d, in.c), &ch, &cr)) return fail("customer", in.w, in.d);
+    Remembered ch = hints_.customer(in.w, in.d, in.c);
+    if (!db_.customer.read(key_customer(in.w, in.d, in.c), &ch.hint, &cr)) return fail("customer", in.w, in.d);
     uint32_t o = 0;
     int32_t d_tax = 0;
-    RecordHint dh;
-    if (!db_.district.template update<DistrictRow>(key_district(in.w, in.d), &dh, [&](DistrictRow& r) {
+    Remembered dh = hints_.district(in.w, in.d);
+    if (!db_.district.template update<DistrictRow>(key_district(in.w, in.d), &dh.hint, [&](DistrictRow& r) {
           d_tax = r.tax_bp;
           o = r.next_o_id++;
         })) {
@@ -206,10 +212,10 @@ class TpccWorkload {
     for (size_t i = 0; i < in.lines.size(); ++i) {
       const NewOrderLine& l = in.lines[i];
       char dist_info[24];
-      RecordHint sh;
+      Remembered sh = hints_.stock(l.supply_w_id, l.i_id);
       const bool remote = l.supply_w_id != in.w;
       counters_.remote_order_lines += remote;
-      if (!db_.stock.template update<StockRow>(key_stock(l.supply_w_id, l.i_id), &sh, [&](StockRow& s) {
+      if (!db_.stock.template update<StockRow>(key_stock(l.supply_w_id, l.i_id), &sh.hint, [&](StockRow& s) {
             s.quantity = s.quantity >= static_cast<int32_t>(l.quantity) + 10 ? s.quantity - static_cast<int32_t>(l.quantity)
                                                                              : s.quantity - static_cast<int32_t>(l.quantity) + 91;
             s.ytd += l.quantity;
@@ -243,15 +249,15 @@ class TpccWorkload {
     counters_.remote_payments += in.c_w != in.w;
     counters_.by_name += in.by_name;
     char w_name[10], d_name[10];
-    RecordHint wh, dh;
-    if (!db_.warehouse.template update<WarehouseRow>(key_warehouse(in.w), &wh, [&](WarehouseRow& r) {
+    Remembered wh = hints_.warehouse(in.w), dh = hints_.district(in.w, in.d);
+    if (!db_.warehouse.template update<WarehouseRow>(key_warehouse(in.w), &wh.hint, [&](WarehouseRow& r) {
           r.ytd_cents += in.amount_cents;
           std::memcpy(w_name, r.name, sizeof w_name);
         })) {
       fail("warehouse", in.w, 0);
       return;
     }
-    if (!db_.district.template update<DistrictRow>(key_district(in.w, in.d), &dh, [&](DistrictRow& r) {
+    if (!db_.district.template update<DistrictRow>(key_district(in.w, in.d), &dh.hint, [&](DistrictRow& r) {
           r.ytd_cents += in.amount_cents;
           std::memcpy(d_name, r.name, sizeof d_name);
         })) {
@@ -259,7 +265,9 @@ class TpccWorkload {
       return;
     }
     uint32_t c = in.c;
-    RecordHint ch;
+    // By name: the hint comes from the name index entry; by id: from this terminal's memory.
+    Remembered cm = in.by_name ? Remembered(nullptr) : hints_.customer(in.c_w, in.c_d, in.c);
+    RecordHint& ch = cm.hint;
     std::string name_key;  // the customer_name entry the customer was found through
     if (in.by_name && !customer_by_name(in.c_w, in.c_d, in.last, &c, &ch, &name_key)) {
       fail("customer named " + in.last, in.c_w, in.c_d);
@@ -303,7 +311,8 @@ class TpccWorkload {
     counters_.by_name += in.by_name;
     OrderStatusResult res;
     uint32_t c = in.c;
-    RecordHint ch;
+    Remembered cm = in.by_name ? Remembered(nullptr) : hints_.customer(in.w, in.d, in.c);
+    RecordHint& ch = cm.hint;
     std::string name_key;
     if (in.by_name && !customer_by_name(in.w, in.d, in.last, &c, &ch, &name_key)) {
       fail("customer named " + in.last, in.w, in.d);
@@ -398,8 +407,8 @@ class TpccWorkload {
           fail("order line " + std::to_string(n) + " of order " + std::to_string(o), w, d);
         }
       }
-      RecordHint ch;
-      if (!db_.customer.template update<CustomerRow>(key_customer(w, d, c), &ch, [&](CustomerRow& r) {
+      Remembered ch = hints_.customer(w, d, c);
+      if (!db_.customer.template update<CustomerRow>(key_customer(w, d, c), &ch.hint, [&](CustomerRow& r) {
             r.balance_cents += total;
             r.delivery_cnt++;
           })) {
@@ -415,8 +424,8 @@ class TpccWorkload {
   uint32_t stock_level(uint32_t w, uint32_t d, uint32_t threshold) {
     counters_.done[size_t(TxType::kStockLevel)]++;
     DistrictRow dr;
-    RecordHint dh;
-    if (!db_.district.read(key_district(w, d), &dh, &dr)) {
+    Remembered dh = hints_.district(w, d);
+    if (!db_.district.read(key_district(w, d), &dh.hint, &dr)) {
       fail("district", w, d);
       return 0;
     }
@@ -437,8 +446,8 @@ class TpccWorkload {
     uint32_t low = 0;
     for (uint32_t i : ids) {
       StockRow s;
-      RecordHint sh;
-      if (!db_.stock.read(key_stock(w, i), &sh, &s)) {
+      Remembered sh = hints_.stock(w, i);
+      if (!db_.stock.read(key_stock(w, i), &sh.hint, &s)) {
         fail("stock of item " + std::to_string(i), w, d);
         continue;
       }
@@ -479,7 +488,7 @@ class TpccWorkload {
   // hint is rewritten (the opportunistic repair of index skipping; never with skipping off,
   // which leaves *hint as it was).
   template <class Row>
-  bool read_through(Table<Pool>& table, std::string_view key, RecordHint* hint, Row* out, Table<Pool>& index,
+  bool read_through(TableT& table, std::string_view key, RecordHint* hint, Row* out, TableT& index,
                     std::string_view index_key) {
     const RecordHint before = *hint;
     if (!table.read(key, hint, out)) return false;
@@ -501,10 +510,11 @@ class TpccWorkload {
     return false;
   }
 
-  Database<Pool>& db_;
+  Database<TableT>& db_;
   const Scale sc_;
   const uint32_t origin_;
   Random rng_;
+  HintMemory hints_;
   uint64_t history_seq_ = 0;
   int64_t total_display_ = 0;
   TxCounters counters_;

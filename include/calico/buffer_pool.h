@@ -247,12 +247,15 @@ class BasicBufferPool {
   // Runs fn(const std::byte* page) optimistically and returns its result once a validation
   // succeeds; after kOptimisticAttempts failed validations it pins the page shared and runs
   // fn once more under the pin. No atomic write on the happy path.
+  // touch_offset: the byte of the page fn reads first (< page size; 0 for a header). The
+  // frame prediction prefetches that line while the translation entry loads.
   template <class Fn>
-  auto optimistic_read(PageId pid, Fn&& fn) -> std::invoke_result_t<Fn&, const std::byte*>;
+  auto optimistic_read(PageId pid, Fn&& fn, uint32_t touch_offset = 0) -> std::invoke_result_t<Fn&, const std::byte*>;
 
   // Starts an optimistic read: waits while the page is exclusively latched, faults it in if
   // evicted. The caller reads r.data, then calls validate(r); false means start again.
-  OptimisticRead read_optimistic(PageId pid);
+  // touch_offset: as optimistic_read's.
+  OptimisticRead read_optimistic(PageId pid, uint32_t touch_offset = 0);
   static bool validate(const OptimisticRead& r) {
     if constexpr (Translation::kDirect) return true;
     std::atomic_thread_fence(std::memory_order_acquire);
@@ -379,10 +382,15 @@ class BasicBufferPool {
     uint64_t capacity;
     Space* space;
   };
+  // True when the thread's path cache c resolves space id of this pool: same pool, same
+  // space, and no space created or dropped since it was filled (the directory's epoch).
+  bool path_cached(const translation::PathCache& c, SpaceId id) const {
+    return c.pool_uid == uid_ && c.space == id && c.epoch == directory_.epoch();
+  }
   // Hot path: the thread's path cache, else the directory (throws kUnknownSpace).
   Resolved resolve(SpaceId id) {
     auto& c = translation::tls_path_cache;
-    if (c.pool_uid == uid_ && c.space == id && c.epoch == directory_.epoch()) [[likely]] {
+    if (path_cached(c, id)) [[likely]] {
       return {c.entries, c.capacity, static_cast<Space*>(c.owner)};
     }
     return resolve_slow(id);
@@ -470,7 +478,7 @@ class BasicBufferPool {
   // is resident, unlatched and unmarked; fills *r and returns true. Otherwise false and
   // nothing changed: the caller takes the general loop (read_optimistic_slow). Policies that
   // promote on access always take the loop.
-  bool read_fast(PageId pid, OptimisticRead* r);
+  bool read_fast(PageId pid, OptimisticRead* r, uint32_t touch_offset);
   OptimisticRead read_optimistic_slow(PageId pid);
   template <class Fn>
   auto optimistic_read_slow(PageId pid, Fn& fn, int attempts_made) -> std::invoke_result_t<Fn&, const std::byte*>;
@@ -822,25 +830,26 @@ inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_hinted(PageId pid, Frame
 }
 
 template <class T>
-inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid) {
+inline OptimisticRead BasicBufferPool<T>::read_optimistic(PageId pid, uint32_t touch_offset) {
   if constexpr (T::kDirect) {
     // The physical limit: no lookup, no residency check (see DirectTranslation).
     return OptimisticRead{frames_.frame(static_cast<FrameId>(pid.block()) + 1), &direct_entry_,
                           translation::EntryWord{0}, pid};
   }
   OptimisticRead r;
-  if (read_fast(pid, &r)) [[likely]] return r;
+  if (read_fast(pid, &r, touch_offset)) [[likely]] return r;
   return read_optimistic_slow(pid);
 }
 
 template <class T>
-[[gnu::always_inline]] inline bool BasicBufferPool<T>::read_fast(PageId pid, OptimisticRead* r) {
+[[gnu::always_inline]] inline bool BasicBufferPool<T>::read_fast(PageId pid, OptimisticRead* r,
+                                                                uint32_t touch_offset) {
   if constexpr (pool::Predicting<T>) {
-    (void)pid, (void)r;
+    (void)pid, (void)r, (void)touch_offset;
     return false;  // every access may promote: the general loop
   } else {
     auto& c = translation::tls_path_cache;
-    if (c.pool_uid != uid_ || c.space != pid.space() || c.epoch != directory_.epoch()) [[unlikely]] return false;
+    if (!path_cached(c, pid.space())) [[unlikely]] return false;
     if (pid.block() >= c.capacity) [[unlikely]] return false;
     Space* space = static_cast<Space*>(c.owner);
     if constexpr (!T::kPagesInPlace) {
@@ -848,8 +857,8 @@ template <class T>
       // frame the last reads' frame-block difference predicts, so that on a hit the entry
       // and the page arrive together instead of one after the other. Only a prefetch (which
       // never faults, even past the arena): a wrong guess costs a cache line, never
-      // correctness.
-      if (c.delta_stable) __builtin_prefetch(frames_.frame(pid.block() + c.frame_delta));
+      // correctness. The line prefetched is the one the caller reads first.
+      if (c.delta_stable) __builtin_prefetch(frames_.frame(pid.block() + c.frame_delta) + touch_offset);
     }
     translation::Entry* e;
     if constexpr (T::kFlatEntries) {
@@ -899,13 +908,13 @@ template <class T>
 
 template <class T>
 template <class Fn>
-[[gnu::always_inline]] inline auto BasicBufferPool<T>::optimistic_read(PageId pid, Fn&& fn)
+[[gnu::always_inline]] inline auto BasicBufferPool<T>::optimistic_read(PageId pid, Fn&& fn, uint32_t touch_offset)
     -> std::invoke_result_t<Fn&, const std::byte*> {
   using R = std::invoke_result_t<Fn&, const std::byte*>;
   if constexpr (!T::kDirect) {
     // The fast path inline (resident, unlatched, one attempt); the retry loop out of line.
     OptimisticRead r;
-    if (read_fast(pid, &r)) [[likely]] {
+    if (read_fast(pid, &r, touch_offset)) [[likely]] {
       if constexpr (std::is_void_v<R>) {
         fn(r.data);
         if (validate(r)) [[likely]] return;

@@ -231,7 +231,8 @@ class BasicGraph : public GraphFormat {
   uint64_t probe(uint32_t node, GraphRead read) const {
     CALICO_DCHECK(node < nodes_);
     if (read == GraphRead::kOptimistic) {
-      return pool_->optimistic_read(page_of(node), [](const std::byte* p) { return graph_detail::graph_racy_probe(p); });
+      return pool_->optimistic_read(
+          page_of(node), [](const std::byte* p) { return graph_detail::graph_racy_probe(p); }, kPayloadOffset);
     }
     SharedGuard g = pool_->pin_shared(page_of(node));
     return graph_detail::graph_racy_probe(g.data());

@@ -482,23 +482,41 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
   }
   translation::Entry* entries[kMaxGroup];
   Space* spaces[kMaxGroup];
-  // Phase 1: resolve and prefetch the translation entries (memory-level parallelism).
-  // Recycling tables: no entry is created here (the page may be skipped); nullptr = none.
+  const uint32_t max_offset = options_.page_size - 1;
+  auto offset_of = [&](size_t i) { return offsets.empty() ? 0u : std::min<uint32_t>(offsets[i], max_offset); };
+  // The thread's path cache, read once (a group mostly lies in one space: its pages then
+  // cost no directory lookup and no per-page check beyond the space id).
+  const translation::PathCache& c = translation::tls_path_cache;
+  const bool cache_ok = path_cached(c, c.space);
+  const SpaceId cached_id = c.space;
+  Space* const cached_space = static_cast<Space*>(c.owner);
+  translation::Entry* const cached_entries = c.entries;
+  const uint64_t cached_capacity = c.capacity;
+  // The frame prediction of read_fast, where it holds.
+  const bool predict = cache_ok && c.delta_stable;
+  const uint32_t delta = c.frame_delta;
+  // Phase 1: resolve and prefetch the translation entries (memory-level parallelism), and
+  // the predicted frames, so that a correct guess needs no second round trip after the
+  // entries arrive. Recycling tables: no entry is created here (the page may be skipped);
+  // nullptr = none.
   for (size_t i = 0; i < pids.size(); ++i) {
+    const PageId pid = pids[i];
     entries[i] = nullptr;
     spaces[i] = nullptr;
-    auto& c = translation::tls_path_cache;
-    Space* s;
-    if (c.pool_uid == uid_ && c.space == pids[i].space() && c.epoch == directory_.epoch()) {
-      s = static_cast<Space*>(c.owner);
+    const bool in_cached = cache_ok && pid.space() == cached_id;
+    Space* s = in_cached ? cached_space : live_space(pid.space());
+    if (s == nullptr) continue;
+    if (pid.block() >= (in_cached ? cached_capacity : s->table.capacity())) continue;
+    if constexpr (T::kFlatEntries) {
+      entries[i] = in_cached ? cached_entries + pid.block() : existing_entry(s, pid.block());
     } else {
-      s = live_space(pids[i].space());
-      if (s == nullptr) continue;
+      entries[i] = existing_entry(s, pid.block());
     }
-    if (pids[i].block() >= s->table.capacity()) continue;
-    entries[i] = existing_entry(s, pids[i].block());
     spaces[i] = s;
     __builtin_prefetch(entries[i]);
+    if constexpr (!T::kPagesInPlace) {
+      if (predict && in_cached) __builtin_prefetch(frames_.frame(pid.block() + delta) + offset_of(i));
+    }
   }
   // Phase 2: prefetch resident frames at their offsets; collect the evicted pages.
   uint32_t missing[kMaxGroup];
@@ -512,8 +530,7 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
     EntryWord w = translation::load(*entries[i], std::memory_order_relaxed);
     if (w.resident()) {
       // A hint only: a stale (recycled) entry prefetches a frame for nothing.
-      uint32_t off = offsets.empty() ? 0 : std::min<uint32_t>(offsets[i], options_.page_size - 1);
-      __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + off);
+      __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + offset_of(i));
     } else if (w.evicted() || w.state() == translation::kGone) {
       missing[n_missing++] = static_cast<uint32_t>(i);
     }

@@ -18,17 +18,6 @@ namespace {
 
 using calico::testing::TempDir;
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 
 constexpr uint64_t kRecords = 2000;
 constexpr uint64_t kOpsPerWorkload = 400;
@@ -50,12 +39,10 @@ class YcsbSmoke : public ::testing::TestWithParam<SmokeCase> {};
 
 TEST_P(YcsbSmoke, WorkloadsAToFFindEverySelfCheckingValue) {
   const SmokeCase& c = GetParam();
-  if (kTsan && (c.system == "rocksdb" || c.system == "wiredtiger")) {
+  if (calico::testing::kThreadSanitizer && (c.system == "rocksdb" || c.system == "wiredtiger")) {
     // Seen: TSan reports races inside librocksdb / libwiredtiger and on values they hand
-    // over (Debian builds, not TSan-instrumented: TSan cannot see their synchronisation).
-    // LMDB and calico run clean under TSan.
-    GTEST_SKIP() << c.system << " is a Debian library built without TSan instrumentation; TSan reports "
-                 << "its internal handoffs as races";
+    // over. LMDB and calico run clean under TSan.
+    GTEST_SKIP() << c.system << " " << calico::testing::kUninstrumentedEngine;
   }
   TempDir dir;
   kv::KvConfig kc;

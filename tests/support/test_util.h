@@ -13,6 +13,37 @@
 
 namespace calico::testing {
 
+// Whether this test binary is built with ThreadSanitizer / AddressSanitizer (gcc defines
+// __SANITIZE_*__, clang answers __has_feature).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+// Why a test of a Debian engine library (WiredTiger, RocksDB) with several threads is skipped
+// under TSan: the library is not instrumented, so TSan cannot see its synchronisation and
+// reports its internal handoffs (and the values it hands over) as races.
+inline constexpr const char* kUninstrumentedEngine =
+    "is a Debian library built without TSan instrumentation; TSan reports its internal handoffs as races";
+
 // A fresh directory under /tmp, removed with everything in it when the object dies.
 class TempDir {
  public:
