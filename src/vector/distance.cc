@@ -7,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "calico/error.h"
 #include "pool/racy_read.h"
+#include "vector/simd_kernels.h"
 
 namespace calico::vector {
 
@@ -147,6 +149,15 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) float ip_av
   return 1.0f - hsum512(s0);
 }
 
+// Points bv[0 .. 4) at the vectors v, v + 1, ... of b (stride floats apart) and returns how
+// many of them are below n (at least 1: v < n). A last group of fewer than four repeats its
+// last vector, so that the kernels always run four; they store only the live values.
+inline size_t group_of_four(const float* b, size_t stride, size_t v, size_t n, const float* bv[4]) {
+  const size_t live = std::min<size_t>(4, n - v);
+  for (size_t j = 0; j < 4; ++j) bv[j] = b + (v + std::min(j, live - 1)) * stride;
+  return live;
+}
+
 // The many-vector kernels: four vectors per step, each accumulated exactly as the
 // one-vector kernel above accumulates it (same chunks, same accumulators, same tree), so
 // out[i] is bit-identical to the one-vector value.
@@ -155,10 +166,8 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(cons
                                                                             size_t stride, size_t n, size_t dim,
                                                                             float* out) {
   for (size_t v = 0; v < n; v += 4) {
-    // A last group of fewer than four repeats its last vector and stores only its own.
-    const size_t live = std::min<size_t>(4, n - v);
     const float* bv[4];
-    for (size_t j = 0; j < 4; ++j) bv[j] = b + (v + std::min(j, live - 1)) * stride;
+    const size_t live = group_of_four(b, stride, v, n, bv);
     __m256 s0[4], s1[4];
     for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm256_setzero_ps();
     size_t i = 0;
@@ -210,10 +219,8 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) void many_a
                                                                              size_t stride, size_t n, size_t dim,
                                                                              float* out) {
   for (size_t v = 0; v < n; v += 4) {
-    // A last group of fewer than four repeats its last vector and stores only its own.
-    const size_t live = std::min<size_t>(4, n - v);
     const float* bv[4];
-    for (size_t j = 0; j < 4; ++j) bv[j] = b + (v + std::min(j, live - 1)) * stride;
+    const size_t live = group_of_four(b, stride, v, n, bv);
     __m512 s0[4], s1[4];
     for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm512_setzero_ps();
     size_t i = 0;
@@ -256,56 +263,69 @@ CALICO_OPTIMISTIC_READER void many_scalar(const float* a, const float* b, size_t
   for (size_t v = 0; v < n; ++v) out[v] = kL2 ? l2_scalar(a, b + v * stride, dim) : ip_scalar(a, b + v * stride, dim);
 }
 
-enum class Level { kScalar, kAvx2, kAvx512 };
-
-Level detect() {
-  __builtin_cpu_init();
-  Level best = Level::kScalar;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Level::kAvx2;
-  // The AVX-512 kernels also use the AVX2/FMA helpers (inlined: their targets include them).
-  if (best == Level::kAvx2 && __builtin_cpu_supports("avx512f")) best = Level::kAvx512;
+// The best level this CPU runs, capped by CALICO_SIMD.
+SimdLevel detect() {
+  const std::vector<SimdLevel> levels = supported_simd_levels();
+  SimdLevel best = levels.back();
   if (const char* cap = std::getenv("CALICO_SIMD")) {
-    if (std::strcmp(cap, "scalar") == 0) best = Level::kScalar;
-    if (std::strcmp(cap, "avx2") == 0 && best == Level::kAvx512) best = Level::kAvx2;
+    if (std::strcmp(cap, "scalar") == 0) best = SimdLevel::kScalar;
+    if (std::strcmp(cap, "avx2") == 0 && best == SimdLevel::kAvx512) best = SimdLevel::kAvx2;
   }
   return best;
 }
 
-Level level() {
-  static const Level l = detect();
+SimdLevel level() {
+  static const SimdLevel l = detect();
   return l;
 }
 
 }  // namespace
 
-DistanceFn distance_kernel(Metric m) {
+std::vector<SimdLevel> supported_simd_levels() {
+  __builtin_cpu_init();
+  std::vector<SimdLevel> levels{SimdLevel::kScalar};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    levels.push_back(SimdLevel::kAvx2);
+    // The AVX-512 kernels also use the AVX2/FMA helpers (inlined: their targets include them).
+    if (__builtin_cpu_supports("avx512f")) levels.push_back(SimdLevel::kAvx512);
+  }
+  return levels;
+}
+
+std::string_view simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kAvx512: return "avx512";
+    case SimdLevel::kAvx2: return "avx2";
+    case SimdLevel::kScalar: break;
+  }
+  return "scalar";
+}
+
+DistanceFn distance_kernel_at(Metric m, SimdLevel level) {
   const bool l2 = m == Metric::kL2;
-  switch (level()) {
-    case Level::kAvx512: return l2 ? l2_avx512 : ip_avx512;
-    case Level::kAvx2: return l2 ? l2_avx2 : ip_avx2;
-    case Level::kScalar: break;
+  switch (level) {
+    case SimdLevel::kAvx512: return l2 ? l2_avx512 : ip_avx512;
+    case SimdLevel::kAvx2: return l2 ? l2_avx2 : ip_avx2;
+    case SimdLevel::kScalar: break;
   }
   return l2 ? l2_scalar : ip_scalar;
 }
 
-DistanceManyFn distance_many_kernel(Metric m) {
+DistanceManyFn distance_many_kernel_at(Metric m, SimdLevel level) {
   const bool l2 = m == Metric::kL2;
-  switch (level()) {
-    case Level::kAvx512: return l2 ? many_avx512<true> : many_avx512<false>;
-    case Level::kAvx2: return l2 ? many_avx2<true> : many_avx2<false>;
-    case Level::kScalar: break;
+  switch (level) {
+    case SimdLevel::kAvx512: return l2 ? many_avx512<true> : many_avx512<false>;
+    case SimdLevel::kAvx2: return l2 ? many_avx2<true> : many_avx2<false>;
+    case SimdLevel::kScalar: break;
   }
   return l2 ? many_scalar<true> : many_scalar<false>;
 }
 
-std::string_view simd_level() {
-  switch (level()) {
-    case Level::kAvx512: return "avx512";
-    case Level::kAvx2: return "avx2";
-    case Level::kScalar: break;
-  }
-  return "scalar";
-}
+DistanceFn distance_kernel(Metric m) { return distance_kernel_at(m, level()); }
+
+DistanceManyFn distance_many_kernel(Metric m) { return distance_many_kernel_at(m, level()); }
+
+std::string_view simd_level() { return simd_level_name(level()); }
 
 bool normalize(float* v, size_t dim) {
   double n = 0;
