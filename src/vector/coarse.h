@@ -19,9 +19,13 @@
 // nprobe-th approximation) has kernel distance above t + M, while nprobe lists have kernel
 // distance at most t + M. When the norms are so large that the bound is not finite, every
 // centroid goes through the kernel.
-// Threads: const after construction; scratch is per thread. rank_block() calls OpenBLAS
-// with its thread count set to 1 once per process (openblas_set_num_threads(1)): callers
-// bring their own threads, as the IVF bench does.
+// Threads: const after construction; scratch is per thread. rank_block() sets OpenBLAS to
+// one thread once per process (openblas_set_num_threads(1), before its first sgemm), so
+// every sgemm runs on its caller's thread (concurrent callers share only OpenBLAS's
+// buffer allocator, thread-safe in its threaded builds): callers bring their own threads,
+// as the IVF bench does; under TSan, ConcurrentSearchesWithAdd runs sgemm in two threads.
+// (Debian's pthread OpenBLAS still starts its idle worker pool when the library is loaded,
+// in every process that links calico; the workers are never given work.)
 #pragma once
 
 #include <cstddef>
