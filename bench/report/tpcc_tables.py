@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Summarises calico_bench tpcc JSON lines (scripts/tpcc.sh) as Markdown tables.
 
-Per file: one row per (configuration, threads) with the medians over repeats of tx/s and tx
+Per file: a summary (a row per configuration: medians of tx/s and tx per CPU-second per
+thread count, the tx per CPU-second ratio over the baseline paired within each repeat, and
+translation MB at the most threads); then one row per (configuration, threads) with the medians over repeats of tx/s and tx
 per CPU-second, the p50 latency of each transaction type, translation memory (private, and
 for arrays the unpunched size of their entries) and the consistency violations; then ratios
 paired within each repeat (both runs come from the same repeat, so the same machine state):
   - every configuration's tx per CPU-second over its baseline: hash_open (LIPAH's
-    "conventional") when the file has it, else the first system;
+    "conventional") when the file has it, else the first system; and over array;
   - index skipping: each configuration with skipping on / remember over the same
     translation with it off, per transaction type (p50 latency ratios, >1 = faster).
 
@@ -58,20 +60,6 @@ def summarise(path, runs):
         if c not in first:
             first.append(c)
     order.sort(key=lambda k: (k[1], first.index(k[0])))
-    print("| configuration | thr | tx/s | tx per CPU-s | " + " | ".join(f"{SHORT[t]} p50 us" for t in TYPES) +
-          " | translation MB | unpunched MB | violations |")
-    print("|---|---|---|---|" + "---|" * len(TYPES) + "---|---|---|")
-    for key in order:
-        rs = rows[key]
-        lat = [f"{med([r[t]['p50_us'] for r in rs]):.0f}" for t in TYPES]
-        flats = [r["translation_flat_bytes"] / 2**20 for r in rs if "translation_flat_bytes" in r]
-        flat = f"{med(flats):.2f}" if flats else "-"
-        print(f"| {key[0]} | {key[1]} | {med([r['tx_per_s'] for r in rs]):.0f} | "
-              f"{med([r['tx_per_cpu_s'] for r in rs]):.0f} | " + " | ".join(lat) +
-              f" | {med([r['translation_private_bytes'] / 2**20 for r in rs]):.2f} | "
-              f"{flat} | {sum(r['violations'] + r['failures'] for r in rs)} |")
-    print()
-
     # Paired ratios: (config, threads, repeat) -> run.
     by = {(config(r), r["threads"], r["repeat"]): r for r in runs}
     configs = []
@@ -88,14 +76,42 @@ def summarise(path, runs):
                 out.append(f(r) / f(by[(b, t, rep)]))
         return out
 
-    print(f"Tx per CPU-second over {base}, paired within each repeat: median (min..max)\n")
-    print("| configuration | " + " | ".join(f"{t} thr" for t in threads) + " |")
-    print("|---|" + "---|" * len(threads))
+    # The summary: one row per configuration, the thread counts side by side.
+    print("| configuration | " + " | ".join(f"tx/s {t} thr" for t in threads) + " | " +
+          " | ".join(f"tx per CPU-s {t} thr" for t in threads) + " | " +
+          " | ".join(f"vs {base} {t} thr" for t in threads) + " | translation MB |")
+    print("|---|" + "---|" * (3 * len(threads) + 1))
     for c in configs:
-        if c == base:
-            continue
-        print(f"| {c} | " + " | ".join(spread(paired(c, base, t, lambda r: r["tx_per_cpu_s"])) for t in threads) + " |")
+        cells = [f"{med([r['tx_per_s'] for r in rows[(c, t)]]):.0f}" for t in threads]
+        cells += [f"{med([r['tx_per_cpu_s'] for r in rows[(c, t)]]):.0f}" for t in threads]
+        cells += ["1" if c == base else f"{med(paired(c, base, t, lambda r: r['tx_per_cpu_s'])):.2f}"
+                  for t in threads]
+        cells.append(f"{med([r['translation_private_bytes'] / 2**20 for r in rows[(c, threads[-1])]]):.1f}")
+        print(f"| {c} | " + " | ".join(cells) + " |")
     print()
+    print("| configuration | thr | tx/s | tx per CPU-s | " + " | ".join(f"{SHORT[t]} p50 us" for t in TYPES) +
+          " | translation MB | unpunched MB | violations |")
+    print("|---|---|---|---|" + "---|" * len(TYPES) + "---|---|---|")
+    for key in order:
+        rs = rows[key]
+        lat = [f"{med([r[t]['p50_us'] for r in rs]):.0f}" for t in TYPES]
+        flats = [r["translation_flat_bytes"] / 2**20 for r in rs if "translation_flat_bytes" in r]
+        flat = f"{med(flats):.2f}" if flats else "-"
+        print(f"| {key[0]} | {key[1]} | {med([r['tx_per_s'] for r in rs]):.0f} | "
+              f"{med([r['tx_per_cpu_s'] for r in rs]):.0f} | " + " | ".join(lat) +
+              f" | {med([r['translation_private_bytes'] / 2**20 for r in rs]):.2f} | "
+              f"{flat} | {sum(r['violations'] + r['failures'] for r in rs)} |")
+    print()
+
+    for b in [base] + (["array"] if "array" in configs and base != "array" else []):
+        print(f"Tx per CPU-second over {b}, paired within each repeat: median (min..max)\n")
+        print("| configuration | " + " | ".join(f"{t} thr" for t in threads) + " |")
+        print("|---|" + "---|" * len(threads))
+        for c in configs:
+            if c == b:
+                continue
+            print(f"| {c} | " + " | ".join(spread(paired(c, b, t, lambda r: r["tx_per_cpu_s"])) for t in threads) + " |")
+        print()
 
     skipped = [c for c in configs if c.endswith("+ skip") or c.endswith("+ remember")]
     if skipped:
