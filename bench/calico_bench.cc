@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
   v->add_option("--ef", vec.ef, "HNSW ef_search sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 16));
   v->add_option("--nlist", vec.nlist, "IVF lists (0: 4 sqrt(n) rounded down to a power of two)")->capture_default_str();
   v->add_option("--nprobe", vec.nprobe, "IVF nprobe sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  v->add_option("--ivf-batch", vec.ivf_batch, "IVF queries per search_batch call (1: one search per query)")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
   v->add_option("--k", vec.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--translations", vec.translations, fmt::format("translation variants, comma list (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   v->add_option("--threads", vec.threads, "search threads (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 256));
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
   tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants and/or peer systems (wiredtiger, lmdb), comma list, interleaved per repeat (known translations: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
   tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
-  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list run in that order; Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
+  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list (the order rotated per repeat: all runs of a repeat share one loaded database); Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT); a peer's cache (WiredTiger's cache_size; LMDB: not limited)")->capture_default_str();
   tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();
