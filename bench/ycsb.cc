@@ -476,11 +476,11 @@ int run_ycsb(const YcsbConfig& cfg) {
             if (!cfg.json_path.empty()) {
               std::ofstream out(cfg.json_path, std::ios::app);
               out << fmt::format(
-                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"tiers":{},"configuration":"{}",{}}})",
+                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"far_bytes":{},"tiers":{},"configuration":"{}",{}}})",
                   system, kv::calico_translation(system).empty() ? "-" : kv::calico_translation(system), w, spec.distribution, cfg.theta, threads, cfg.records,
                   cfg.value_bytes, data_bytes, cache_bytes, cache_enforced, in_memory, rep, cfg.warmup_seconds, r.ops, r.ops_per_s,
                   r.p50_us, r.p99_us, r.seconds, load_s, r.has_hit_rate ? fmt::format("{:.5f}", hit_rate) : "null",
-                  r.failures(), r.missing_inflight, spec.seed, tiers_json(r), json_escape(configuration), machine_json())
+                  r.failures(), r.missing_inflight, spec.seed, cfg.far_mb << 20, tiers_json(r), json_escape(configuration), machine_json())
                   << "\n";
             }
           }
