@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
 
   calico::bench::YcsbConfig ycsb;
   CLI::App* y = app.add_subcommand("ycsb", "YCSB workloads A-F over Calico's B+tree and peer engines");
-  y->add_option("--system", ycsb.systems, "calico, lmdb, rocksdb, wiredtiger (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"calico", "lmdb", "rocksdb", "wiredtiger"}));
+  y->add_option("--system", ycsb.systems, "calico, calico:<translation> (e.g. calico:vmcache, calico:array_tiered), lmdb, rocksdb, wiredtiger (repeatable or comma list)")->delimiter(',')->capture_default_str();
   y->add_option("--workload", ycsb.workloads, "A..F (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"A", "B", "C", "D", "E", "F", "a", "b", "c", "d", "e", "f"}));
   y->add_option("--distribution", ycsb.distribution, "uniform, zipf or latest (default: YCSB's, zipf; D: latest)")->check(CLI::IsMember({"uniform", "zipf", "latest"}));
   y->add_option("--theta", ycsb.theta, "Zipf skew")->capture_default_str()->check(CLI::Range(0.01, 0.999));
@@ -83,6 +83,8 @@ int main(int argc, char** argv) {
   auto* secs = y->add_option("--seconds", ycsb.seconds, "run time per run")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
   y->add_option("--ops", ycsb.ops, "operations per run (instead of --seconds)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))->excludes(secs);
   y->add_option("--warmup-seconds", ycsb.warmup_seconds, "unrecorded run of each workload before it (0: none, as YCSB)")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  y->add_option("--far-mb", ycsb.far_mb, "calico with a tiered translation (calico:array_tiered): a far frame tier of this size behind the pool (issue 17; 0: none)")->capture_default_str()->check(kSizeMb);
+  y->add_option("--far-tier", ycsb.far_tier, "calico's far tier: remote-numa, cxl (emulated), local, or numa:<node>")->capture_default_str();
   y->add_option("--cache-mb", ycsb.cache_mb, "pool / block cache / WT cache in MB (0: in memory, 3x the data + 64 MB)")->capture_default_str()->check(kSizeMb);
   y->add_option("--data-dir", ycsb.data_dir, "directory for the engines' data (one subdirectory each)")->capture_default_str();
   y->add_option("--repeat", ycsb.repeat, "runs per configuration (systems interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));

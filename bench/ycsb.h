@@ -43,6 +43,8 @@ struct YcsbConfig {
   double warmup_seconds = 0;      // > 0: an unrecorded run of the same workload first (its
                                   // self-check failures still count)
   uint64_t cache_mb = 0;          // 0: in memory (3 x the data + 64 MB)
+  uint64_t far_mb = 0;            // calico: a far frame tier behind the pool (0: none)
+  std::string far_tier = "remote-numa";  // remote-numa | cxl | local | numa:<node>
   std::string data_dir = "./ycsb-data";
   unsigned repeat = 1;
   std::string json_path;          // append one JSON line per run when set
@@ -84,6 +86,7 @@ struct RunResult {
   uint64_t bad_values = 0;         // values of the wrong length or for another key
   uint64_t missing_inflight = 0;   // reads of a run-inserted key not visible yet (not a failure)
   uint64_t hits = 0, accesses = 0; // cache counters during the run (calico only)
+  kv::CacheCounters cache;          // every cache counter's change during the run (calico only)
   bool has_hit_rate = false;
   uint64_t failures() const { return missing_loaded + bad_values; }
 };

@@ -53,6 +53,7 @@
 #include "pool/free_list.h"
 #include "pool/prediction.h"
 #include "pool/space.h"
+#include "pool/tiering.h"
 #include "translation/array.h"
 #include "translation/entry.h"
 #include "translation/space_directory.h"
@@ -213,6 +214,12 @@ class BasicBufferPool {
   static constexpr bool kRecyclesEntries = translation::kRecyclingTable<typename Translation::Table>;
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
+  // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): only tiered
+  // policies (array_tiered), so that every other policy's hot path has no tier compare.
+  static constexpr bool kTierable = pool::Tiered<Translation>;
+  static_assert(!kTierable || (!Translation::kPagesInPlace && !Translation::kDirect &&
+                               !pool::Predicting<Translation> && !kFrameHints),
+                "a tiered policy's pages live in frames, move freely, and are reached only through their entry");
 
   // Opens the data directory (creating it and an empty catalog if needed) and reopens every
   // space recorded in its catalog. Errors: kInvalidArgument (options), kPageSizeMismatch,
@@ -373,6 +380,15 @@ class BasicBufferPool {
   }
   uint64_t promotions() const requires pool::Predicting<Translation> { return moves_.promotions.load(); }
   uint64_t demotions() const requires pool::Predicting<Translation> { return moves_.demotions.load(); }
+  // Tiered memory (pool/tiering.h): frames 1..fast_frames() are tier 0, the rest tier 1.
+  FrameId fast_frames() const { return fast_last_; }
+  // Tests and diagnostics: moves resident page pid into tier 0 or 1 now, as a promotion or
+  // a demotion would (pool/tier_moves.h), without waiting for any latch. Returns whether
+  // pid is now in a frame of `tier`; false when there is no far tier, or pid is evicted,
+  // latched, pinned, or no frame of `tier` can be freed at once. Pre: the caller holds no
+  // latch on pid. Errors: as pins (kUnknownSpace, kPageOutOfRange), kInvalidArgument for a
+  // tier other than 0 or 1, kIoError when a far page cannot be written back.
+  bool move_to_tier(PageId pid, int tier);
 
  private:
   explicit BasicBufferPool(const PoolOptions& options);
@@ -515,12 +531,47 @@ class BasicBufferPool {
   [[gnu::noinline]] bool try_promote(Space* space, PageId pid, translation::Entry& e,
                                      translation::EntryWord seen, FrameId target)
     requires pool::Predicting<Translation>;
-  // Copies the exclusively latched page `pid` (word `held`) into frame `to` (taken, owner 0)
-  // and publishes it there; frees nothing (pool/promotion.h).
-  void move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to)
-    requires pool::Predicting<Translation>;
-  // After a move out of held.frame(): seeds, clears, poisons and frees that frame.
-  void release_moved_frame(translation::EntryWord held) requires pool::Predicting<Translation>;
+  // The page move shared by predictive promotion (pool/promotion.h) and tier migration
+  // (pool/tier_moves.h). move_page copies the exclusively latched page `pid` (word `held`)
+  // into frame `to` (taken, owner 0), through the far tier's copy() when either frame is
+  // far, and publishes it there unlatched at `to`'s version seed; frees nothing.
+  void move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to);
+  // After a move out of held.frame(): seeds (held's version + 1), clears, poisons and frees
+  // that frame (free_frame).
+  void release_moved_frame(translation::EntryWord held);
+
+  // --- tiered memory (pool/tiering.h, pool/tier_moves.h) ---
+  // Whether frame f is in the far tier. False for every frame without a far tier (fast_last_
+  // is then the last frame) and compiled away for policies that cannot take one.
+  bool in_far_tier(FrameId f) const {
+    if constexpr (kTierable) {
+      return f > fast_last_;
+    } else {
+      (void)f;
+      return false;
+    }
+  }
+  // An access found pid in far frame w.frame(): counts the far hit, and with the configured
+  // probability tries to promote the page (try_promote_far); else charges the access. True
+  // when the page moved (the caller reloads the entry). Never waits.
+  [[gnu::noinline]] bool far_hit(Space* space, PageId pid, translation::Entry& e, translation::EntryWord w,
+                                 bool write);
+  void charge_far_access() const;
+  // Promotion: moves pid (seen resident in a far frame as `seen`) into a free fast frame,
+  // demoting a batch first if none is free. Every lock and latch is only tried. Returns
+  // whether it moved the page.
+  bool try_promote_far(Space* space, PageId pid, translation::Entry& e, translation::EntryWord seen);
+  // Demotion of up to n cold fast pages (CLOCK over tier 0) into free far frames; n <= the
+  // far tier's free frames. Pre: evict_mutex_ held. Returns the pages moved.
+  uint32_t demote_locked(uint32_t n);
+  // Gives a frame that holds no page back to its tier's free list.
+  void free_frame(FrameId f) {
+    if (in_far_tier(f)) {
+      far_->free.push(f);
+    } else {
+      free_list_.push(f);
+    }
+  }
   // pin_shared / pin_exclusive that also report the frame they pinned.
   SharedGuard pin_shared_at(PageId pid, FrameId* frame);
   ExclusiveGuard pin_exclusive_at(PageId pid, FrameId* frame);
@@ -582,6 +633,36 @@ class BasicBufferPool {
     std::string what;  // names the page, the file and the error
   };
   uint32_t evict_batch(bool wait, WriteFailure* write_failure = nullptr);
+  // A page latched exclusively by an eviction or demotion round.
+  struct Victim {
+    Space* space;
+    PageId pid;
+    FrameId frame;
+    translation::Entry* entry;  // latched exclusively by this round until `done`
+    translation::EntryWord held;
+    bool write_failed;
+    bool done;  // evicted, moved, or unlatched and kept
+  };
+  // Unlatches, unchanged, every victim not yet done (on every path out of a round).
+  struct VictimLatches {
+    std::vector<Victim>& victims;
+    ~VictimLatches() {
+      for (Victim& v : victims) {
+        if (!v.done) translation::unlock_exclusive(*v.entry, v.held, /*bump_version=*/false);
+      }
+    }
+  };
+  // CLOCK over `hand`'s frames (range_frames of them): marks unlocked pages and latches up
+  // to `batch` marked ones (never kWrittenUnsynced pages) into `victims`. Pre: evict_mutex_
+  // held, victims.capacity() >= batch.
+  void collect_victims(pool::ClockHand& hand, FrameId range_frames, uint32_t batch, std::vector<Victim>& victims);
+  // One eviction round to disk over `hand`'s frames (tier `tier`). Pre: evict_mutex_ held.
+  uint32_t evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,
+                        WriteFailure* write_failure);
+  // A round of the tiered evictor: frees tier-0 frames by demotion, evicting far pages to
+  // disk first when the far tier has too few free frames; evicts fast pages to disk only
+  // when the far tier can take none. Pre: evict_mutex_ held, far_ set.
+  uint32_t make_room_tiered(io::IoRing& ring, WriteFailure* write_failure);
   // This thread's counters in this pool (registered on first use). Only this thread writes
   // them (relaxed load + store, no atomic read-modify-write); stats() sums them.
   struct ThreadCounter {
@@ -589,6 +670,7 @@ class BasicBufferPool {
     std::atomic<uint64_t> accesses{0};     // translation lookups (entry_for)
     std::atomic<uint64_t> hint_hits{0};    // hinted accesses that skipped the translation
     std::atomic<uint64_t> hint_misses{0};  // hinted accesses that fell back to it
+    std::atomic<uint64_t> far_hits{0};     // accesses that found their page in the far tier
   };
   ThreadCounter* thread_counter() {
     struct Registered {
@@ -622,6 +704,8 @@ class BasicBufferPool {
   int lock_fd_ = -1;    // the data directory's LOCK (pool/data_dir.h), flock()ed
   bool opened_ = false;  // open() succeeded: only then may the destructor flush or write
   memory::FrameArena frames_;
+  // The last frame of tier 0: the arena's last frame without a far tier (pool/tiering.h).
+  const FrameId fast_last_;
   std::unique_ptr<pool::FrameMeta[]> meta_;
   pool::FreeList free_list_;
   translation::SpaceDirectory<Space> directory_;
@@ -662,6 +746,8 @@ class BasicBufferPool {
         write_back_failures{0}, sync_failures{0};
   };
   mutable Counters counters_;
+  // The far tier's state, or null (one tier). Set at construction, never changed.
+  std::unique_ptr<pool::FarTier> far_;
   // Frame hints only: frame f's page's entry, or nullptr while f is free or loading.
   // Written by publish_owner / clear_owner; read without latches by hinted accesses.
   struct NoFrameEntries {};
@@ -689,6 +775,9 @@ inline SharedGuard BasicBufferPool<T>::pin_shared_at(PageId pid, FrameId* frame)
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(*e);
     if (promote_on_hit(space, pid, *e, w, predicted)) [[unlikely]] continue;
+    if (in_far_tier(w.frame())) [[unlikely]] {
+      if (far_hit(space, pid, *e, w, /*write=*/false)) continue;
+    }
     if (translation::try_lock_shared(*e, w)) [[likely]] {
       if (owns(*e, pid)) [[likely]] {
         *frame = w.frame();
@@ -716,6 +805,9 @@ inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_at(PageId pid, FrameId* 
   for (int spins = 0;;) {
     translation::EntryWord w = translation::load(*e);
     if (promote_on_hit(space, pid, *e, w, predicted)) [[unlikely]] continue;
+    if (in_far_tier(w.frame())) [[unlikely]] {
+      if (far_hit(space, pid, *e, w, /*write=*/true)) continue;
+    }
     if (translation::try_lock_exclusive(*e, w)) [[likely]] {
       translation::EntryWord held = w.with_state(translation::kExclusive);
       if (owns(*e, pid)) [[likely]] {
@@ -748,6 +840,7 @@ inline ExclusiveGuard BasicBufferPool<T>::try_pin_exclusive(PageId pid) {
         translation::unlock_exclusive(*e, held, /*bump_version=*/false);
         break;
       }
+      if (in_far_tier(w.frame())) [[unlikely]] charge_far_access();  // never promotes: it never waits
       return ExclusiveGuard(e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
     }
   }
@@ -868,7 +961,13 @@ template <class T>
     }
     const translation::EntryWord w = translation::load(*e);  // acquire: then the owner (entry.h R5)
     // Resident, unlatched and unmarked (a marked page's read clears the mark: the slow path).
-    if (!w.resident() || w.state() != translation::kUnlocked || !owns(*e, pid)) [[unlikely]] return false;
+    // Tiered pools: a page in the far tier takes the slow path (charged, maybe promoted).
+    // One compare of the frame id against fast_last_ (the arena's last frame without a far
+    // tier, so never true then); compiled away for policies that cannot take a far tier.
+    if (!w.resident() || w.state() != translation::kUnlocked || !owns(*e, pid) || in_far_tier(w.frame()))
+        [[unlikely]] {
+      return false;
+    }
     std::atomic<uint64_t>* accesses = c.accesses;
     accesses->store(accesses->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if constexpr (!T::kPagesInPlace) {
@@ -895,6 +994,9 @@ template <class T>
       if (!owns(*e, pid)) [[unlikely]] {
         e = &space->table.entry(pid.block());  // recycled for another page: look up again
         continue;
+      }
+      if (in_far_tier(w.frame())) [[unlikely]] {
+        if (far_hit(space, pid, *e, w, /*write=*/false)) continue;
       }
       if (w.state() == translation::kMarked) [[unlikely]] {
         // Second chance: an access clears CLOCK's mark (the only write, and a rare one).

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "calico/page_id.h"
+#include "memory/tiers/tier_config.h"
 
 namespace calico {
 
@@ -31,8 +32,31 @@ struct PoolOptions {
   bool prefault_frames = true;                // touch the arena at open
   bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
   unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
+  // A second frame tier (issue 17; src/pool/tiering.h, docs/tiers.md). pool_bytes is then
+  // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
+  // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0
+  // (the default). far_tier.page_size is ignored (the pool's is used). Only tiered
+  // translations take a far tier (pool::Tiered: array_tiered); the others refuse it at open.
+  memory::tiers::TierConfig far_tier;  // frames = 0: no far tier
+  // Probability that an access finding its page in the far tier promotes it into the fast
+  // tier: reads (optimistic, shared pins) and writes (exclusive pins). The vmcache^n paper
+  // (after Spitfire) draws per access too and gives no values; these are tunable.
+  double promote_on_read = 0.125;
+  double promote_on_write = 0.25;
+  // Cache lines charged to an access that finds its page in an emulated far tier (the pool
+  // cannot see what the caller reads): 8 ~ a binary search over a 4 KB page plus its header.
+  uint32_t far_lines_per_access = 8;
   io::FaultInjector* fault_injector = nullptr;  // tests only
   pool::TestPoints* test_points = nullptr;      // tests only (pool/test_points.h)
+};
+
+// One frame tier's share of PoolStats (tier 0: the fast frames, all of them without a far
+// tier; tier 1: the far tier).
+struct PoolTierStats {
+  uint64_t frames = 0;
+  uint64_t resident_pages = 0;
+  uint64_t hits = 0;       // accesses that found their page resident in this tier
+  uint64_t evictions = 0;  // pages that left this tier for disk (written back if dirty)
 };
 
 struct PoolStats {
@@ -62,6 +86,12 @@ struct PoolStats {
   uint64_t write_back_failures = 0;   // page writes (eviction, flush) that failed; the page
                                       // stayed dirty in memory and is written again later
   uint64_t sync_failures = 0;         // fdatasync calls of flush() that failed
+  // Tiered memory (PoolOptions::far_tier); promotions..migration_wait_ns are 0 without it.
+  PoolTierStats tier[2];
+  uint64_t promotions = 0;        // pages copied from the far tier into the fast tier
+  uint64_t demotions = 0;         // pages copied from the fast tier into the far tier
+  uint64_t migration_bytes = 0;   // bytes copied by promotions and demotions
+  uint64_t migration_wait_ns = 0; // time migrations waited for the far tier's bandwidth
 };
 
 struct SpaceInfo {

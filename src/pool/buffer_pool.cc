@@ -21,13 +21,42 @@ void validate_options(const PoolOptions& o) {
   if (o.page_size != 4096 && o.page_size != 8192 && o.page_size != 16384) {
     bad("page_size " + std::to_string(o.page_size) + " is not 4096, 8192 or 16384");
   }
-  if (o.pool_bytes / o.page_size < 2) bad("pool_bytes holds fewer than 2 pages");
+  if (o.pool_bytes / o.page_size < 2) {
+    bad(o.far_tier.frames > 0 ? "pool_bytes (the fast tier, tier 0) holds fewer than 2 pages"
+                              : "pool_bytes holds fewer than 2 pages");
+  }
   if (o.pool_bytes / o.page_size >= (uint64_t{1} << 31)) bad("pool_bytes holds 2^31 pages or more");
   if (o.max_blocks_per_space == 0 || o.max_blocks_per_space > (uint64_t{1} << 32)) {
     bad("max_blocks_per_space is not in 1 .. 2^32");
   }
   if (o.eviction_batch == 0 || o.eviction_batch > 1024) bad("eviction_batch is not in 1 .. 1024");
   if (o.async_depth == 0 || o.async_depth > 4096) bad("async_depth is not in 1 .. 4096");
+  // Tiered memory (pool/tiering.h): fast and far frames share one arena and one frame-id
+  // space, bounded as pool_bytes alone is.
+  if (o.far_tier.frames > 0) {
+    if (o.far_tier.frames >= (uint64_t{1} << 31) - o.pool_bytes / o.page_size) {
+      bad("far_tier.frames " + std::to_string(o.far_tier.frames) + " plus the " +
+          std::to_string(o.pool_bytes / o.page_size) + " fast frames of pool_bytes reach 2^31 frames");
+    }
+    memory::tiers::TierConfig c = o.far_tier;
+    c.page_size = o.page_size;
+    try {
+      memory::tiers::validate(c);
+    } catch (const Error& e) {
+      const std::string what = e.what();  // "invalid argument: <message>"
+      const size_t colon = what.find(": ");
+      bad("far_tier: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+    }
+    auto probability = [&](const char* name, double p) {
+      if (!(p >= 0 && p <= 1)) bad(std::string(name) + " " + std::to_string(p) + " is not a probability in [0, 1]");
+    };
+    probability("promote_on_read", o.promote_on_read);
+    probability("promote_on_write", o.promote_on_write);
+    if (o.far_lines_per_access > o.page_size / 64) {
+      bad("far_lines_per_access " + std::to_string(o.far_lines_per_access) + " exceeds the " +
+          std::to_string(o.page_size / 64) + " cache lines of a page");
+    }
+  }
 }
 
 void throw_read_error(PageId pid, int result, size_t page_size) {

@@ -30,6 +30,7 @@
 #include "pool/data_dir.h"
 #include "pool/pool_support.h"
 #include "pool/promotion.h"
+#include "pool/tier_moves.h"
 #include "pool/test_points.h"
 
 namespace calico {
@@ -47,17 +48,29 @@ BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
       uid_(pool::next_pool_uid.fetch_add(1)),
       // Translations that keep pages in place use frames only as a budget of tokens: the
       // arena is then reserved but never touched (no memory).
-      frames_(options.page_size, static_cast<FrameId>(options.pool_bytes / options.page_size),
+      // With a far tier, one arena holds both tiers: fast frames first (pool/tiering.h).
+      frames_(options.page_size,
+              static_cast<FrameId>(options.pool_bytes / options.page_size +
+                                   (kTierable ? options.far_tier.frames : 0)),
               T::kPagesInPlace ? false : options.huge_pages, T::kPagesInPlace ? false : options.prefault_frames),
+      fast_last_(static_cast<FrameId>(options.pool_bytes / options.page_size)),
       meta_(new pool::FrameMeta[frames_.num_frames() + 1]),
-      free_list_(frames_.num_frames()),
-      clock_(frames_.num_frames()),
+      free_list_(fast_last_),
+      clock_(fast_last_),
       async_ring_(std::make_unique<io::IoRing>(options.async_depth, options.fault_injector)),
       pending_(options.async_depth),
-      low_watermark_(std::min<uint32_t>(options.eviction_batch / 2, frames_.num_frames() / 4)) {
+      low_watermark_(std::min<uint32_t>(options.eviction_batch / 2, fast_last_ / 4)) {
   for (uint32_t s = options.async_depth; s > 0; --s) free_slots_.push_back(s - 1);
   if constexpr (kFrameHints) {
     frame_entries_.reset(new std::atomic<translation::Entry*>[frames_.num_frames() + 1]());
+  }
+  if constexpr (kTierable) {
+    if (options.far_tier.frames > 0) {
+      CALICO_CHECK(frames_.num_frames() > fast_last_);
+      far_ = std::make_unique<pool::FarTier>(options, fast_last_ + 1, frames_.num_frames());
+      // Frames are page-aligned, so the far range is 4 KB aligned (place's precondition).
+      far_->tier->place(frames_.frame(far_->first), size_t{far_->last - fast_last_} * options.page_size);
+    }
   }
 }
 
@@ -66,6 +79,11 @@ std::unique_ptr<BasicBufferPool<T>> BasicBufferPool<T>::open(const PoolOptions& 
   // Nothing on disk changes until every check has passed (pool/data_dir.h): a failed open
   // leaves the directory exactly as it was, and never flushes a half-built pool over it.
   pool::validate_options(options);
+  if (options.far_tier.frames > 0 && !kTierable) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "far_tier: translation '" + std::string(T::kName) +
+                    "' takes no far tier (the tiered translations: array_tiered)");
+  }
   pool::DataDirectory dir = pool::open_data_directory(options.data_dir, options.page_size);
   std::unique_ptr<BasicBufferPool> pool(new BasicBufferPool(options));
   pool->lock_fd_ = std::exchange(dir.lock_fd, -1);
@@ -276,7 +294,7 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
         e.store(0, std::memory_order_release);
         if (s->table.release_ref(owner.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
         forget(s, owner.block());
-        free_list_.push(f);
+        free_frame(f);
       }
     }
     if (!waiting) break;
@@ -864,6 +882,7 @@ PoolStats BasicBufferPool<T>::stats() const {
       st.hint_hits += tc->hint_hits.load(std::memory_order_relaxed);
       st.hint_misses += tc->hint_misses.load(std::memory_order_relaxed);
       st.accesses += tc->accesses.load(std::memory_order_relaxed);
+      st.tier[1].hits += tc->far_hits.load(std::memory_order_relaxed);
     }
     st.accesses += st.hint_hits;  // an access through a valid hint looked nothing up
   }
@@ -878,9 +897,25 @@ PoolStats BasicBufferPool<T>::stats() const {
   st.optimistic_fallbacks = counters_.optimistic_fallbacks.load();
   st.hint_repairs = counters_.hint_repairs.load();
   st.frames = frames_.num_frames();
-  st.free_frames = free_list_.size();
+  st.free_frames = free_list_.size() + (far_ != nullptr ? far_->free.size() : 0);
   for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
-    st.resident_pages += meta_[f].owner.load(std::memory_order_relaxed) != 0;
+    const bool owned = meta_[f].owner.load(std::memory_order_relaxed) != 0;
+    st.resident_pages += owned;
+    st.tier[in_far_tier(f) ? 1 : 0].resident_pages += owned;
+  }
+  st.tier[0].frames = fast_last_;
+  st.tier[1].frames = frames_.num_frames() - fast_last_;
+  // A far hit is counted by the access, which may then fault (the page was evicted meanwhile).
+  st.tier[1].hits = std::min(st.tier[1].hits, st.hits);
+  st.tier[0].hits = st.hits - st.tier[1].hits;
+  st.tier[0].evictions = st.evictions;
+  if (far_ != nullptr) {
+    st.tier[0].evictions = far_->evictions[0].load();
+    st.tier[1].evictions = far_->evictions[1].load();
+    st.promotions = far_->promotions.load();
+    st.demotions = far_->demotions.load();
+    st.migration_bytes = (st.promotions + st.demotions) * options_.page_size;
+    st.migration_wait_ns = far_->tier->stats().throttle_wait_ns;
   }
   st.frame_bytes = frames_.bytes();
   st.frame_huge_page_bytes = frames_.huge_page_bytes();
@@ -924,8 +959,17 @@ void BasicBufferPool<T>::check_invariants() const {
   }
   std::sort(pending_pages.begin(), pending_pages.end());
   std::vector<uint8_t> listed(n + 1, 0);
-  for (FrameId f : free_list_.snapshot()) {
+  std::vector<FrameId> free_frames = free_list_.snapshot();
+  const size_t free_count = free_frames.size() + (far_ != nullptr ? far_->free.size() : 0);
+  if (far_ != nullptr) {
+    for (FrameId f : far_->free.snapshot()) {
+      if (!in_far_tier(f)) fail("the far tier's free list holds fast frame " + std::to_string(f));
+      free_frames.push_back(f);
+    }
+  }
+  for (FrameId f : free_frames) {
     if (f == kInvalidFrame || f > n) fail("free list holds frame " + std::to_string(f));
+    if (in_far_tier(f) && far_ == nullptr) fail("free list holds far frame " + std::to_string(f));
     if (listed[f]++) fail("frame " + std::to_string(f) + " is in the free list twice");
     if (in_flight[f]) fail("frame " + std::to_string(f) + " is free and being read into");
     if (meta_[f].owner.load() != 0) fail("free frame " + std::to_string(f) + " has an owner");
@@ -953,8 +997,12 @@ void BasicBufferPool<T>::check_invariants() const {
     if (!w.unlatched()) fail("page in frame " + std::to_string(f) + " is still pinned or latched");
   }
   size_t reading = pending_pages.size();
-  if (owned + free_list_.size() + reading != n) {
-    fail(std::to_string(owned) + " owned + " + std::to_string(free_list_.size()) + " free + " +
+  if (in_flight.size() > size_t{fast_last_} + 1 &&
+      std::find(in_flight.begin() + fast_last_ + 1, in_flight.end(), 1) != in_flight.end()) {
+    fail("a read in flight into a far frame (reads load into the fast tier)");
+  }
+  if (owned + free_count + reading != n) {
+    fail(std::to_string(owned) + " owned + " + std::to_string(free_count) + " free + " +
          std::to_string(reading) + " being read != " + std::to_string(n) + " frames (a frame leaked)");
   }
 

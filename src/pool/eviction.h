@@ -14,6 +14,8 @@
 //      to the caller, never thrown at it (get_frame decides whether it matters).
 // Every victim latched in step 1 is unlatched on every path out (VictimLatches), and the
 // thread's ring exists before step 1, so a thread that cannot have one latches nothing.
+// With a far tier (pool/tiering.h) a round frees tier-0 frames by demotion instead
+// (make_room_tiered, pool/tier_moves.h), and only pages leaving the far tier go to disk.
 //   3. For each written or clean victim: (pages in place: discard the page, still latched)
 //      seed the frame's next version, clear its owner, zero the entry, release the punch
 //      reference (the last one punches the entries' page), delete the entry if the table
@@ -105,32 +107,20 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure)
     return 0;
   }
   if (free_list_.size() > low_watermark_) return 1;  // another evictor just made room
+  if constexpr (kTierable) {
+    if (far_ != nullptr) return make_room_tiered(ring, write_failure);
+  }
+  return evict_locked(ring, clock_, fast_last_, 0, write_failure);
+}
 
-  struct Victim {
-    Space* space;
-    PageId pid;
-    FrameId frame;
-    translation::Entry* entry;  // latched exclusively by this round until `done`
-    EntryWord held;
-    bool write_failed;
-    bool done;  // evicted, or unlatched and kept
-  };
-  const uint32_t batch = std::min<uint32_t>(options_.eviction_batch, frames_.num_frames());
-  std::vector<Victim> victims;
-  victims.reserve(batch);
-  // Unlatches, unchanged, every victim not yet done when the round leaves by an exception.
-  struct VictimLatches {
-    std::vector<Victim>& victims;
-    ~VictimLatches() {
-      for (Victim& v : victims) {
-        if (!v.done) translation::unlock_exclusive(*v.entry, v.held, /*bump_version=*/false);
-      }
-    }
-  } latches{victims};
+template <class T>
+void BasicBufferPool<T>::collect_victims(pool::ClockHand& hand, FrameId range_frames, uint32_t batch,
+                                         std::vector<Victim>& victims) {
+  CALICO_DCHECK(victims.capacity() >= batch);
   // Two passes over all frames mark and then take every unpinned page; more finds nothing.
-  const uint64_t scan_limit = 2 * uint64_t{frames_.num_frames()} + batch;
+  const uint64_t scan_limit = 2 * uint64_t{range_frames} + batch;
   for (uint64_t scanned = 0; scanned < scan_limit && victims.size() < batch; ++scanned) {
-    FrameId f = clock_.advance();
+    FrameId f = hand.advance();
     PageId pid(meta_[f].owner.load(std::memory_order_acquire));
     if (!pid.valid()) continue;  // free, or being loaded
     Space* s = directory_.lookup(pid.space());
@@ -155,6 +145,17 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure)
       victims.push_back({s, pid, f, e, w.with_state(kExclusive), false, false});
     }
   }
+}
+
+template <class T>
+uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,
+                                          WriteFailure* write_failure) {
+  (void)tier;  // counted with a far tier only
+  const uint32_t batch = std::min<uint32_t>(options_.eviction_batch, range_frames);
+  std::vector<Victim> victims;
+  victims.reserve(batch);
+  VictimLatches latches{victims};
+  collect_victims(hand, range_frames, batch, victims);
 
   std::vector<io::IoRequest> writes;
   std::vector<Victim*> writers;
@@ -213,10 +214,13 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure)
       // Poison: a reader that skipped validation now sees garbage, not a plausible page.
       std::memset(frames_.frame(v.frame), 0xA5, options_.page_size);
     }
-    free_list_.push(v.frame);
+    free_frame(v.frame);
     ++freed;
   }
   counters_.evictions.fetch_add(freed, std::memory_order_relaxed);
+  if constexpr (kTierable) {
+    if (far_ != nullptr) far_->evictions[tier].fetch_add(freed, std::memory_order_relaxed);
+  }
   return freed;
 }
 

@@ -20,11 +20,17 @@ namespace calico::pool {
 class FreeList {
  public:
   // Starts with frames 1..num_frames, handed out in ascending order.
-  explicit FreeList(FrameId num_frames) : listed_(size_t{num_frames} + 1, 1) {
-    listed_[kInvalidFrame] = 0;
-    frames_.reserve(num_frames);
-    for (FrameId f = num_frames; f >= 1; --f) frames_.push_back(f);
-    size_.store(num_frames, std::memory_order_relaxed);
+  explicit FreeList(FrameId num_frames) : FreeList(1, num_frames) {}
+  // Frames first..last only (one tier's, pool/tiering.h; empty when last < first);
+  // push() takes no frame above last.
+  FreeList(FrameId first, FrameId last) : listed_(size_t{last} + 1, 0) {
+    CALICO_CHECK(first != kInvalidFrame && size_t{last} + 1 >= first);
+    frames_.reserve(last - first + 1);
+    for (FrameId f = last; f >= first; --f) {
+      frames_.push_back(f);
+      listed_[f] = 1;
+    }
+    size_.store(last - first + 1, std::memory_order_relaxed);
   }
 
   // Returns a free frame or kInvalidFrame.
@@ -56,7 +62,7 @@ class FreeList {
   void push(FrameId f) {
     CALICO_DCHECK(f != kInvalidFrame);
     std::lock_guard lock(mutex_);
-    CALICO_CHECK(!listed_[f]);  // a frame freed twice
+    CALICO_CHECK(f < listed_.size() && !listed_[f]);  // a frame of another list, or freed twice
     listed_[f] = 1;
     frames_.push_back(f);
     size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -107,34 +107,41 @@ bool BasicBufferPool<T>::try_promote(Space* space, PageId pid, translation::Entr
   return true;
 }
 
+// The move primitive, shared with tier migration (pool/tier_moves.h).
 template <class T>
-void BasicBufferPool<T>::move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to)
-  requires pool::Predicting<T>
-{
+void BasicBufferPool<T>::move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to) {
   const FrameId from = held.frame();
   CALICO_DCHECK(held.state() == translation::kExclusive && translation::load(e).raw == held.raw);
+  // `to` is free (owner 0), or, in try_promote's demotion, the frame its victim just left.
   CALICO_DCHECK(from != to && meta_[from].owner.load() == pid.raw);
-  std::memcpy(frames_.frame(to), frames_.frame(from), options_.page_size);
+  // Stable under the exclusive latch: flush never leaves it kWrittenUnsynced to a mover
+  // (promotions hold flush_mutex_; demotion's victims are never kWrittenUnsynced).
+  CALICO_DCHECK(meta_[from].dirty.load(std::memory_order_relaxed) != pool::kWrittenUnsynced);
+  if (in_far_tier(from) || in_far_tier(to)) {
+    far_->tier->copy(frames_.frame(to), frames_.frame(from), options_.page_size);  // may wait for bandwidth
+  } else {
+    std::memcpy(frames_.frame(to), frames_.frame(from), options_.page_size);
+  }
   meta_[to].dirty.store(meta_[from].dirty.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  meta_[to].owner.store(pid.raw, std::memory_order_release);
+  publish_owner(to, pid, e);
   uint32_t seed = meta_[to].version_seed.load(std::memory_order_relaxed);
   e.store(translation::EntryWord::make(to, seed, translation::kUnlocked).raw, std::memory_order_release);
 }
 
 template <class T>
-void BasicBufferPool<T>::release_moved_frame(translation::EntryWord held)
-  requires pool::Predicting<T>
-{
+void BasicBufferPool<T>::release_moved_frame(translation::EntryWord held) {
   const FrameId f = held.frame();
   pool::FrameMeta& m = meta_[f];
+  // Version ABA (entry.h): a reader holding {f, held's version} never validates again, even
+  // if this page or another comes back to f.
   m.version_seed.store(held.version() + 1, std::memory_order_relaxed);
   m.dirty.store(0, std::memory_order_relaxed);
-  m.owner.store(0, std::memory_order_release);
+  clear_owner(f);
   if constexpr (CALICO_CHECKS_LEVEL >= 2) {
     // Poison, as eviction does: a reader that skipped validation sees garbage.
     std::memset(frames_.frame(f), 0xA5, options_.page_size);
   }
-  free_list_.push(f);
+  free_frame(f);
 }
 
 }  // namespace calico

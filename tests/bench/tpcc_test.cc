@@ -160,7 +160,7 @@ TYPED_TEST_SUITE(TpccOnEveryTranslation, testing::EvictingPools, testing::PoolNa
 TYPED_TEST(TpccOnEveryTranslation, ConsistentAfterConcurrentRunWithEviction) {
   using Pool = TypeParam;
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), 64));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
   RunResult r = load_run_check(*pool, 3, 3);
   EXPECT_GT(r.evictions, kRunTx);  // more than one per transaction
 }
@@ -174,7 +174,7 @@ TYPED_TEST(TpccOnEveryTranslation, ConsistentAfterConcurrentRunWithEviction) {
 template <class Pool>
 void consistent_with_index_skipping() {
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), 64));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
   RunResult r = load_run_check(*pool, 3, 3, /*index_skipping=*/true);
   EXPECT_GT(r.evictions, kRunTx);
   index::HintStats all;

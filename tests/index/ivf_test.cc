@@ -94,7 +94,7 @@ TYPED_TEST(IvfOnEveryTranslation, ExactWithEveryListAndHighRecallWithFew) {
   const Data d = clustered(3000, 24, 40, 30, 1);
   const auto want = reference(d, Metric::kL2, kK);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 32), d.rows.data(), d.n);
   ASSERT_EQ(ivf.size(), d.n);
   ASSERT_EQ(ivf.verify(), d.n);
@@ -123,7 +123,7 @@ TYPED_TEST(IvfOnEveryTranslation, ExactWithEveryListAndHighRecallWithFew) {
       expect_exact(ivf, d, first, IvfSearchOptions{kK, 4, optimistic, prefetch});
     }
   }
-  EXPECT_GT(pool->stats().evictions, 0u) << "the pool is smaller than the index";
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), 0u) << "the pool is smaller than the index";
   pool->check_invariants();
 }
 
@@ -135,7 +135,7 @@ TYPED_TEST(IvfOnEveryTranslation, ConcurrentSearchesWithAdd) {
   const Data d = clustered(2000, 16, 30, 24, 2);
   const auto want = reference(d, Metric::kL2, kK);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 16), d.rows.data(), d.n);
   constexpr uint32_t kAdds = 300;
   auto added = [&](uint32_t i) {
@@ -193,7 +193,7 @@ TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
   IvfParams built;
   const std::vector<float> extra(d.dim, 50.0f);
   {
-    auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+    auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
     auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 12), d.rows.data(), d.n);
     ivf.add(777777, extra.data());
     built = ivf.params();
@@ -204,7 +204,7 @@ TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
     }
     pool->flush();
   }
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::open(*pool, "ivf");
   EXPECT_EQ(ivf.size(), d.n + 1);
   EXPECT_EQ(ivf.verify(), d.n + 1);
@@ -226,7 +226,7 @@ TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
 TYPED_TEST(IvfOnEveryTranslation, BadInputIsRejected) {
   const Data d = clustered(200, 8, 4, 1, 4);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   using Ivf = BasicIvf<TypeParam>;
   auto build = [&](IvfParams p, const float* rows, uint64_t n) { Ivf::build(*pool, "bad", p, rows, n); };
   const float* rows = d.rows.data();
@@ -306,11 +306,11 @@ void expect_batch_equals_search(const BasicIvf<Pool>& ivf, const Data& d, uint32
 TYPED_TEST(IvfOnEveryTranslation, SearchBatchEqualsSearch) {
   const Data d = clustered(2000, 16, 30, 40, 8);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 32), d.rows.data(), d.n);
   for (uint32_t nprobe : {1u, 32u}) expect_batch_equals_search(ivf, d, nprobe, true);
   expect_batch_equals_search(ivf, d, 3, false);
-  EXPECT_GT(pool->stats().evictions, 0u) << "the pool is smaller than the index";
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), 0u) << "the pool is smaller than the index";
   pool->check_invariants();
 }
 

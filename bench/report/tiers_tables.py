@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The far-tier sweep of docs/tiers.md (scripts/tiers.sh): calico_bench ycsb JSON lines of
+one workload, several systems, and several far-tier sizes (far_bytes).
+
+Prints, per far-tier size (as a multiple of the fast tier, cache_bytes) and system: the
+median ops/s, its ratio to each single-tier baseline paired within each repeat (median and
+range over repeats), the share of accesses served by each tier and by disk, migrations per
+second, and the time moves waited for the emulated link's bandwidth.
+
+Usage: bench/report/tiers_tables.py lookups.jsonl [more.jsonl ...]  (prints Markdown)
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+BASELINES = ["calico", "calico:vmcache"]
+
+
+def fmt_ratio(xs):
+    if not xs:
+        return "-"
+    m = statistics.median(xs)
+    return f"{m:.2f} ({min(xs):.2f}..{max(xs):.2f})" if len(xs) > 1 else f"{m:.2f}"
+
+
+def main(paths):
+    runs = defaultdict(dict)  # (ratio, threads) -> {(system, repeat): run}
+    systems = []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("experiment") != "ycsb":
+                    continue
+                ratio = r.get("far_bytes", 0) / r["cache_bytes"]
+                runs[(ratio, r["threads"])][(r["system"], r["repeat"])] = r
+                if r["system"] not in systems:
+                    systems.append(r["system"])
+    if not runs:
+        sys.exit("tiers_tables: no ycsb lines")
+    any_run = next(iter(next(iter(runs.values())).values()))
+    print(f"Workload {any_run['workload']} ({any_run['distribution']}), {any_run['records']} records "
+          f"({any_run['data_bytes'] >> 20} MB), fast tier {any_run['cache_bytes'] >> 20} MB; "
+          f"machine: {any_run.get('cpu', '?')}, {any_run.get('cores', '?')} cores\n")
+    base = [b for b in BASELINES if b in systems]
+    head = ["far / fast", "threads", "system", "ops/s"] + [f"over {b}" for b in base] + \
+           ["fast hits", "far hits", "disk", "migrations/s", "MB moved/s", "wait s"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for (ratio, threads) in sorted(runs):
+        group = runs[(ratio, threads)]
+        for s in systems:
+            mine = {rep: r for (sy, rep), r in group.items() if sy == s}
+            if not mine:
+                continue
+            ops = statistics.median(r["ops_per_s"] for r in mine.values())
+            ratios = []
+            for b in base:
+                xs = [r["ops_per_s"] / group[(b, rep)]["ops_per_s"] for rep, r in mine.items() if (b, rep) in group]
+                ratios.append("1" if b == s else fmt_ratio(xs))
+            def med(key):
+                vals = [r["tiers"][key] for r in mine.values() if r.get("tiers")]
+                return statistics.median(vals) if vals else 0
+            hit = statistics.median(r["hit_rate"] or 0 for r in mine.values())
+            far_share = statistics.median(
+                r["tiers"]["far_hits"] / max(1, r["tiers"]["fast_hits"] + r["tiers"]["far_hits"]) * (r["hit_rate"] or 0)
+                for r in mine.values() if r.get("tiers"))
+            secs = statistics.median(r["seconds"] for r in mine.values())
+            row = [f"{ratio:g}x", str(threads), s, f"{ops:.0f}"] + ratios + [
+                f"{100 * (hit - far_share):.1f}%", f"{100 * far_share:.1f}%", f"{100 * (1 - hit):.1f}%",
+                f"{med('migrations_per_s'):.0f}", f"{med('migration_bytes') / secs / 2**20:.1f}",
+                f"{med('migration_wait_s'):.3f}"]
+            print("| " + " | ".join(row) + " |")
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
