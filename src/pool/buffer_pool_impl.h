@@ -916,6 +916,8 @@ PoolStats BasicBufferPool<T>::stats() const {
     st.demotions = far_->demotions.load();
     st.migration_bytes = (st.promotions + st.demotions) * options_.page_size;
     st.migration_wait_ns = far_->tier->stats().throttle_wait_ns;
+    st.migration_ns = far_->migration_ns.load();
+    st.promotion_batches = far_->promotion_batches.load();
   }
   st.frame_bytes = frames_.bytes();
   st.frame_huge_page_bytes = frames_.huge_page_bytes();

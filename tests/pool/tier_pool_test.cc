@@ -30,7 +30,8 @@ using memory::tiers::TierConfig;
 using TierablePools =
     ::testing::Types<BasicBufferPool<translation::ArrayTranslation>, BasicBufferPool<translation::HashChainedTranslation>,
                      BasicBufferPool<translation::HashOpenTranslation>,
-                     BasicBufferPool<translation::HashLockFreeTranslation>>;
+                     BasicBufferPool<translation::HashLockFreeTranslation>,
+                     BasicBufferPool<translation::VmcacheNTranslation>>;
 
 PoolOptions tier_options(const std::string& dir, uint32_t fast, uint32_t far, double promote) {
   PoolOptions o = testing::small_options(dir, fast);
@@ -40,6 +41,10 @@ PoolOptions tier_options(const std::string& dir, uint32_t fast, uint32_t far, do
   o.far_tier.migration_bytes_per_s = 0;    // unthrottled: tests must not wait for tokens
   o.promote_on_read = promote;
   o.promote_on_write = promote;
+  // vmcache_n (batched migration): small batches for tiny tiers; a drawn promotion moves its
+  // page at once unless a test queues more (the other policies ignore both).
+  o.demotion_batch = 3;
+  o.promotion_batch = 1;
   return o;
 }
 
@@ -54,6 +59,7 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
   TempDir dir;
   const uint64_t pages = 96;
   PoolOptions o = tier_options(dir.path(), 8, 16, 0.5);
+  o.promotion_batch = 3;
   std::map<BlockId, uint64_t> ref;
   SpaceId space;
   {
@@ -201,6 +207,7 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
   const uint64_t pages = 64;
   const int ops = testing::kThreadSanitizer || testing::kAddressSanitizer ? 2000 : 6000;
   PoolOptions o = tier_options(dir.path(), 8, 8, 0.25);
+  o.promotion_batch = 4;
   SpaceId space;
   std::vector<std::atomic<uint64_t>> committed(pages);
   {
