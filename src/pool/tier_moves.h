@@ -38,6 +38,17 @@
 // skips spaces being dropped. Only when the far tier can take nothing (its pages all pinned
 // or their write-backs failing) are fast pages evicted straight to disk.
 //
+// Batched migration (pool::BatchedMigration policies: vmcache_n, translation/vmcache_n.h):
+// demotion and far eviction rounds take demotion_batch pages; a demotion round latches its
+// victims (CLOCK), copies them all, discards the sources (pages in place: one madvise per
+// run of adjacent blocks), then publishes them (migrate_latched). An access that draws
+// promotion only queues its page (queue_promotion: a leaf mutex, each page once); the access
+// that queues the promotion_batch-th page takes the queue and runs promote_batch: steps 1-3
+// above (fault_latch of each space of the batch), fast frames for the whole batch first (so
+// no page is latched during a demotion round), then each queued page still far and
+// unlatched latched by CAS, and migrate_latched. A batch that cannot take flush_mutex_ is
+// dropped: its pages are drawn again by later accesses.
+//
 // Lock order: flush_mutex_ -> fault_latch -> evict_mutex_ (pool/README.md); a promotion
 // takes each only by trying, and entry latches only by CAS, so a thread holding pins can
 // promote without deadlock.

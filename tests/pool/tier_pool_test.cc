@@ -105,6 +105,8 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
     EXPECT_GT(st.tier[1].hits, 0u);
     EXPECT_GT(st.tier[0].hits, 0u);
     EXPECT_EQ(st.migration_bytes, (st.promotions + st.demotions) * o.page_size);
+    EXPECT_GT(st.migration_ns, 0u);
+    if constexpr (Pool::kBatchedMigration) EXPECT_GT(st.promotion_batches, 0u);
     EXPECT_EQ(st.tier[0].frames, 8u);
     EXPECT_EQ(st.tier[1].frames, 16u);
     EXPECT_LE(st.tier[0].resident_pages, 8u);
@@ -285,6 +287,9 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
     EXPECT_GT(st.promotions, 0u);
     EXPECT_GT(st.demotions, 0u);
     EXPECT_GT(st.tier[1].evictions, 0u);
+    if constexpr (Pool::kBatchedMigration) {
+      EXPECT_GT(st.promotion_batches, 0u) << "no access-driven batch promotion ran during the stress";
+    }
   }
   auto pool = Pool::open(testing::small_options(dir.path(), 8));
   testing::expect_space(*pool, space, pages, [&](BlockId b) { return committed[b].load(); });
