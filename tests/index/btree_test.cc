@@ -269,6 +269,88 @@ TYPED_TEST(BTreeOnEveryTranslation, ConcurrentWritersAndReaders) {
 
 // update() is atomic per record: threads adding to shared 8-byte counters in place, while
 // others insert around them (splits move the counters between leaves), lose no increment.
+// Tiered pools (issue 17) with tiny tiers, so that pages keep moving fast -> far -> disk
+// while the tree works: the model test, then concurrent writers and readers.
+template <class Pool>
+class BTreeOnTinyTiers : public ::testing::Test {};
+using TieredPools = ::testing::Types<BasicBufferPool<translation::VmcacheNTranslation>>;
+TYPED_TEST_SUITE(BTreeOnTinyTiers, TieredPools, testing::PoolName);
+
+PoolOptions tiny_tiers(const std::string& dir, uint32_t fast, uint32_t far) {
+  PoolOptions o = small_options(dir, fast);
+  o.far_tier = memory::tiers::TierConfig::remote_numa(far);
+  o.far_tier.extra_latency_ns = 5;
+  o.far_tier.migration_bytes_per_s = 0;  // unthrottled
+  o.promote_on_read = 0.5;
+  o.promote_on_write = 0.5;
+  o.eviction_batch = 2;
+  o.demotion_batch = 3;
+  o.promotion_batch = 2;
+  return o;
+}
+
+TYPED_TEST(BTreeOnTinyTiers, RandomOperationsMatchStdMap) {
+  TempDir dir;
+  auto pool = TypeParam::open(tiny_tiers(dir.path(), 8, 8));
+  run_model(*pool, 0x7135, 8000 / kScale);
+  pool->check_invariants();
+  PoolStats st = pool->stats();
+  EXPECT_GT(st.promotions, 0u);
+  EXPECT_GT(st.demotions, 0u);
+  EXPECT_GT(st.tier[1].evictions, 0u);
+}
+
+TYPED_TEST(BTreeOnTinyTiers, ConcurrentWritersAndReaders) {
+  using Pool = TypeParam;
+  TempDir dir;
+  auto pool = Pool::open(tiny_tiers(dir.path(), 24, 24));
+  auto tree = index::BasicBTree<Pool>::create(*pool, "tree");
+  const int stable = 300;
+  auto stable_key = [](int i) { return "m/stable/" + std::to_string(i * 7919 % 100000); };
+  for (int i = 0; i < stable; ++i) ASSERT_TRUE(tree.insert(stable_key(i), "v" + std::to_string(i)));
+  const int writers = 3, ops = 3000 / kScale;
+  std::vector<std::map<std::string, std::string>> models(writers);
+  std::atomic<int> writers_done{0};
+  std::atomic<uint64_t> errors{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(300 + w);
+      auto& model = models[w];
+      for (int op = 0; op < ops; ++op) {
+        std::string k = "k" + std::to_string(rng() % 1500) + "/w" + std::to_string(w);
+        if (rng() % 3 != 0) {
+          std::string v = random_value(rng, 100);
+          tree.upsert(k, v);
+          model[k] = v;
+        } else if (tree.remove(k) != (model.erase(k) == 1)) {
+          errors.fetch_add(1);
+        }
+      }
+      writers_done.fetch_add(1);
+    });
+  }
+  threads.emplace_back([&] {
+    std::mt19937_64 rng(99);
+    while (writers_done.load() < writers) {
+      const int i = static_cast<int>(rng() % stable);
+      std::string v;
+      if (!tree.lookup(stable_key(i), &v) || v != "v" + std::to_string(i)) errors.fetch_add(1);
+    }
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0u);
+  ASSERT_NO_THROW(tree.check());
+  std::map<std::string, std::string> all;
+  for (auto& m : models) all.insert(m.begin(), m.end());
+  for (int i = 0; i < stable; ++i) all[stable_key(i)] = "v" + std::to_string(i);
+  expect_same(tree, all);
+  pool->check_invariants();
+  PoolStats st = pool->stats();
+  EXPECT_GT(st.promotions, 0u);
+  EXPECT_GT(st.demotions, 0u);
+}
+
 TYPED_TEST(BTreeOnEveryTranslation, ConcurrentInPlaceUpdatesLoseNoIncrement) {
   using Pool = TypeParam;
   TempDir dir;
