@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
 
   calico::bench::YcsbConfig ycsb;
   CLI::App* y = app.add_subcommand("ycsb", "YCSB workloads A-F over Calico's B+tree and peer engines");
-  y->add_option("--system", ycsb.systems, "calico, lmdb, rocksdb, wiredtiger (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"calico", "lmdb", "rocksdb", "wiredtiger"}));
+  y->add_option("--system", ycsb.systems, "calico, calico:<translation> (e.g. calico:vmcache, calico:array_tiered), lmdb, rocksdb, wiredtiger (repeatable or comma list)")->delimiter(',')->capture_default_str();
   y->add_option("--workload", ycsb.workloads, "A..F (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"A", "B", "C", "D", "E", "F", "a", "b", "c", "d", "e", "f"}));
   y->add_option("--distribution", ycsb.distribution, "uniform, zipf or latest (default: YCSB's, zipf; D: latest)")->check(CLI::IsMember({"uniform", "zipf", "latest"}));
   y->add_option("--theta", ycsb.theta, "Zipf skew")->capture_default_str()->check(CLI::Range(0.01, 0.999));
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   auto* secs = y->add_option("--seconds", ycsb.seconds, "run time per run")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
   y->add_option("--ops", ycsb.ops, "operations per run (instead of --seconds)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))->excludes(secs);
   y->add_option("--warmup-seconds", ycsb.warmup_seconds, "unrecorded run of each workload before it (0: none, as YCSB)")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  y->add_option("--far-mb", ycsb.far_mb, "calico: a far frame tier of this size behind the pool (issue 17; 0: none)")->capture_default_str()->check(kSizeMb);
+  y->add_option("--far-mb", ycsb.far_mb, "calico with a tiered translation (calico:array_tiered): a far frame tier of this size behind the pool (issue 17; 0: none)")->capture_default_str()->check(kSizeMb);
   y->add_option("--far-tier", ycsb.far_tier, "calico's far tier: remote-numa, cxl (emulated), local, or numa:<node>")->capture_default_str();
   y->add_option("--cache-mb", ycsb.cache_mb, "pool / block cache / WT cache in MB (0: in memory, 3x the data + 64 MB)")->capture_default_str()->check(kSizeMb);
   y->add_option("--data-dir", ycsb.data_dir, "directory for the engines' data (one subdirectory each)")->capture_default_str();
@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
   v->add_option("--ef", vec.ef, "HNSW ef_search sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 16));
   v->add_option("--nlist", vec.nlist, "IVF lists (0: 4 sqrt(n) rounded down to a power of two)")->capture_default_str();
   v->add_option("--nprobe", vec.nprobe, "IVF nprobe sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  v->add_option("--ivf-batch", vec.ivf_batch, "IVF queries per search_batch call (1: one search per query)")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
   v->add_option("--k", vec.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--translations", vec.translations, fmt::format("translation variants, comma list (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   v->add_option("--threads", vec.threads, "search threads (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 256));
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
   tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants and/or peer systems (wiredtiger, lmdb), comma list, interleaved per repeat (known translations: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   tp->add_option("--warehouses", tpcc.warehouses, "warehouses (about 160 MB each at scale 1, in half-full leaves)")->capture_default_str();
   tp->add_option("--threads", tpcc.threads, "worker threads (list, e.g. 1,2; at most --warehouses)")->delimiter(',')->capture_default_str();
-  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list run in that order; Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
+  tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list (the order rotated per repeat: all runs of a repeat share one loaded database); Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT); a peer's cache (WiredTiger's cache_size; LMDB: not limited)")->capture_default_str();
   tp->add_option("--far-mb", tpcc.far_mb, "a far frame tier of this size behind the pool (issue 17; tiered translations only: array_tiered, vmcache_n; 0: none)")->capture_default_str()->check(kSizeMb);

@@ -57,6 +57,13 @@ struct HnswKind {
     return fmt::format(R"("M":{},"ef_construction":{})", c.M, c.ef_construction);
   }
   static const std::vector<uint32_t>& sweep(const VectorConfig& c) { return c.ef; }
+  static uint32_t batch(const VectorConfig&) { return 1; }
+  // Searches queries [q0, q0 + n) one at a time.
+  template <class Ix, class Opts>
+  static void search_block(const Ix& ix, const data::Dataset& ds, uint64_t q0, uint64_t n, const Opts& o, State& st,
+                           std::vector<Neighbor>* out) {
+    for (uint64_t i = 0; i < n; ++i) ix.search(ds.queries.row(q0 + i), o, st, &out[i]);
+  }
   static index::HnswSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch) {
     index::HnswSearchOptions o;
     o.k = k;
@@ -111,6 +118,18 @@ struct IvfKind {
     return fmt::format(R"("nlist":{})", nlist(c, n));
   }
   static const std::vector<uint32_t>& sweep(const VectorConfig& c) { return c.nprobe; }
+  static uint32_t batch(const VectorConfig& c) { return c.ivf_batch; }
+  // Searches queries [q0, q0 + n): one search_batch (the centroids ranked by one sgemm) when
+  // n > 1, as faiss searches a batch.
+  template <class Ix, class Opts>
+  static void search_block(const Ix& ix, const data::Dataset& ds, uint64_t q0, uint64_t n, const Opts& o, State& st,
+                           std::vector<Neighbor>* out) {
+    if (n == 1) {
+      ix.search(ds.queries.row(q0), o, st, out);
+    } else {
+      ix.search_batch(ds.queries.row(q0), n, o, st, out);
+    }
+  }
   static index::IvfSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch) {
     index::IvfSearchOptions o;
     o.k = k;
@@ -247,6 +266,7 @@ struct CaseRecord {
   uint64_t pool_bytes = 0;
   unsigned threads = 1;
   uint32_t param = 0;
+  uint32_t batch = 1;  // queries per search call (IVF search_batch)
   bool optimistic = true, prefetch = true, huge_pages = true;
   std::vector<std::vector<Neighbor>> results, first;
   std::vector<double> reads, seconds;
@@ -255,7 +275,8 @@ struct CaseRecord {
 
 template <class Kind, class Pool>
 micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Dataset& ds, uint32_t k, uint32_t param,
-                        unsigned threads, bool optimistic, bool prefetch, std::shared_ptr<CaseRecord> rec) {
+                        unsigned threads, bool optimistic, bool prefetch, std::shared_ptr<CaseRecord> rec,
+                        uint32_t batch = 1) {
   rec->results.resize(ds.queries.rows);
   auto states = std::make_shared<std::vector<typename Kind::State>>();
   for (unsigned i = 0; i < threads; ++i) states->emplace_back(*t->index);
@@ -263,13 +284,13 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
   micro::Case c;
   c.translation = rec->translation;
   c.workload = rec->workload;
-  c.run = [t, &ds, states, opts, threads, rec]() -> micro::RunOutcome {
+  c.run = [t, &ds, states, opts, threads, rec, batch]() -> micro::RunOutcome {
     const uint64_t nq = ds.queries.rows;
     const PoolStats before = t->pool->stats();
     std::atomic<uint64_t> next{0};
     auto work = [&](unsigned w) {
-      for (uint64_t q; (q = next.fetch_add(1, std::memory_order_relaxed)) < nq;) {
-        t->index->search(ds.queries.row(q), opts, (*states)[w], &rec->results[q]);
+      for (uint64_t q; (q = next.fetch_add(batch, std::memory_order_relaxed)) < nq;) {
+        Kind::search_block(*t->index, ds, q, std::min<uint64_t>(batch, nq - q), opts, (*states)[w], &rec->results[q]);
       }
     };
     const Clock::time_point t0 = Clock::now();
@@ -333,11 +354,11 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
       const size_t bi = std::find(index_names.begin(), index_names.end(), rec.index) - index_names.begin();
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
-          R"("threads":{},"{}":{},"k":{},"optimistic":{},"prefetch":{},"huge_pages":{},"recall":{:.5f},"qps":{:.1f},)"
+          R"("threads":{},"{}":{},"batch":{},"k":{},"optimistic":{},"prefetch":{},"huge_pages":{},"recall":{:.5f},"qps":{:.1f},)"
           R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"result_mismatches":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
-          rec.param, c.k, rec.optimistic, rec.prefetch, rec.huge_pages, recall, qps, qps_runs, reads, iops,
+          rec.param, rec.batch, c.k, rec.optimistic, rec.prefetch, rec.huge_pages, recall, qps, qps_runs, reads, iops,
           rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())
@@ -372,10 +393,11 @@ void add_sweep(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex&
               rec->pool_bytes = t->pool_bytes;
               rec->threads = th;
               rec->param = p;
+              rec->batch = Kind::batch(c);
               rec->optimistic = c.optimistic;
               rec->prefetch = c.prefetch;
               rec->workload = fmt::format("{} {}={} t={} pool={}", Kind::kName, Kind::kParam, p, th, fraction_label(f));
-              cases.push_back(search_case(t, ds, c.k, p, th, c.optimistic, c.prefetch, rec));
+              cases.push_back(search_case(t, ds, c.k, p, th, c.optimistic, c.prefetch, rec, Kind::batch(c)));
               recs.push_back(rec);
             }
           }
@@ -458,11 +480,11 @@ int run_vector(const VectorConfig& c) {
   spec.metric = metric;
   micro::print_banner("vector search on the pool (calico.txt 3.3, 5.1, 6.2, 6.6)",
                       fmt::format("dataset {}; indexes {}; translations {}; pool {}; threads {}; k {}; {} repeats; "
-                                  "simd {}",
+                                  "ivf batch {}; simd {}",
                                   c.dataset == "clustered" ? fmt::format("clustered n={} dim={} clusters={}", c.n, c.dim, c.clusters) : c.base_path,
                                   fmt::join(c.indexes, ","), fmt::join(cfg.translations, ","),
                                   fmt::join(c.pool_fractions, ","), fmt::join(c.threads, ","), c.k, c.repeat,
-                                  vector::simd_level()));
+                                  c.ivf_batch, vector::simd_level()));
   const Clock::time_point t0 = Clock::now();
   const data::Dataset ds = data::load_or_generate(spec, c.cache_dir);
   fmt::print("dataset {}: {} x {} base, {} queries, ground truth top-{} ({:.1f} s)\n", ds.name, ds.base.rows,

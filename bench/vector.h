@@ -11,7 +11,9 @@
 //      copy: "in memory" = pool larger than the index; a pool fraction f < 1 = pool of
 //      f x index bytes with O_DIRECT files (larger than memory);
 //   4. sweeps ef_search (HNSW) or nprobe (IVF) x threads; each case searches every query
-//      once, queries handed out to the threads one at a time; a warm-up run, then --repeat
+//      once, queries handed out to the threads one at a time (IVF with --ivf-batch N > 1:
+//      N at a time, searched by one search_batch call, as faiss ranks a batch's centroids
+//      with one matrix product); a warm-up run, then --repeat
 //      rounds with every case interleaved (micro_harness.h), medians;
 //   5. reports per case recall@k (against the ground truth), QPS, the speedup over array
 //      (paired per round), reads per query and achieved IOPS (pool faults + prefetch reads),
@@ -49,6 +51,9 @@ struct VectorConfig {
   std::vector<uint32_t> ef = {16, 32, 50, 100};
   uint32_t nlist = 0;  // 0: 4 x sqrt(n), rounded to a power of two
   std::vector<uint32_t> nprobe = {1, 2, 4, 8, 16, 32};
+  // IVF queries per search_batch call (1: search() per query, the default: blocks of 32
+  // measured slower, docs/vector.md)
+  uint32_t ivf_batch = 1;
   uint32_t k = 10;
   // Runs.
   std::vector<std::string> translations = {"array"};

@@ -292,6 +292,15 @@ RunResult YcsbDatabase::run(const RunSpec& spec) {
     total.has_hit_rate = true;
     total.hits = after.hits - cache_before->hits;
     total.accesses = after.accesses - cache_before->accesses;
+    const kv::CacheCounters& b = *cache_before;
+    total.cache = kv::CacheCounters{total.hits,
+                                    total.accesses,
+                                    after.far_hits - b.far_hits,
+                                    after.promotions - b.promotions,
+                                    after.demotions - b.demotions,
+                                    after.far_evictions - b.far_evictions,
+                                    after.migration_bytes - b.migration_bytes,
+                                    after.migration_wait_ns - b.migration_wait_ns};
   }
   return total;
 }
@@ -322,6 +331,20 @@ uint64_t YcsbDatabase::verify(unsigned threads) {
 // The subcommand.
 
 namespace {
+
+// The far tier's traffic during a run (issue 17), null for engines without cache counters:
+// hits per tier (fast = hits - far hits, of which disk reads are the rest of the accesses),
+// migrations per second, and the time moves waited for the far tier's bandwidth.
+std::string tiers_json(const RunResult& r) {
+  if (!r.has_hit_rate) return "null";
+  const kv::CacheCounters& c = r.cache;
+  const double s = r.seconds > 0 ? r.seconds : 1;
+  return fmt::format(
+      R"({{"far_hits":{},"fast_hits":{},"promotions":{},"demotions":{},"far_evictions":{},"migration_bytes":{},)"
+      R"("migrations_per_s":{:.0f},"migration_wait_s":{:.6f}}})",
+      c.far_hits, c.hits >= c.far_hits ? c.hits - c.far_hits : 0, c.promotions, c.demotions, c.far_evictions,
+      c.migration_bytes, double(c.promotions + c.demotions) / s, c.migration_wait_ns / 1e9);
+}
 
 // A directory for one engine's data: <data_dir>/<system>, a bench directory (data_dir.h)
 // holding the engine's files in db/; refuses anything the bench did not create.
@@ -360,12 +383,7 @@ int run_ycsb(const YcsbConfig& cfg) {
     workload_mix(c);  // validates
     workloads.push_back(c);
   }
-  for (const std::string& s : cfg.systems) {
-    auto all = kv::kv_systems();
-    if (std::find(all.begin(), all.end(), s) == all.end()) {
-      throw std::invalid_argument("unknown system '" + s + "' (calico, lmdb, rocksdb, wiredtiger)");
-    }
-  }
+  for (const std::string& s : cfg.systems) kv::check_system(s);
   if (cfg.threads.empty() || cfg.systems.empty() || workloads.empty() || cfg.repeat == 0) {
     throw std::invalid_argument("need at least one system, workload, thread count and repeat");
   }
@@ -458,11 +476,11 @@ int run_ycsb(const YcsbConfig& cfg) {
             if (!cfg.json_path.empty()) {
               std::ofstream out(cfg.json_path, std::ios::app);
               out << fmt::format(
-                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"configuration":"{}",{}}})",
-                  system, system == "calico" ? "array" : "-", w, spec.distribution, cfg.theta, threads, cfg.records,
+                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"tiers":{},"configuration":"{}",{}}})",
+                  system, kv::calico_translation(system).empty() ? "-" : kv::calico_translation(system), w, spec.distribution, cfg.theta, threads, cfg.records,
                   cfg.value_bytes, data_bytes, cache_bytes, cache_enforced, in_memory, rep, cfg.warmup_seconds, r.ops, r.ops_per_s,
                   r.p50_us, r.p99_us, r.seconds, load_s, r.has_hit_rate ? fmt::format("{:.5f}", hit_rate) : "null",
-                  r.failures(), r.missing_inflight, spec.seed, json_escape(configuration), machine_json())
+                  r.failures(), r.missing_inflight, spec.seed, tiers_json(r), json_escape(configuration), machine_json())
                   << "\n";
             }
           }
@@ -472,7 +490,7 @@ int run_ycsb(const YcsbConfig& cfg) {
     }
   }
 
-  fmt::print("\n{:<11}{:>3}{:>8}{:>8}{:>14}{:>22}{:>10}{:>10}{:>10}{:>9}\n", "system", "wl", "dist", "threads",
+  fmt::print("\n{:<21}{:>3}{:>8}{:>8}{:>14}{:>22}{:>10}{:>10}{:>10}{:>9}\n", "system", "wl", "dist", "threads",
              "ops/s (med)", "min..max", "p50 us", "p99 us", "hit rate", "failures");
   for (const auto& key : row_order) {
     const Row& row = rows[key];
@@ -484,7 +502,7 @@ int run_ycsb(const YcsbConfig& cfg) {
                                                          return r.accesses ? double(r.hits) / double(r.accesses) : 0.0;
                                                        }))
                           : "-";
-    fmt::print("{:<11}{:>3}{:>8}{:>8}{:>14.0f}{:>22}{:>10.2f}{:>10.2f}{:>10}{:>9}\n", row.system, row.workload,
+    fmt::print("{:<21}{:>3}{:>8}{:>8}{:>14.0f}{:>22}{:>10.2f}{:>10.2f}{:>10}{:>9}\n", row.system, row.workload,
                row.distribution, row.threads, median_of(row.runs, [](const RunResult& r) { return r.ops_per_s; }),
                fmt::format("{:.0f}..{:.0f}", lo, hi), median_of(row.runs, [](const RunResult& r) { return r.p50_us; }),
                median_of(row.runs, [](const RunResult& r) { return r.p99_us; }), hit, fails);

@@ -86,6 +86,7 @@ struct RunResult {
   uint64_t bad_values = 0;         // values of the wrong length or for another key
   uint64_t missing_inflight = 0;   // reads of a run-inserted key not visible yet (not a failure)
   uint64_t hits = 0, accesses = 0; // cache counters during the run (calico only)
+  kv::CacheCounters cache;          // every cache counter's change during the run (calico only)
   bool has_hit_rate = false;
   uint64_t failures() const { return missing_loaded + bad_values; }
 };

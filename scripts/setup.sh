@@ -6,7 +6,7 @@ set -euo pipefail
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   liburing-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev libfmt-dev
+  libcli11-dev libfmt-dev libopenblas-dev
   liblmdb-dev librocksdb-dev libwiredtiger-dev
   python3-matplotlib python3-venv fio valgrind
   ccache clang libclang-rt-14-dev

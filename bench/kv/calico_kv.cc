@@ -5,13 +5,15 @@
 // Configuration (what the papers do, what we set):
 //  - vmcache and PrediCache run YCSB on their B-tree over the buffer pool with 4 KB pages,
 //    the pool sized to the cache budget, and direct I/O. We set: pool_bytes = cache_bytes,
-//    page_size 4096, O_DIRECT on, huge pages on, the translation is "array" (Calico's).
+//    page_size 4096, O_DIRECT on, huge pages on, the translation is "array" (Calico's) for
+//    the system "calico", any other by name for "calico:<translation>".
 //  - Load: bulk_load (bottom-up, nodes 90% full) of the sorted keys, then flush.
 //  - Reads: BTree::lookup (optimistic lock coupling: no atomic write on the happy path).
 //    Updates: upsert; inserts: insert; scans: BTree::scan from the start key.
 //  - Larger than memory: the pool evicts (CLOCK) and writes back; the limit is real.
-//  - --far-mb / --far-tier (issue 17): a far frame tier behind the pool (Calico tiers,
-//    src/pool/tiering.h); per-tier hits and migrations are printed when the store closes.
+//  - --far-mb / --far-tier (issue 17): a far frame tier behind the pool of a tiered
+//    translation (calico:array_tiered: Calico tiers, src/pool/tiering.h); per-tier hits and
+//    migrations are printed when the store closes. Other translations ignore it.
 // The pool's hit counters (hits / accesses) are reported as the hit rate.
 #include <fmt/format.h>
 
@@ -27,13 +29,15 @@
 #include "index/btree.h"
 #include "kv/generated_records.h"
 #include "kv/kv_adapter.h"
+#include "variants/registry.h"
 
 namespace calico::bench::kv {
 namespace {
 
+template <class Tree>
 class CalicoHandle final : public KvHandle {
  public:
-  explicit CalicoHandle(index::BTree* tree) : tree_(tree) {}
+  explicit CalicoHandle(Tree* tree) : tree_(tree) {}
   void insert(std::string_view key, std::string_view value) override { tree_->insert(key, value); }
   bool read(std::string_view key, std::string* out) override { return tree_->lookup(key, out); }
   void update(std::string_view key, std::string_view value) override { tree_->upsert(key, value); }
@@ -49,12 +53,15 @@ class CalicoHandle final : public KvHandle {
   }
 
  private:
-  index::BTree* tree_;
+  Tree* tree_;
 };
 
 memory::tiers::TierConfig far_tier_config(const std::string& kind, uint64_t frames);
 
+template <class Pool>
 class CalicoStore final : public KvStore {
+  using Tree = index::BasicBTree<Pool>;
+
  public:
   explicit CalicoStore(const KvConfig& config) {
     PoolOptions opt;
@@ -70,9 +77,11 @@ class CalicoStore final : public KvStore {
     // at least 2^22 blocks (16 GB of data, 32 MB of address space).
     uint64_t pages = config.data_bytes / opt.page_size + 1;
     opt.max_blocks_per_space = std::clamp<uint64_t>(std::bit_ceil(pages * 16), uint64_t{1} << 22, uint64_t{1} << 32);
-    if (config.far_bytes > 0) opt.far_tier = far_tier_config(config.far_tier, config.far_bytes / opt.page_size);
-    pool_ = BufferPool::open(opt);
-    tree_.emplace(index::BTree::create(*pool_, "ycsb"));
+    if (config.far_bytes > 0 && Pool::kTierable) {
+      opt.far_tier = far_tier_config(config.far_tier, config.far_bytes / opt.page_size);
+    }
+    pool_ = Pool::open(opt);
+    tree_.emplace(Tree::create(*pool_, "ycsb"));
   }
 
   ~CalicoStore() override;
@@ -85,9 +94,9 @@ class CalicoStore final : public KvStore {
                           : fmt::format("far tier {} (promote on read {}, on write {}, {} lines charged per far access)",
                                         o.far_tier.describe(), o.promote_on_read, o.promote_on_write,
                                         o.far_lines_per_access);
-    return fmt::format("calico B+tree (optimistic lock coupling) on BufferPool<array>: pool {} MB, "
+    return fmt::format("calico B+tree (optimistic lock coupling) on BufferPool<{}>: pool {} MB, "
                        "page 4096 B, O_DIRECT {}, eviction batch {}, max {} blocks, bulk load 90% full, {}",
-                       o.pool_bytes >> 20, pool_->stats().direct_io ? "on" : "off (unsupported)", o.eviction_batch,
+                       Pool::kTranslationName, o.pool_bytes >> 20, pool_->stats().direct_io ? "on" : "off (unsupported)", o.eviction_batch,
                        o.max_blocks_per_space, far);
   }
   void load(uint64_t n, FunctionRef<void(uint64_t, std::string*, std::string*)> make,
@@ -98,15 +107,16 @@ class CalicoStore final : public KvStore {
     pool_->flush();
     progress(n);
   }
-  std::unique_ptr<KvHandle> handle() override { return std::make_unique<CalicoHandle>(&*tree_); }
+  std::unique_ptr<KvHandle> handle() override { return std::make_unique<CalicoHandle<Tree>>(&*tree_); }
   std::optional<CacheCounters> cache_counters() const override {
     PoolStats s = pool_->stats();
-    return CacheCounters{s.hits, s.accesses};
+    return CacheCounters{s.hits,       s.accesses,       s.tier[1].hits,      s.promotions,
+                         s.demotions,  s.tier[1].evictions, s.migration_bytes, s.migration_wait_ns};
   }
 
  private:
-  std::unique_ptr<BufferPool> pool_;
-  std::optional<index::BTree> tree_;
+  std::unique_ptr<Pool> pool_;
+  std::optional<Tree> tree_;
 };
 
 // --far-tier: remote-numa, cxl (emulated, docs/tiers.md), local, or numa:<node>.
@@ -125,7 +135,8 @@ memory::tiers::TierConfig far_tier_config(const std::string& kind, uint64_t fram
   throw std::invalid_argument("--far-tier '" + kind + "' is not remote-numa, cxl, local or numa:<node>");
 }
 
-CalicoStore::~CalicoStore() {
+template <class Pool>
+CalicoStore<Pool>::~CalicoStore() {
   // Per-tier figures of the far tier runs (issue 17), on stderr: hits per tier, migrations.
   if (pool_ != nullptr && pool_->options().far_tier.frames > 0) {
     PoolStats s = pool_->stats();
@@ -145,6 +156,10 @@ CalicoStore::~CalicoStore() {
 
 }  // namespace
 
-std::unique_ptr<KvStore> open_calico(const KvConfig& config) { return std::make_unique<CalicoStore>(config); }
+std::unique_ptr<KvStore> open_calico(const KvConfig& config, std::string_view translation) {
+  return variants::with_pool_type(translation, [&]<class Pool>() -> std::unique_ptr<KvStore> {
+    return std::make_unique<CalicoStore<Pool>>(config);
+  });
+}
 
 }  // namespace calico::bench::kv

@@ -2,8 +2,12 @@
 // driver (bench/ycsb.h) sits, so that one workload driver runs all of them (STYLE.md 11).
 //
 // Entry points:
-//   open_kv(system, config)        opens a fresh store: "calico", "lmdb", "rocksdb", "wiredtiger"
-//   kv_systems()                   the names open_kv accepts
+//   open_kv(system, config)        opens a fresh store: "calico" (the array translation),
+//                                  "calico:<translation>" (src/variants/registry.h), "lmdb",
+//                                  "rocksdb", "wiredtiger"
+//   kv_systems()                   the engines open_kv accepts
+//   check_system(system)           throws std::invalid_argument / calico::Error naming a bad one
+//   calico_translation(system)     the translation of a calico system, "" for other engines
 //   KvStore::load(n, make, prog)   loads n records in key order (bulk where the engine can)
 //   KvStore::handle()              a per-thread handle (sessions, read transactions, cursors)
 //   KvHandle::insert / read / update / scan / read_modify_write
@@ -67,8 +71,9 @@ struct KvConfig {
   uint64_t data_bytes = 0;          // estimated size of the loaded data (sizes LMDB's map)
   size_t value_bytes = 120;
   unsigned max_threads = 1;         // handles in use at once (LMDB readers, WT sessions)
-  // calico only: a far frame tier of this many bytes behind the pool (issue 17; 0: none),
-  // of kind far_tier: remote-numa, cxl (emulated), local, or numa:<node>.
+  // calico with a tiered translation only (array_tiered): a far frame tier of this many bytes
+  // behind the pool (issue 17; 0: none), of kind far_tier: remote-numa, cxl (emulated),
+  // local, or numa:<node>. Single-tier translations ignore it (their configuration says so).
   uint64_t far_bytes = 0;
   std::string far_tier = "remote-numa";
 };
@@ -77,6 +82,13 @@ struct KvConfig {
 struct CacheCounters {
   uint64_t hits = 0;
   uint64_t accesses = 0;
+  // A far tier's traffic (calico with a tiered translation; 0 otherwise).
+  uint64_t far_hits = 0;        // accesses that found their page in the far tier
+  uint64_t promotions = 0;      // pages moved far -> fast
+  uint64_t demotions = 0;       // pages moved fast -> far
+  uint64_t far_evictions = 0;   // pages that left the far tier for disk
+  uint64_t migration_bytes = 0;
+  uint64_t migration_wait_ns = 0;  // time moves waited for the far tier's bandwidth
 };
 
 class KvHandle {
@@ -126,6 +138,8 @@ class KvStore {
 // unknown system; engine errors as std::runtime_error.
 std::unique_ptr<KvStore> open_kv(std::string_view system, const KvConfig& config);
 std::vector<std::string> kv_systems();
+void check_system(std::string_view system);
+std::string_view calico_translation(std::string_view system);
 
 // --- keys and values ----------------------------------------------------------------------
 

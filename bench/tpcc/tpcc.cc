@@ -79,6 +79,9 @@ struct SystemInfo {
   std::string system;        // "calico" or the peer's name
   std::string engine_config; // a peer's configuration line; empty for calico
   bool cache_enforced = true;
+  // Calico only: the bytes of translation entries (8 per block, in whole 4 KB pages) that an
+  // array without hole punching would hold for every block of every space now; 0 for a peer.
+  std::function<uint64_t()> flat_translation_bytes = [] { return uint64_t{0}; };
 };
 
 std::string json_escape(std::string s) {
@@ -157,69 +160,80 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
   fmt::print("{} loaded in {:.2f} s: {}\n", tag, load_s, loaded());
   std::fflush(stdout);
 
-  std::vector<RunRecord> out;
+  // Every (threads, mode) run shares this database, which grows with each run: the order
+  // is rotated per repeat, by runs / repeats, so that over the repeats each configuration
+  // runs early and late about equally.
+  std::vector<std::pair<unsigned, std::string>> runs;
   for (unsigned threads : cfg.threads) {
-    for (const std::string& mode : cfg.index_skipping) {
-      const bool skipping = mode != "off";
-      db.set_index_skipping(skipping);
-      const std::string config = config_name(name, mode);
-      RunSpec spec;
-      spec.threads = threads;
-      spec.seconds = cfg.seconds;
-      spec.max_tx = cfg.max_tx;
-      spec.seed = cfg.seed + rep * 1000003 + threads;
-      spec.print_each_second = !cfg.quiet;
-      spec.remember_hints = mode == "remember";
-      spec.label = fmt::format("[{} t={} rep {}]", config, threads, rep);
-      RunRecord rec;
-      rec.config = config;
-      rec.threads = threads;
-      rec.r = run_workload(db, spec);
-      const RunResult& r = rec.r;
-      const auto c0 = Clock::now();
-      Violations v = check_consistency(db);
-      const double check_s = std::chrono::duration<double>(Clock::now() - c0).count();
-      rec.violations = v.size();
-      for (size_t i = 0; i < v.size() && i < 20; ++i) fmt::print(stderr, "{} VIOLATION {}\n", spec.label, v[i].to_string());
-      if (v.size() > 20) fmt::print(stderr, "{} ... and {} more violations\n", spec.label, v.size() - 20);
-      if (r.counters.failures) fmt::print(stderr, "{} {} self-check failures; first: {}\n", spec.label, r.counters.failures, r.counters.first_failure);
-      fmt::print("{} {:.0f} tx/s ({} tx in {:.2f} s), {:.0f} tx per CPU-second, NO p50 {:.1f} us p99 {:.1f} us; "
-                 "read {:.1f} MB, written {:.1f} MB, evictions {}; translation {:.2f} MB; rollbacks {}, remote lines {}, "
-                 "remote payments {}, delivery skips {}; consistency: {} ({:.2f} s), failures {}\n",
-                 spec.label, r.tx_per_s, r.tx, r.seconds, r.tx_per_cpu_s, r.latency[0].p50_us, r.latency[0].p99_us,
-                 r.pages_read * kPageSize / 1048576.0, r.pages_written * kPageSize / 1048576.0, r.evictions,
-                 r.end.translation_private_bytes / 1048576.0, r.counters.new_order_rollbacks,
-                 r.counters.remote_order_lines, r.counters.remote_payments, r.counters.delivery_skipped,
-                 v.empty() ? "ok" : fmt::format("{} VIOLATIONS", v.size()), check_s, r.counters.failures);
-      const auto [tier_text, tier_json] = tier_report(r);
-      if (!tier_text.empty()) fmt::print("{} {}\n", spec.label, tier_text);
-      const auto [hint_text, hint_json] = hint_report(db, r.hints);
-      if (skipping) fmt::print("{} index skipping, hinted accesses answered without a descent: {}\n", spec.label, hint_text);
-      std::fflush(stdout);
-      if (!cfg.json_path.empty()) {
-        std::string types;
-        for (size_t t = 0; t < kTxTypes; ++t) {
-          types += fmt::format(R"("{}":{{"count":{},"p50_us":{:.2f},"p99_us":{:.2f}}},)", kTxNames[t], r.latency[t].count,
-                               r.latency[t].p50_us, r.latency[t].p99_us);
-        }
-        std::ofstream js(cfg.json_path, std::ios::app);
-        js << fmt::format(
-                  R"({{"experiment":"tpcc","translation":"{}","system":"{}","engine_config":"{}","cache_enforced":{},"index_skipping":{},"hint_memory":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
-                  R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
-                  R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
-                  R"("translation_private_bytes":{},"translation_reserved_bytes":{},"hint_hits":{},"hint_misses":{},)"
-                  R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
-                  R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}{}}})",
-                  name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
-                  r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
-                  r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, r.end.hint_hits,
-                  r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
-                  r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
-                  r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, tier_json, machine_json())
-           << "\n";
+    for (const std::string& mode : cfg.index_skipping) runs.emplace_back(threads, mode);
+  }
+  std::rotate(runs.begin(), runs.begin() + static_cast<ptrdiff_t>(rep * runs.size() / cfg.repeat % runs.size()),
+              runs.end());
+  std::vector<RunRecord> out;
+  for (const auto& [threads, mode] : runs) {
+    const bool skipping = mode != "off";
+    db.set_index_skipping(skipping);
+    const std::string config = config_name(name, mode);
+    RunSpec spec;
+    spec.threads = threads;
+    spec.seconds = cfg.seconds;
+    spec.max_tx = cfg.max_tx;
+    spec.seed = cfg.seed + rep * 1000003 + threads;
+    spec.print_each_second = !cfg.quiet;
+    spec.remember_hints = mode == "remember";
+    spec.label = fmt::format("[{} t={} rep {}]", config, threads, rep);
+    RunRecord rec;
+    rec.config = config;
+    rec.threads = threads;
+    rec.r = run_workload(db, spec);
+    const RunResult& r = rec.r;
+    const uint64_t flat_bytes = info.flat_translation_bytes();
+    const auto c0 = Clock::now();
+    Violations v = check_consistency(db);
+    const double check_s = std::chrono::duration<double>(Clock::now() - c0).count();
+    rec.violations = v.size();
+    for (size_t i = 0; i < v.size() && i < 20; ++i) fmt::print(stderr, "{} VIOLATION {}\n", spec.label, v[i].to_string());
+    if (v.size() > 20) fmt::print(stderr, "{} ... and {} more violations\n", spec.label, v.size() - 20);
+    if (r.counters.failures) fmt::print(stderr, "{} {} self-check failures; first: {}\n", spec.label, r.counters.failures, r.counters.first_failure);
+    fmt::print("{} {:.0f} tx/s ({} tx in {:.2f} s), {:.0f} tx per CPU-second, NO p50 {:.1f} us p99 {:.1f} us; "
+               "read {:.1f} MB, written {:.1f} MB, evictions {}; translation {:.2f} MB (unpunched {:.2f} MB, {} punches); rollbacks {}, remote lines {}, "
+               "remote payments {}, delivery skips {}; consistency: {} ({:.2f} s), failures {}\n",
+               spec.label, r.tx_per_s, r.tx, r.seconds, r.tx_per_cpu_s, r.latency[0].p50_us, r.latency[0].p99_us,
+               r.pages_read * kPageSize / 1048576.0, r.pages_written * kPageSize / 1048576.0, r.evictions,
+               r.end.translation_private_bytes / 1048576.0, flat_bytes / 1048576.0, r.end.punches,
+               r.counters.new_order_rollbacks,
+               r.counters.remote_order_lines, r.counters.remote_payments, r.counters.delivery_skipped,
+               v.empty() ? "ok" : fmt::format("{} VIOLATIONS", v.size()), check_s, r.counters.failures);
+    const auto [tier_text, tier_json] = tier_report(r);
+    if (!tier_text.empty()) fmt::print("{} {}\n", spec.label, tier_text);
+    const auto [hint_text, hint_json] = hint_report(db, r.hints);
+    if (skipping) fmt::print("{} index skipping, hinted accesses answered without a descent: {}\n", spec.label, hint_text);
+    std::fflush(stdout);
+    if (!cfg.json_path.empty()) {
+      std::string types;
+      for (size_t t = 0; t < kTxTypes; ++t) {
+        types += fmt::format(R"("{}":{{"count":{},"p50_us":{:.2f},"p99_us":{:.2f}}},)", kTxNames[t], r.latency[t].count,
+                             r.latency[t].p50_us, r.latency[t].p99_us);
       }
-      out.push_back(std::move(rec));
+      std::ofstream js(cfg.json_path, std::ios::app);
+      js << fmt::format(
+                R"({{"experiment":"tpcc","translation":"{}","system":"{}","engine_config":"{}","cache_enforced":{},"index_skipping":{},"hint_memory":{},"index_hints":{{{}}},"threads":{},"warehouses":{},"scale":{},"repeat":{},"seconds":{:.3f},)"
+                R"("tx":{},"tx_per_s":{:.1f},"cpu_s":{:.3f},"tx_per_cpu_s":{:.1f},{})"
+                R"("pool_bytes":{},"in_memory":{},"direct_io":{},"pages_read":{},"pages_written":{},"evictions":{},)"
+                R"("translation_private_bytes":{},"translation_reserved_bytes":{},"translation_flat_bytes":{},"punches":{},)"
+                R"("hint_hits":{},"hint_misses":{},)"
+                R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
+                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}{}}})",
+                name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
+                r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
+                r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, flat_bytes, r.end.punches,
+                r.end.hint_hits,
+                r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
+                r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
+                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, tier_json, machine_json())
+         << "\n";
     }
+    out.push_back(std::move(rec));
   }
   return out;
 }
@@ -236,7 +250,14 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
   if (cfg.far_mb > 0) opt.far_tier = far_tier_option(cfg.far_tier, (cfg.far_mb << 20) / kPageSize);
   auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
   auto db = CalicoDatabase<Pool>::create(*pool, scale);
-  return run_database(name, cfg, scale, sz, rep, db, SystemInfo{"calico", "", true}, [&] {
+  SystemInfo info{"calico", "", true};
+  info.flat_translation_bytes = [&] {
+    uint64_t bytes = 0;
+    for (Table<Pool>* t : db.tables()) bytes += (pool->space_blocks(t->tree().space()) * 8 + 4095) / 4096 * 4096;
+    return bytes;
+  };
+  return run_database(name, cfg, scale, sz, rep, db, info, [&] {
+    pool->flush();  // the load's dirty pages: written now, not by the first run (as a peer's after_load)
     uint64_t pages = 0;
     std::string per_table;
     for (Table<Pool>* t : db.tables()) {

@@ -215,12 +215,13 @@ class BasicBufferPool {
   static constexpr bool kRecyclesEntries = translation::kRecyclingTable<typename Translation::Table>;
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
-  // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): pages live
-  // in frames, move freely, and are reached only through their entry. Otherwise every tier
-  // test compiles away.
-  static constexpr bool kTierable = pool::Tiered<Translation> ||
-                                    (!Translation::kPagesInPlace && !Translation::kDirect &&
-                                     !pool::Predicting<Translation> && !kFrameHints);
+  // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): only tiered
+  // policies (array_tiered, vmcache_n), so that every other policy's hot path has no tier
+  // compare. A tiered policy's pages move freely and are reached only through their entry:
+  // in frames (array_tiered), or in place in one region per tier (vmcache_n).
+  static constexpr bool kTierable = pool::Tiered<Translation>;
+  static_assert(!kTierable || (!Translation::kDirect && !pool::Predicting<Translation> && !kFrameHints),
+                "a tiered policy's pages move freely and are reached only through their entry");
   // A tiered policy with pages in place (vmcache_n, translation/vmcache_n.h): a page's bytes
   // are in its space's region of the tier of the frame token it holds.
   static constexpr bool kTieredInPlace = kTierable && Translation::kPagesInPlace;

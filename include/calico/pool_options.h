@@ -35,9 +35,9 @@ struct PoolOptions {
   // A second frame tier (issue 17; src/pool/tiering.h, docs/tiers.md). pool_bytes is then
   // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
   // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0
-  // (the default). far_tier.page_size is ignored (the pool's is used). Only translations
-  // whose pages live in frames and move freely take a far tier (array, hash_chained,
-  // hash_open, hash_lockfree); the others refuse it at open.
+  // (the default). far_tier.page_size is ignored (the pool's is used). Only tiered
+  // translations take a far tier (pool::Tiered: array_tiered, vmcache_n); the others refuse
+  // it at open.
   memory::tiers::TierConfig far_tier;  // frames = 0: no far tier
   // Probability that an access finding its page in the far tier promotes it into the fast
   // tier: reads (optimistic, shared pins) and writes (exclusive pins). The vmcache^n paper

@@ -324,12 +324,18 @@ class BasicBTree {
 
   // Calls fn(std::string_view key, std::string_view value) for every key >= start in key
   // order until fn returns false. Each leaf is read as one validated snapshot; a concurrent
-  // writer may be seen in one leaf and not in another (no snapshot across leaves).
+  // writer may be seen in one leaf and not in another (no snapshot across leaves). The views
+  // passed to fn live until fn returns.
   template <class Fn>
   void scan(std::string_view start, Fn&& fn) {
     std::string pos(start);
     bool after = false;
-    std::vector<NodeEntry> batch;
+    // The current leaf's validated snapshot, private to this scan: fn may run other reads
+    // on this thread, which reuse the thread's snapshot buffer. One page copy per leaf, and
+    // fn's views point into it (no copy per entry).
+    std::vector<std::byte> leaf_copy;
+    size_t from = 0;          // the first slot >= pos in leaf_copy
+    std::string key;          // the full key of the entry passed to fn (prefix + suffix)
     std::optional<Ref> next;  // right sibling of the last leaf, to try before descending
     PageId last;              // the last leaf read
     int restarts = 0;
@@ -340,11 +346,9 @@ class BasicBTree {
       FrameId link_hint = kInvalidFrame;
       PageId leaf_pid;
       auto take = [&](const Node& leaf, PageId pid) {
-        batch.clear();
+        leaf_copy.assign(leaf.data(), leaf.data() + leaf.size());
         bool found;
-        for (size_t i = leaf.lower_bound(pos, after, &found); i < leaf.count(); ++i) {
-          batch.push_back({leaf.full_key(i), std::string(leaf.value(i))});
-        }
+        from = leaf.lower_bound(pos, after, &found);
         has_upper = !leaf.upper_infinite();
         upper.assign(leaf.upper_fence());
         link = leaf.link();
@@ -359,8 +363,11 @@ class BasicBTree {
         next.reset();
         continue;
       }
-      for (const NodeEntry& e : batch) {
-        if (!fn(std::string_view(e.key), std::string_view(e.value))) return;
+      const Node leaf(leaf_copy.data(), leaf_copy.size());
+      for (size_t i = from; i < leaf.count(); ++i) {
+        key.assign(leaf.prefix());
+        key.append(leaf.suffix(i));
+        if (!fn(std::string_view(key), leaf.value(i))) return;
       }
       if (!has_upper) return;
       pos = std::move(upper);

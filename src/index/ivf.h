@@ -2,13 +2,15 @@
 // in buffer-pool pages. build() trains nlist centroids by k-means on a seeded sample of the
 // rows, assigns every row to its nearest centroid and writes one posting list per centroid
 // as a chain of pages; search() ranks the centroids (in memory), scans the nprobe nearest
-// lists page by page and keeps the k nearest rows. Search is the scan-heavy access pattern:
+// lists page by page and keeps the k nearest rows; search_batch() does the same for a
+// block of queries, ranking their centroids with one matrix product (BLAS). Search is the scan-heavy access pattern:
 // long runs of pages read once, in an order known in advance (so group prefetch applies).
 //
 // Principal entry points:
 //   BasicIvf::build(pool, name, params, data, n, progress)   writes the index (once)
 //   BasicIvf::open(pool, name)                               loads centroids and list heads
 //   search(q, options, state, &out)   the k nearest rows among the nprobe nearest lists
+//   search_batch(qs, nq, options, state, out)   nq searches, equal to search() per query
 //   add(id, v)                        appends one row to its list (thread-safe, also
 //                                     concurrently with search)
 //   verify() / list_ids(list, &ids)   whole-structure check and list contents (tests)
@@ -42,7 +44,12 @@
 // Memory: open() and build() keep the centroids (nlist x dim floats) and each list's first
 // block and build_pages in memory; search reads only posting pages.
 //
-// Search (see search()): reads are optimistic (read_optimistic, then
+// Search (see search()): the centroids are ranked exactly by the metric's kernel
+// (vector::CoarseRanker: a many-vector kernel pass for one query; for a block, an sgemm
+// whose near-cut lists are re-ranked by the kernel, so both give the same probes). Each
+// posting page is scored by one many-vector kernel call (distance_many_kernel, bit-identical
+// to the one-vector kernel), and a record enters the top-k heap only when it beats the
+// heap's top. Reads are optimistic (read_optimistic, then
 // ivf_racy_score_posting scores the page's records in place into a per-thread buffer,
 // bounds-checking everything taken from the page, an optimistic reader (racy_read.h); the
 // scores enter the top-k only after the page validates; after kOptimisticAttempts failed
@@ -55,6 +62,11 @@
 //       groups of at least window / 2 pages. Pages appended by add() are not prefetched.
 //   Both caps follow the pool's size (window = frames / 8 in [1, 8]; first pages = frames
 //   / 4 in [1, 64]) so that prefetched pages are not evicted before they are read.
+//   (3) one page ahead of the scan (Lookahead): the next page known in advance (the next
+//   of a build-time run, else the next probed list's first) is read optimistically and
+//   its first kLookaheadLines cache lines prefetched before the current page is scored;
+//   that read is the next page's first optimistic attempt. Frames of adjacent blocks are
+//   not adjacent in memory, so without it the hardware prefetcher stops at every page end.
 //
 // Concurrency: search() and add() may run from any number of threads at once (each search
 // with its own IvfSearchState). add() latches the list's directory page exclusively, then
@@ -88,6 +100,7 @@
 #include "calico/error.h"
 #include "index/corrupt_page.h"
 #include "pool/racy_read.h"
+#include "vector/coarse.h"
 #include "vector/distance.h"
 #include "vector/kmeans.h"
 #include "vector/neighbor.h"
@@ -128,6 +141,7 @@ struct IvfFormat {
   static constexpr uint32_t kNoBlock = 0;
   static constexpr uint32_t kMaxFirstPagePrefetch = 64;
   static constexpr uint32_t kMaxPrefetchWindow = 8;
+  static constexpr size_t kLookaheadLines = 8;  // CPU-cache lines prefetched of the next page
 
   static constexpr size_t record_bytes(uint32_t dim) { return 4 + size_t{4} * dim; }
   static constexpr uint32_t records_per_page(size_t usable, uint32_t dim) {
@@ -185,13 +199,14 @@ static_assert(sizeof(IvfPostingHeader) == IvfFormat::kPostingHeaderBytes);
 
 // Reads the header of a posting page that may be changing into *h and, when it is a
 // posting page (tag) with count <= records_per_page, scores its count records against
-// query into out[0 .. count) as {distance, id}; returns false for garbage. The kernel reads
-// the vectors in the frame (any bytes give some float, and frames stay mapped); every
-// offset is bounds-checked first, and the caller uses nothing before the page validates.
-// An optimistic reader (pool/racy_read.h: the race is intended), as is the kernel.
+// query: ids[r] and dists[r] for r < count (one many-vector kernel call for the page);
+// returns false for garbage. The kernel reads the vectors in the frame (any bytes give
+// some float, and frames stay mapped); every offset is bounds-checked first, and the
+// caller uses nothing before the page validates. An optimistic reader (pool/racy_read.h:
+// the race is intended), as is the kernel.
 CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool ivf_racy_score_posting(
-    const std::byte* page, uint32_t records_per_page, uint32_t dim, vector::DistanceFn dist, const float* query,
-    IvfPostingHeader* h, vector::Neighbor* out) {
+    const std::byte* page, uint32_t records_per_page, uint32_t dim, vector::DistanceManyFn many, const float* query,
+    IvfPostingHeader* h, uint32_t* ids, float* dists) {
   const volatile uint32_t* w = reinterpret_cast<const volatile uint32_t*>(page);
   h->tag = w[0];
   h->list = w[1];
@@ -199,11 +214,9 @@ CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool ivf_racy_score_po
   h->next = w[3];
   if (h->tag != IvfFormat::kPostingTag || h->count > records_per_page) return false;
   const size_t words = IvfFormat::record_bytes(dim) / 4;  // count records fit the page
-  for (uint32_t r = 0; r < h->count; ++r) {
-    const volatile uint32_t* rec = w + IvfFormat::kPostingHeaderBytes / 4 + r * words;
-    out[r].id = rec[0];
-    out[r].distance = dist(query, const_cast<const float*>(reinterpret_cast<const volatile float*>(rec + 1)), dim);
-  }
+  const volatile uint32_t* rec = w + IvfFormat::kPostingHeaderBytes / 4;
+  for (uint32_t r = 0; r < h->count; ++r) ids[r] = rec[r * words];
+  many(query, const_cast<const float*>(reinterpret_cast<const volatile float*>(rec + 1)), words, h->count, dim, dists);
   return true;
 }
 
@@ -216,6 +229,17 @@ inline void push_candidate(std::vector<vector::Neighbor>& heap, uint32_t k, vect
     std::pop_heap(heap.begin(), heap.end());
     heap.back() = c;
     std::push_heap(heap.begin(), heap.end());
+  }
+}
+
+// Offers n scored records to the heap; once it holds k, a record not below its top is
+// rejected by one comparison.
+inline void push_scored(std::vector<vector::Neighbor>& heap, uint32_t k, const uint32_t* ids, const float* dists,
+                        uint32_t n) {
+  for (uint32_t r = 0; r < n; ++r) {
+    const vector::Neighbor c{dists[r], ids[r]};
+    if (heap.size() == k && !(c < heap.front())) continue;
+    push_candidate(heap, k, c);
   }
 }
 
@@ -234,18 +258,22 @@ class alignas(64) IvfSearchState {
   template <class Pool>
   explicit IvfSearchState(const BasicIvf<Pool>& ivf) {
     query_.reserve(ivf.dim());
-    order_.reserve(ivf.nlist());
-    scored_.resize(ivf.records_per_page());
+    coarse_.order.reserve(ivf.nlist());
+    ids_.resize(ivf.records_per_page());
+    dists_.resize(ivf.records_per_page());
   }
 
  private:
   template <class>
   friend class BasicIvf;
-  std::vector<float> query_;             // the query (kCosine: normalised)
-  std::vector<vector::Neighbor> order_;  // (centroid distance, list) of every list
-  std::vector<vector::Neighbor> heap_;   // the best k so far (max-heap)
-  std::vector<PageId> group_;            // a prefetch group
-  std::vector<vector::Neighbor> scored_;  // one posting page's records, scored
+  std::vector<float> query_;                 // the query (kCosine: normalised)
+  std::vector<float> batch_;                 // search_batch's queries (kCosine: normalised)
+  vector::CoarseRanker::Scratch coarse_;     // centroid ranking
+  std::vector<vector::Neighbor> probes_;     // (centroid distance, list) of the probed lists
+  std::vector<vector::Neighbor> heap_;       // the best k so far (max-heap)
+  std::vector<PageId> group_;                // a prefetch group
+  std::vector<uint32_t> ids_;                // one posting page's records: ids
+  std::vector<float> dists_;                 //   and distances
 };
 
 template <class Pool>
@@ -466,34 +494,49 @@ class BasicIvf : public IvfFormat {
   // The k nearest rows (ascending by (distance, id)) among the lists of the nprobe
   // centroids nearest to q (ties between centroids: the lower list). nprobe = nlist is an
   // exact search. Deterministic: the result does not depend on optimistic or prefetch.
-  // *out is replaced; it has min(k, rows in the probed lists) entries.
+  // *out is replaced; it has min(k, rows in the probed lists) entries. The centroids are
+  // ranked with the many-vector kernel (vector::CoarseRanker::rank).
   // Errors: kInvalidArgument (k 0, nprobe 0, a non-finite q, a zero q for kCosine); pool
   // errors.
   void search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st, std::vector<vector::Neighbor>* out) const {
-    if (opt.k == 0 || opt.nprobe == 0) {
-      throw Error(ErrorCode::kInvalidArgument, "ivf search: k (" + std::to_string(opt.k) + ") and nprobe (" +
-                                                   std::to_string(opt.nprobe) + ") must be at least 1");
-    }
+    check_search_options(opt);
     const float* query = prepare(q, &st.query_, "ivf search");
     const uint32_t nprobe = std::min(opt.nprobe, nlist());
-    // Rank the lists by centroid distance, (distance, list) ascending.
-    st.order_.resize(nlist());
-    for (uint32_t l = 0; l < nlist(); ++l) st.order_[l] = {dist_(query, centroid(l), dim()), l};
-    std::partial_sort(st.order_.begin(), st.order_.begin() + nprobe, st.order_.end());
-    const std::span<const vector::Neighbor> probes(st.order_.data(), nprobe);
+    st.probes_.resize(nprobe);
+    ranker_.rank(query, nprobe, st.coarse_, st.probes_.data());
+    scan_probes(query, std::span<const vector::Neighbor>(st.probes_.data(), nprobe), opt, st, out);
+  }
 
-    if (opt.prefetch) {  // (1) the first page of the nearest probed lists
-      st.group_.clear();
-      for (const vector::Neighbor& p : probes.first(std::min(nprobe, first_page_prefetch()))) {
-        st.group_.push_back(PageId(space_, heads_[p.id].first));
+  // Searches nq queries, row i at qs + i * dim(), into out[i] (out points to nq vectors):
+  // out[i] equals what search(qs + i * dim(), ...) gives, exactly. The centroids of the
+  // block are ranked with one matrix product (vector::CoarseRanker::rank_block: BLAS sgemm,
+  // then the kernel on the lists near the cut, so the probes are the same as search()'s);
+  // then each query's lists are scanned as in search(). Every query is checked before any
+  // is searched. Errors: as search() (naming the query's index); nothing is written to out
+  // when a query is rejected.
+  void search_batch(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
+                    std::vector<vector::Neighbor>* out) const {
+    check_search_options(opt);
+    if (nq == 0) return;
+    if (qs == nullptr) throw Error(ErrorCode::kInvalidArgument, "ivf search_batch: no queries");
+    const size_t d = dim();
+    st.batch_.resize(nq * d);
+    for (size_t i = 0; i < nq; ++i) {
+      const float* query;
+      try {
+        query = prepare(qs + i * d, &st.query_, "ivf search_batch");
+      } catch (const Error& e) {
+        throw Error(e.code(), std::string(e.what()) + " (query " + std::to_string(i) + ")");
       }
-      pool_->prefetch_group(st.group_);
+      std::copy_n(query, d, st.batch_.data() + i * d);
     }
-    st.scored_.resize(meta_.records_per_page);
-    st.heap_.clear();
-    for (const vector::Neighbor& p : probes) scan_list(p.id, query, opt, st);
-    std::sort_heap(st.heap_.begin(), st.heap_.end());
-    out->assign(st.heap_.begin(), st.heap_.end());
+    const uint32_t nprobe = std::min(opt.nprobe, nlist());
+    st.probes_.resize(nq * nprobe);
+    ranker_.rank_block(st.batch_.data(), nq, nprobe, st.coarse_, st.probes_.data());
+    for (size_t i = 0; i < nq; ++i) {
+      scan_probes(st.batch_.data() + i * d, std::span<const vector::Neighbor>(st.probes_.data() + i * nprobe, nprobe),
+                  opt, st, &out[i]);
+    }
   }
 
   // Appends row (id, v) to the list of v's nearest centroid (kCosine: v normalised). Ids
@@ -640,7 +683,9 @@ class BasicIvf : public IvfFormat {
         centroids_(std::move(centroids)),
         heads_(std::move(heads)),
         size_(std::make_unique<std::atomic<uint64_t>>(rows)),
-        dist_(vector::distance_kernel(static_cast<vector::Metric>(meta.metric))) {
+        dist_(vector::distance_kernel(static_cast<vector::Metric>(meta.metric))),
+        many_(vector::distance_many_kernel(static_cast<vector::Metric>(meta.metric))),
+        ranker_(centroids_.data(), meta_.nlist, meta_.dim, static_cast<vector::Metric>(meta.metric)) {
     CALICO_CHECK(centroids_.size() == size_t{meta_.nlist} * meta_.dim && heads_.size() == meta_.nlist);
   }
 
@@ -684,8 +729,60 @@ class BasicIvf : public IvfFormat {
     return buf->data();
   }
 
-  // Scans list l's chain into st.heap_, with prefetch step (2) of the header.
-  void scan_list(uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st) const {
+  static void check_search_options(const IvfSearchOptions& opt) {
+    if (opt.k == 0 || opt.nprobe == 0) {
+      throw Error(ErrorCode::kInvalidArgument, "ivf search: k (" + std::to_string(opt.k) + ") and nprobe (" +
+                                                   std::to_string(opt.nprobe) + ") must be at least 1");
+    }
+  }
+
+  // Scans the probed lists (in the given order) into *out: prefetch step (1), then each
+  // list's chain (scan_list), then the heap sorted.
+  void scan_probes(const float* query, std::span<const vector::Neighbor> probes, const IvfSearchOptions& opt,
+                   IvfSearchState& st, std::vector<vector::Neighbor>* out) const {
+    if (opt.prefetch) {  // (1) the first page of the nearest probed lists
+      st.group_.clear();
+      for (const vector::Neighbor& p : probes.first(std::min<size_t>(probes.size(), first_page_prefetch()))) {
+        st.group_.push_back(PageId(space_, heads_[p.id].first));
+      }
+      pool_->prefetch_group(st.group_);
+    }
+    st.ids_.resize(meta_.records_per_page);
+    st.dists_.resize(meta_.records_per_page);
+    st.heap_.clear();
+    Lookahead ahead;
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const uint32_t after = i + 1 < probes.size() ? heads_[probes[i + 1].id].first : kNoBlock;
+      scan_list(probes[i].id, after, query, opt, st, ahead);
+    }
+    std::sort_heap(st.heap_.begin(), st.heap_.end());
+    out->assign(st.heap_.begin(), st.heap_.end());
+  }
+
+  // The page read one step ahead of the scan (with opt.prefetch): the next page whose block
+  // is known before the current one is read (the next page of a build-time run, else the
+  // first page of the next probed list). Its optimistic read starts, and its lines are
+  // prefetched into the CPU cache, before the current page is scored: frames of adjacent
+  // blocks are not adjacent in memory, so the hardware prefetcher stops at each page's
+  // end. The read is used as the page's first optimistic attempt when the scan gets there.
+  struct Lookahead {
+    uint32_t block = kNoBlock;
+    OptimisticRead read;
+  };
+
+  void look_ahead(uint32_t block, Lookahead& ahead) const {
+    ahead.block = block;
+    if (block == kNoBlock) return;
+    ahead.read = pool_->read_optimistic(PageId(space_, block));
+    // The first kLookaheadLines lines: enough for the hardware prefetcher to stream the
+    // rest of the page (prefetching all 64 lines measured slower: the fill buffers stall).
+    for (size_t line = 0; line < kLookaheadLines; ++line) __builtin_prefetch(ahead.read.data + 64 * line);
+  }
+
+  // Scans list l's chain into st.heap_, with prefetch step (2) of the header; `after` is the
+  // first block of the next probed list (kNoBlock: none), for the lookahead.
+  void scan_list(uint32_t l, uint32_t after, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
+                 Lookahead& ahead) const {
     const ListHead head = heads_[l];
     const uint32_t window = prefetch_window();
     uint32_t prefetched = 1;  // pages [0, prefetched) of the build-time run were prefetched
@@ -702,21 +799,32 @@ class BasicIvf : public IvfFormat {
         prefetched = static_cast<uint32_t>(std::max<uint64_t>(end, prefetched));
       }
       const PageId pid(space_, block);
-      block = bound.next(pid, scan_page(pid, l, query, opt, st));
+      const OptimisticRead* pre = nullptr;
+      OptimisticRead here;
+      if (opt.prefetch) {
+        if (ahead.block == block) {
+          here = ahead.read;
+          pre = &here;
+        }
+        look_ahead(index + 1 < head.build_pages ? static_cast<uint32_t>(head.first + index + 1) : after, ahead);
+      }
+      block = bound.next(pid, scan_page(pid, l, query, opt, st, pre));
     }
   }
 
-  // Scores one posting page of list l into st.heap_; returns its next block.
-  uint32_t scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st) const {
+  // Scores one posting page of list l into st.heap_; returns its next block. pre, when not
+  // null, is an optimistic read of pid already started (the lookahead): the first attempt.
+  uint32_t scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
+                     const OptimisticRead* pre) const {
     ivf_detail::IvfPostingHeader h;
     if (opt.optimistic) {
       for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
-        OptimisticRead r = pool_->read_optimistic(pid);
-        const bool ok = ivf_detail::ivf_racy_score_posting(r.data, meta_.records_per_page, dim(), dist_, query, &h,
-                                                           st.scored_.data());
+        OptimisticRead r = attempt == 0 && pre != nullptr ? *pre : pool_->read_optimistic(pid);
+        const bool ok = ivf_detail::ivf_racy_score_posting(r.data, meta_.records_per_page, dim(), many_, query, &h,
+                                                           st.ids_.data(), st.dists_.data());
         if (Pool::validate(r)) {
           if (!ok || h.list != l) bad_posting(pid, h, l, "in the chain of");  // validated bytes
-          for (uint32_t i = 0; i < h.count; ++i) ivf_detail::push_candidate(st.heap_, opt.k, st.scored_[i]);
+          ivf_detail::push_scored(st.heap_, opt.k, st.ids_.data(), st.dists_.data(), h.count);
           return h.next;
         }
       }
@@ -724,20 +832,12 @@ class BasicIvf : public IvfFormat {
     SharedGuard g = pool_->pin_shared(pid);  // pinned reads, or repeated conflicts
     std::memcpy(&h, g.data(), sizeof h);
     if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) bad_posting(pid, h, l, "in the chain of");
-    score(g.data() + kPostingHeaderBytes, h.count, query, opt.k, st.heap_);
+    const std::byte* records = g.data() + kPostingHeaderBytes;
+    const size_t words = record_bytes(dim()) / 4;
+    for (uint32_t r = 0; r < h.count; ++r) std::memcpy(&st.ids_[r], records + r * words * 4, 4);
+    many_(query, reinterpret_cast<const float*>(records + 4), words, h.count, dim(), st.dists_.data());
+    ivf_detail::push_scored(st.heap_, opt.k, st.ids_.data(), st.dists_.data(), h.count);
     return h.next;
-  }
-
-  void score(const std::byte* records, uint32_t count, const float* query, uint32_t k,
-             std::vector<vector::Neighbor>& heap) const {
-    const size_t rec = record_bytes(dim());
-    for (uint32_t r = 0; r < count; ++r) {
-      const std::byte* p = records + r * rec;
-      uint32_t id;
-      std::memcpy(&id, p, 4);
-      const float d = dist_(query, reinterpret_cast<const float*>(p + 4), dim());
-      ivf_detail::push_candidate(heap, k, {d, id});
-    }
   }
 
   ivf_detail::IvfDirEntry dir_entry(uint32_t l) const {
@@ -797,6 +897,9 @@ class BasicIvf : public IvfFormat {
   std::vector<ListHead> heads_;   // immutable after build / open
   std::unique_ptr<std::atomic<uint64_t>> size_;
   vector::DistanceFn dist_;
+  vector::DistanceManyFn many_;
+  // Points into centroids_, whose buffer a move keeps (BasicIvf is move-only: size_).
+  vector::CoarseRanker ranker_;
 };
 
 }  // namespace calico::index

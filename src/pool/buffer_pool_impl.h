@@ -82,7 +82,7 @@ std::unique_ptr<BasicBufferPool<T>> BasicBufferPool<T>::open(const PoolOptions& 
   if (options.far_tier.frames > 0 && !kTierable) {
     throw Error(ErrorCode::kInvalidArgument,
                 "far_tier: translation '" + std::string(T::kName) +
-                    "' cannot take a far tier (its pages do not live in freely movable frames)");
+                    "' takes no far tier (the tiered translations: array_tiered, vmcache_n)");
   }
   pool::DataDirectory dir = pool::open_data_directory(options.data_dir, options.page_size);
   std::unique_ptr<BasicBufferPool> pool(new BasicBufferPool(options));

@@ -30,6 +30,20 @@ struct ArrayTranslation {
   static constexpr bool kDirect = false;
 };
 
+// TieredArrayTranslation ("array_tiered"): the array with Calico tiers (issue 17,
+// pool/tiering.h): PoolOptions::far_tier puts a far frame tier behind the pool, and every
+// access compares its frame id against the fast tier's last frame. A policy of its own so
+// that the plain array's hot path has no such compare. Without a far tier it is the array
+// plus that compare.
+struct TieredArrayTranslation {
+  static constexpr std::string_view kName = "array_tiered";
+  using Table = TranslationArray;
+  static constexpr bool kFlatEntries = true;
+  static constexpr bool kPagesInPlace = false;
+  static constexpr bool kDirect = false;
+  static constexpr bool kTiered = true;
+};
+
 struct DirectTranslation {
   static constexpr std::string_view kName = "direct";
   using Table = TranslationArray;

@@ -28,6 +28,7 @@ struct TranslationList {};
 
 // Every translation, in report order: the ceiling first, then Calico, then the competitors.
 using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation,
+                                        translation::TieredArrayTranslation,
                                         translation::HashChainedTranslation, translation::HashOpenTranslation,
                                         translation::HashLockFreeTranslation, translation::PredictiveTranslation,
                                         translation::VmcacheTranslation, translation::Vmcache2mTranslation,

@@ -2,13 +2,16 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "calico/error.h"
 #include "pool/racy_read.h"
+#include "vector/simd_kernels.h"
 
 namespace calico::vector {
 
@@ -45,12 +48,26 @@ CALICO_OPTIMISTIC_READER float ip_scalar(const float* a, const float* b, size_t 
 
 namespace {
 
-__attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_hadd_ps(lo, lo);
-  lo = _mm_hadd_ps(lo, lo);
-  return _mm_cvtss_f32(lo);
+// Horizontal sums, as one tree for every kernel: 512 -> 256 -> 128 bits by adding the
+// halves, then x = (x0 + x2) + (x1 + x3). The many-vector kernels (distance_many_kernel)
+// reduce four accumulators at once with the same tree (reduce4), so that their values are
+// bit-identical to the one-vector kernels'.
+__attribute__((target("avx2,fma"))) __m128 fold256(__m256 v) {
+  return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+}
+
+__attribute__((target("avx2,fma"))) float hsum128(__m128 x) {
+  const __m128 y = _mm_add_ps(x, _mm_movehl_ps(x, x));             // x0 + x2, x1 + x3
+  return _mm_cvtss_f32(_mm_add_ss(y, _mm_shuffle_ps(y, y, 0x55)));  // (x0 + x2) + (x1 + x3)
+}
+
+__attribute__((target("avx2,fma"))) float hsum256(__m256 v) { return hsum128(fold256(v)); }
+
+// Lane j of the result: hsum128 of the j-th argument, summed in the same order.
+__attribute__((target("avx2,fma"))) __m128 reduce4(__m128 a, __m128 b, __m128 c, __m128 d) {
+  const __m128 t = _mm_add_ps(_mm_unpacklo_ps(a, b), _mm_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
+  const __m128 u = _mm_add_ps(_mm_unpacklo_ps(c, d), _mm_unpackhi_ps(c, d));
+  return _mm_add_ps(_mm_movelh_ps(t, u), _mm_movehl_ps(u, t));
 }
 
 CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) float l2_avx2(const float* a, const float* b, size_t dim) {
@@ -87,17 +104,17 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) float ip_avx2(const
   return 1.0f - s;
 }
 
-// Horizontal sum of 16 lanes. (gcc 12's _mm512_reduce_add_ps trips a false -Wuninitialized
-// in its own header, so the lanes are stored and summed: 16 adds against dim FMAs.)
-__attribute__((target("avx512f"))) float hsum512(__m512 v) {
+__attribute__((target("avx512f,avx2,fma"))) __m128 fold512(__m512 v) {
+  // Through memory: gcc 12's extract and cast intrinsics trip a false -Wuninitialized in
+  // their own header (as _mm512_reduce_add_ps does).
   alignas(64) float t[16];
   _mm512_store_ps(t, v);
-  float s = 0;
-  for (float x : t) s += x;
-  return s;
+  return fold256(_mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8)));
 }
 
-CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float l2_avx512(const float* a, const float* b, size_t dim) {
+__attribute__((target("avx512f,avx2,fma"))) float hsum512(__m512 v) { return hsum128(fold512(v)); }
+
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) float l2_avx512(const float* a, const float* b, size_t dim) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {
@@ -117,7 +134,7 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float l2_avx512(cons
   return hsum512(s0);
 }
 
-CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float ip_avx512(const float* a, const float* b, size_t dim) {
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) float ip_avx512(const float* a, const float* b, size_t dim) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {
@@ -132,45 +149,183 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f"))) float ip_avx512(cons
   return 1.0f - hsum512(s0);
 }
 
-enum class Level { kScalar, kAvx2, kAvx512 };
+// Points bv[0 .. 4) at the vectors v, v + 1, ... of b (stride floats apart) and returns how
+// many of them are below n (at least 1: v < n). A last group of fewer than four repeats its
+// last vector, so that the kernels always run four; they store only the live values.
+inline size_t group_of_four(const float* b, size_t stride, size_t v, size_t n, const float* bv[4]) {
+  const size_t live = std::min<size_t>(4, n - v);
+  for (size_t j = 0; j < 4; ++j) bv[j] = b + (v + std::min(j, live - 1)) * stride;
+  return live;
+}
 
-Level detect() {
-  __builtin_cpu_init();
-  Level best = Level::kScalar;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Level::kAvx2;
-  if (__builtin_cpu_supports("avx512f")) best = Level::kAvx512;
+// The many-vector kernels: four vectors per step, each accumulated exactly as the
+// one-vector kernel above accumulates it (same chunks, same accumulators, same tree), so
+// out[i] is bit-identical to the one-vector value.
+template <bool kL2>
+CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(const float* a, const float* b,
+                                                                            size_t stride, size_t n, size_t dim,
+                                                                            float* out) {
+  for (size_t v = 0; v < n; v += 4) {
+    const float* bv[4];
+    const size_t live = group_of_four(b, stride, v, n, bv);
+    __m256 s0[4], s1[4];
+    for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= dim; i += 16) {
+      const __m256 a0 = _mm256_loadu_ps(a + i), a1 = _mm256_loadu_ps(a + i + 8);
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (kL2) {
+          const __m256 d0 = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
+          const __m256 d1 = _mm256_sub_ps(a1, _mm256_loadu_ps(bv[j] + i + 8));
+          s0[j] = _mm256_fmadd_ps(d0, d0, s0[j]);
+          s1[j] = _mm256_fmadd_ps(d1, d1, s1[j]);
+        } else {
+          s0[j] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(bv[j] + i), s0[j]);
+          s1[j] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(bv[j] + i + 8), s1[j]);
+        }
+      }
+    }
+    for (; i + 8 <= dim; i += 8) {
+      const __m256 a0 = _mm256_loadu_ps(a + i);
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (kL2) {
+          const __m256 d = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
+          s0[j] = _mm256_fmadd_ps(d, d, s0[j]);
+        } else {
+          s0[j] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(bv[j] + i), s0[j]);
+        }
+      }
+    }
+    alignas(16) float r[4];
+    _mm_store_ps(r, reduce4(fold256(_mm256_add_ps(s0[0], s1[0])), fold256(_mm256_add_ps(s0[1], s1[1])),
+                            fold256(_mm256_add_ps(s0[2], s1[2])), fold256(_mm256_add_ps(s0[3], s1[3]))));
+    for (size_t j = 0; j < live; ++j) {
+      float s = r[j];
+      for (size_t t = i; t < dim; ++t) {
+        if constexpr (kL2) {
+          float d = a[t] - bv[j][t];
+          s += d * d;
+        } else {
+          s += a[t] * bv[j][t];
+        }
+      }
+      out[v + j] = kL2 ? s : 1.0f - s;
+    }
+  }
+}
+
+template <bool kL2>
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) void many_avx512(const float* a, const float* b,
+                                                                             size_t stride, size_t n, size_t dim,
+                                                                             float* out) {
+  for (size_t v = 0; v < n; v += 4) {
+    const float* bv[4];
+    const size_t live = group_of_four(b, stride, v, n, bv);
+    __m512 s0[4], s1[4];
+    for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= dim; i += 32) {
+      const __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (kL2) {
+          const __m512 d0 = _mm512_sub_ps(a0, _mm512_loadu_ps(bv[j] + i));
+          const __m512 d1 = _mm512_sub_ps(a1, _mm512_loadu_ps(bv[j] + i + 16));
+          s0[j] = _mm512_fmadd_ps(d0, d0, s0[j]);
+          s1[j] = _mm512_fmadd_ps(d1, d1, s1[j]);
+        } else {
+          s0[j] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(bv[j] + i), s0[j]);
+          s1[j] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(bv[j] + i + 16), s1[j]);
+        }
+      }
+    }
+    for (int j = 0; j < 4; ++j) s0[j] = _mm512_add_ps(s0[j], s1[j]);
+    for (; i < dim; i += 16) {
+      const __mmask16 m = dim - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (dim - i)) - 1);
+      const __m512 a0 = _mm512_maskz_loadu_ps(m, a + i);
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (kL2) {
+          const __m512 d = _mm512_sub_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i));
+          s0[j] = _mm512_fmadd_ps(d, d, s0[j]);
+        } else {
+          s0[j] = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i), s0[j]);
+        }
+      }
+    }
+    alignas(16) float r[4];
+    _mm_store_ps(r, reduce4(fold512(s0[0]), fold512(s0[1]), fold512(s0[2]), fold512(s0[3])));
+    for (size_t j = 0; j < live; ++j) out[v + j] = kL2 ? r[j] : 1.0f - r[j];
+  }
+}
+
+template <bool kL2>
+CALICO_OPTIMISTIC_READER void many_scalar(const float* a, const float* b, size_t stride, size_t n, size_t dim,
+                                          float* out) {
+  for (size_t v = 0; v < n; ++v) out[v] = kL2 ? l2_scalar(a, b + v * stride, dim) : ip_scalar(a, b + v * stride, dim);
+}
+
+// The best level this CPU runs, capped by CALICO_SIMD.
+SimdLevel detect() {
+  const std::vector<SimdLevel> levels = supported_simd_levels();
+  SimdLevel best = levels.back();
   if (const char* cap = std::getenv("CALICO_SIMD")) {
-    if (std::strcmp(cap, "scalar") == 0) best = Level::kScalar;
-    if (std::strcmp(cap, "avx2") == 0 && best == Level::kAvx512) best = Level::kAvx2;
+    if (std::strcmp(cap, "scalar") == 0) best = SimdLevel::kScalar;
+    if (std::strcmp(cap, "avx2") == 0 && best == SimdLevel::kAvx512) best = SimdLevel::kAvx2;
   }
   return best;
 }
 
-Level level() {
-  static const Level l = detect();
+SimdLevel level() {
+  static const SimdLevel l = detect();
   return l;
 }
 
 }  // namespace
 
-DistanceFn distance_kernel(Metric m) {
+std::vector<SimdLevel> supported_simd_levels() {
+  __builtin_cpu_init();
+  std::vector<SimdLevel> levels{SimdLevel::kScalar};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    levels.push_back(SimdLevel::kAvx2);
+    // The AVX-512 kernels also use the AVX2/FMA helpers (inlined: their targets include them).
+    if (__builtin_cpu_supports("avx512f")) levels.push_back(SimdLevel::kAvx512);
+  }
+  return levels;
+}
+
+std::string_view simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::kAvx512: return "avx512";
+    case SimdLevel::kAvx2: return "avx2";
+    case SimdLevel::kScalar: break;
+  }
+  return "scalar";
+}
+
+DistanceFn distance_kernel_at(Metric m, SimdLevel level) {
   const bool l2 = m == Metric::kL2;
-  switch (level()) {
-    case Level::kAvx512: return l2 ? l2_avx512 : ip_avx512;
-    case Level::kAvx2: return l2 ? l2_avx2 : ip_avx2;
-    case Level::kScalar: break;
+  switch (level) {
+    case SimdLevel::kAvx512: return l2 ? l2_avx512 : ip_avx512;
+    case SimdLevel::kAvx2: return l2 ? l2_avx2 : ip_avx2;
+    case SimdLevel::kScalar: break;
   }
   return l2 ? l2_scalar : ip_scalar;
 }
 
-std::string_view simd_level() {
-  switch (level()) {
-    case Level::kAvx512: return "avx512";
-    case Level::kAvx2: return "avx2";
-    case Level::kScalar: break;
+DistanceManyFn distance_many_kernel_at(Metric m, SimdLevel level) {
+  const bool l2 = m == Metric::kL2;
+  switch (level) {
+    case SimdLevel::kAvx512: return l2 ? many_avx512<true> : many_avx512<false>;
+    case SimdLevel::kAvx2: return l2 ? many_avx2<true> : many_avx2<false>;
+    case SimdLevel::kScalar: break;
   }
-  return "scalar";
+  return l2 ? many_scalar<true> : many_scalar<false>;
 }
+
+DistanceFn distance_kernel(Metric m) { return distance_kernel_at(m, level()); }
+
+DistanceManyFn distance_many_kernel(Metric m) { return distance_many_kernel_at(m, level()); }
+
+std::string_view simd_level() { return simd_level_name(level()); }
 
 bool normalize(float* v, size_t dim) {
   double n = 0;

@@ -29,6 +29,12 @@ using DistanceFn = float (*)(const float* a, const float* b, size_t dim);
 // The kernel for m on this CPU.
 DistanceFn distance_kernel(Metric m);
 
+// out[i] = distance_kernel(m)(a, b + i * stride, dim) for i < n, bit for bit (the same
+// summation order), computed four vectors per pass over a: one call scores a block of
+// vectors (a posting page, the centroids). stride is in floats; out holds n floats.
+using DistanceManyFn = void (*)(const float* a, const float* b, size_t stride, size_t n, size_t dim, float* out);
+DistanceManyFn distance_many_kernel(Metric m);
+
 // The instruction set the kernels use: "avx512", "avx2" or "scalar". CALICO_SIMD=scalar|avx2
 // in the environment caps it (for tests and ablations); it is read once.
 std::string_view simd_level();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -159,7 +160,7 @@ TYPED_TEST_SUITE(TpccOnEveryTranslation, testing::EvictingPools, testing::PoolNa
 TYPED_TEST(TpccOnEveryTranslation, ConsistentAfterConcurrentRunWithEviction) {
   using Pool = TypeParam;
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), 64));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
   RunResult r = load_run_check(*pool, 3, 3);
   EXPECT_GT(r.evictions, kRunTx);  // more than one per transaction
 }
@@ -173,7 +174,7 @@ TYPED_TEST(TpccOnEveryTranslation, ConsistentAfterConcurrentRunWithEviction) {
 template <class Pool>
 void consistent_with_index_skipping() {
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), 64));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
   RunResult r = load_run_check(*pool, 3, 3, /*index_skipping=*/true);
   EXPECT_GT(r.evictions, kRunTx);
   index::HintStats all;
@@ -429,6 +430,32 @@ TEST(TpccCommand, RunsAndWritesAJsonLinePerRun) {
   }
   EXPECT_EQ(lines, 4);
   EXPECT_EQ(skipping_runs, 2);
+}
+
+// The runs of one repeat share one loaded database, which grows with every run: the order of
+// the (threads, mode) runs is rotated per repeat so that no mode always runs last. The JSON
+// also carries the array's translation bytes without punching (entries of every block).
+TEST(TpccCommand, RotatesTheRunOrderPerRepeatAndReportsUnpunchedTranslationBytes) {
+  TempDir dir;
+  bench::TpccConfig c = tiny_config(dir);
+  c.json_path = dir.sub("out.jsonl");
+  c.threads = {1};
+  c.max_tx = 50;
+  c.repeat = 2;
+  c.index_skipping = {"off", "on"};
+  ASSERT_EQ(bench::run_tpcc(c), 0);
+  std::ifstream in(c.json_path);
+  std::string line, order;
+  const std::regex flat(R"re("translation_flat_bytes":(\d+),)re");
+  while (std::getline(in, line)) {
+    order += line.find(R"("repeat":0,)") != std::string::npos ? "0" : "1";
+    order += line.find(R"("index_skipping":true)") != std::string::npos ? "on " : "off ";
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, flat)) << line;
+    EXPECT_GT(std::stoull(m[1]), 0u) << line;
+    EXPECT_EQ(std::stoull(m[1]) % 4096, 0u) << line;
+  }
+  EXPECT_EQ(order, "0off 0on 1on 1off ");
 }
 
 TEST(TpccCommand, RejectsBadInputWithAClearError) {

@@ -170,6 +170,8 @@ class Harness {
   void control_run() {
     static const uint8_t kNone = 0;
     try {
+      // A target may also say what the restored index holds: verify() aborts on a difference.
+      if constexpr (requires { target_->verify(*pool_); }) target_->verify(*pool_);
       target_->run(*pool_, &kNone, 0);
     } catch (const Error& e) {
       std::fprintf(stderr, "fuzz control: the restored %s index raised: %s\n", Target::kName, e.what());

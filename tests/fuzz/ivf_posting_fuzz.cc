@@ -1,7 +1,8 @@
 // Fuzz target: arbitrary bytes as one page of a small IVF index (the metadata, centroid and
 // directory pages, read by open(), or a posting page; lists are chains of several pages:
 // rows added after the build go to appended pages); then open, exact and partial searches
-// (optimistic and pinned, prefetch on and off), list_ids, and one add. See fuzz_harness.h.
+// (optimistic and pinned, prefetch on and off), a search_batch, list_ids, and one add. See
+// fuzz_harness.h.
 #include "fuzz_harness.h"
 #include "index/ivf.h"
 
@@ -57,6 +58,11 @@ class IvfTarget {
         ivf.search(q.data(), opt, st, &out);
       }
     }
+    // Two queries in one block: the centroids (as open() read them) ranked by sgemm.
+    std::vector<float> qs = vec_of(size > 1 ? data[0] : 3);
+    qs.insert(qs.end(), q.begin(), q.end());
+    std::vector<vector::Neighbor> outs[2];
+    ivf.search_batch(qs.data(), 2, index::IvfSearchOptions{}, st, outs);
     std::vector<uint32_t> ids;
     for (uint32_t l = 0; l < kLists; ++l) ivf.list_ids(l, &ids);
     ivf.add(1000, q.data());

@@ -77,7 +77,7 @@ class BTreeHints : public ::testing::Test {
  protected:
   using Tree = index::BasicBTree<Pool>;
   void SetUp() override {
-    pool_ = Pool::open(small_options(dir_.path(), kTinyFrames));
+    pool_ = Pool::open(testing::pool_options<Pool>(dir_.path(), kTinyFrames));
     tree_.emplace(Tree::create(*pool_, "primary"));
   }
   void TearDown() override {

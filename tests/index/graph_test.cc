@@ -98,7 +98,7 @@ TYPED_TEST(GraphOnEveryTranslation, BfsMatchesReferenceResidentAndTinyPool) {
   const Adjacency adj = random_adjacency(300, 9, 7);
   for (uint32_t frames : {512u, 4u}) {
     TempDir dir;
-    auto pool = TypeParam::open(small_options(dir.path(), frames));
+    auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), frames));
     auto g = make_graph(*pool, adj);
     ASSERT_EQ(g.nodes(), 300u);
     expect_bfs_matches(g, adj, {0, 1, 150, 299});
@@ -112,7 +112,7 @@ TYPED_TEST(GraphOnEveryTranslation, BfsMatchesReferenceResidentAndTinyPool) {
 TYPED_TEST(GraphOnEveryTranslation, NeighboursProbeAndOpen) {
   TempDir dir;
   const Adjacency adj = random_adjacency(64, GraphFormat::kMaxDegree, 3);  // full pages too
-  auto pool = TypeParam::open(small_options(dir.path(), 8));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), 8));
   make_graph(*pool, adj);
   auto g = BasicGraph<TypeParam>::open(*pool, "graph");
   ASSERT_EQ(g.nodes(), 64u);
@@ -132,7 +132,7 @@ TYPED_TEST(GraphOnEveryTranslation, NeighboursProbeAndOpen) {
 TYPED_TEST(GraphOnEveryTranslation, ConcurrentSearchesOnATinyPool) {
   TempDir dir;
   const Adjacency adj = random_adjacency(200, 12, 11);
-  auto pool = TypeParam::open(small_options(dir.path(), 6));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), 6));
   auto g = make_graph(*pool, adj);
   std::vector<BfsResult> want;
   for (uint32_t root = 0; root < 200; root += 10) {
@@ -158,7 +158,7 @@ TYPED_TEST(GraphOnEveryTranslation, ConcurrentSearchesOnATinyPool) {
 
 TYPED_TEST(GraphOnEveryTranslation, BadInputIsRejected) {
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), 8));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), 8));
   expect_error(ErrorCode::kInvalidArgument, [&] {
     BasicGraph<TypeParam>::create(*pool, "wide", 2, [](uint32_t, std::vector<uint32_t>* out) {
       out->assign(GraphFormat::kMaxDegree + 1, 0);

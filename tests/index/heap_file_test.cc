@@ -148,7 +148,7 @@ void table2_sum(uint32_t frames, bool expect_evictions) {
   const uint64_t seed = 42 + frames;
   SCOPED_TRACE("seed " + std::to_string(seed) + ", frames " + std::to_string(frames));
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), frames, 8192));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), frames, 8192));
   auto heap = BasicHeapFile<Pool>::create(*pool, "table2");
   constexpr size_t kRowBytes = 1024, kColumn = 16;
   ASSERT_EQ(heap.rows_per_page(kRowBytes), 7u);  // (8176 - 8) / 1028
@@ -216,7 +216,7 @@ bool self_row_ok(std::span<const std::byte> row, uint64_t* id) {
 TYPED_TEST(HeapFileOnEveryTranslation, ConcurrentAppendsThenScanFindsEveryRowOnce) {
   using Pool = TypeParam;
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), 16));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 16));
   auto heap = BasicHeapFile<Pool>::create(*pool, "conc");
   const int threads = 4, per_thread = 600;
   std::vector<std::vector<RowId>> ids(threads);
@@ -251,7 +251,7 @@ TYPED_TEST(HeapFileOnEveryTranslation, ConcurrentAppendsThenScanFindsEveryRowOnc
 TYPED_TEST(HeapFileOnEveryTranslation, ScansRacingAppendsSeeOnlyCompleteRows) {
   using Pool = TypeParam;
   TempDir dir;
-  auto pool = Pool::open(small_options(dir.path(), 16));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 16));
   auto heap = BasicHeapFile<Pool>::create(*pool, "race");
   const int appenders = 2, per_thread = 1500;
   std::atomic<int> done{0};

@@ -154,14 +154,14 @@ TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   const std::vector<float> data(all.begin(), all.begin() + 1000 * kDim);
   const std::vector<float> queries(all.begin() + 1000 * kDim, all.end());
   const Reference ref(data, kDim, Metric::kL2);
-  auto pool = TypeParam::open(small_options(dir.path(), kTinyPoolFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kTinyPoolFrames));
   auto h = build(*pool, ref, data, kM, kEfConstruction);
   EXPECT_EQ(h.size(), 1000u);
-  EXPECT_GT(pool->stats().evictions, 0u) << "the index must not fit the pool";
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), 0u) << "the index must not fit the pool";
   ASSERT_NO_THROW(h.check_structure());
 
   const auto want = exact_all(ref, queries, 10);
-  const uint64_t evictions_before_search = pool->stats().evictions;
+  const uint64_t evictions_before_search = testing::pages_pushed_out(pool->stats());
   const auto got = search_all(h, queries, HnswSearchOptions{10, kSearchEf, true, true});
   EXPECT_GE(recall(got, want), 0.9);
   for (size_t q = 0; q < got.size(); ++q) expect_valid(ref, &queries[q * kDim], got[q], 10);
@@ -171,7 +171,7 @@ TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
           << "optimistic " << optimistic << " prefetch " << prefetch;
     }
   }
-  EXPECT_GT(pool->stats().evictions, evictions_before_search) << "searches must evict too";
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), evictions_before_search) << "searches must evict too";
   pool->check_invariants();
 }
 
@@ -224,7 +224,7 @@ void concurrent_add_and_search(uint32_t n, uint32_t frames) {
   const std::vector<float> data(all.begin(), all.begin() + size_t{n} * kDim);
   const std::vector<float> queries(all.begin() + size_t{n} * kDim, all.end());
   const Reference ref(data, kDim, Metric::kL2);
-  auto pool = Pool::open(small_options(dir.path(), frames));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), frames));
   HnswParams p{kDim, Metric::kL2, kM, kEfConstruction, 42};
   auto h = BasicHnsw<Pool>::create(*pool, "hnsw", p, n);
   const uint32_t seeded = 100;
@@ -263,7 +263,7 @@ void concurrent_add_and_search(uint32_t n, uint32_t frames) {
   ASSERT_NO_THROW(h.check_structure());
   const auto got = search_all(h, queries, HnswSearchOptions{10, kSearchEf, true, true});
   EXPECT_GE(recall(got, exact_all(ref, queries, 10)), 0.9);
-  EXPECT_GT(pool->stats().evictions, 0u);
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), 0u);
   pool->check_invariants();
 }
 

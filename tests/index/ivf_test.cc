@@ -94,7 +94,7 @@ TYPED_TEST(IvfOnEveryTranslation, ExactWithEveryListAndHighRecallWithFew) {
   const Data d = clustered(3000, 24, 40, 30, 1);
   const auto want = reference(d, Metric::kL2, kK);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 32), d.rows.data(), d.n);
   ASSERT_EQ(ivf.size(), d.n);
   ASSERT_EQ(ivf.verify(), d.n);
@@ -127,14 +127,15 @@ TYPED_TEST(IvfOnEveryTranslation, ExactWithEveryListAndHighRecallWithFew) {
   pool->check_invariants();
 }
 
-// Four threads search (mixed read modes) while a fifth adds rows far from every query: the
-// searches must keep returning the reference; afterwards every added row is found (as its
-// own nearest neighbour, also with nprobe = 1) and the structure holds.
+// Four threads search (mixed read modes; two of them by search_batch, so that sgemm runs in
+// several threads at once) while a fifth adds rows far from every query: the searches must
+// keep returning the reference; afterwards every added row is found (as its own nearest
+// neighbour, also with nprobe = 1) and the structure holds.
 TYPED_TEST(IvfOnEveryTranslation, ConcurrentSearchesWithAdd) {
   const Data d = clustered(2000, 16, 30, 24, 2);
   const auto want = reference(d, Metric::kL2, kK);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 16), d.rows.data(), d.n);
   constexpr uint32_t kAdds = 300;
   auto added = [&](uint32_t i) {
@@ -146,12 +147,19 @@ TYPED_TEST(IvfOnEveryTranslation, ConcurrentSearchesWithAdd) {
   std::atomic<bool> adding{true};
   auto searcher = [&](int t) {
     IvfSearchState st(ivf);
-    std::vector<Neighbor> got;
+    std::vector<std::vector<Neighbor>> got(d.num_queries());
     for (int round = 0; round < 3 || adding.load(); ++round) {
+      if (t % 2 == 1) {
+        const IvfSearchOptions o{kK, 16, (round + t / 2) % 2 == 0, round % 2 == 0};
+        ivf.search_batch(d.query(0), d.num_queries(), o, st, got.data());
+      } else {
+        for (uint64_t q = 0; q < d.num_queries(); ++q) {
+          const IvfSearchOptions o{kK, 16, (q + t / 2) % 2 == 0, (q + round) % 2 == 0};
+          ivf.search(d.query(q), o, st, &got[q]);
+        }
+      }
       for (uint64_t q = 0; q < d.num_queries(); ++q) {
-        IvfSearchOptions o{kK, 16, (q + t) % 2 == 0, (q + round) % 2 == 0};
-        ivf.search(d.query(q), o, st, &got);
-        if (got != want[q]) mismatches.fetch_add(1);
+        if (got[q] != want[q]) mismatches.fetch_add(1);
       }
     }
   };
@@ -185,7 +193,7 @@ TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
   IvfParams built;
   const std::vector<float> extra(d.dim, 50.0f);
   {
-    auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+    auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
     auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 12), d.rows.data(), d.n);
     ivf.add(777777, extra.data());
     built = ivf.params();
@@ -196,7 +204,7 @@ TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
     }
     pool->flush();
   }
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   auto ivf = BasicIvf<TypeParam>::open(*pool, "ivf");
   EXPECT_EQ(ivf.size(), d.n + 1);
   EXPECT_EQ(ivf.verify(), d.n + 1);
@@ -218,7 +226,7 @@ TYPED_TEST(IvfOnEveryTranslation, SurvivesAPoolReopen) {
 TYPED_TEST(IvfOnEveryTranslation, BadInputIsRejected) {
   const Data d = clustered(200, 8, 4, 1, 4);
   TempDir dir;
-  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kFrames));
   using Ivf = BasicIvf<TypeParam>;
   auto build = [&](IvfParams p, const float* rows, uint64_t n) { Ivf::build(*pool, "bad", p, rows, n); };
   const float* rows = d.rows.data();
@@ -271,9 +279,67 @@ TYPED_TEST(IvfOnEveryTranslation, BadInputIsRejected) {
   pool->check_invariants();
 }
 
-// Inner product and cosine (rows stored normalised): exact with every list, on the array pool.
+// search_batch (centroids ranked by one sgemm per block, then the kernel near the cut)
+// returns exactly what search() returns per query, for blocks of 1, 7, 33 (above
+// CoarseRanker::kBlockQueries) and all 40 queries, several nprobe, both read modes, on a pool
+// smaller than the index (InnerProductAndCosineAreExactWithEveryList: the same for ip and
+// cosine).
+template <class Pool>
+void expect_batch_equals_search(const BasicIvf<Pool>& ivf, const Data& d, uint32_t nprobe, bool optimistic) {
+  const IvfSearchOptions opt{kK, nprobe, optimistic, true};
+  IvfSearchState st(ivf);
+  std::vector<std::vector<Neighbor>> want(d.num_queries());
+  for (uint64_t q = 0; q < d.num_queries(); ++q) ivf.search(d.query(q), opt, st, &want[q]);
+  for (size_t block : {size_t{1}, size_t{7}, size_t{33}, size_t(d.num_queries())}) {
+    IvfSearchState bst;  // default-constructed: sizes itself
+    std::vector<std::vector<Neighbor>> got(d.num_queries());
+    for (size_t q0 = 0; q0 < d.num_queries(); q0 += block) {
+      const size_t n = std::min<size_t>(block, d.num_queries() - q0);
+      ivf.search_batch(d.query(q0), n, opt, bst, &got[q0]);
+    }
+    for (uint64_t q = 0; q < d.num_queries(); ++q) {
+      ASSERT_EQ(got[q], want[q]) << "query " << q << " block " << block << " nprobe " << nprobe;
+    }
+  }
+}
+
+TYPED_TEST(IvfOnEveryTranslation, SearchBatchEqualsSearch) {
+  const Data d = clustered(2000, 16, 30, 40, 8);
+  TempDir dir;
+  auto pool = TypeParam::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<TypeParam>::build(*pool, "ivf", params_for(d, 32), d.rows.data(), d.n);
+  for (uint32_t nprobe : {1u, 32u}) expect_batch_equals_search(ivf, d, nprobe, true);
+  expect_batch_equals_search(ivf, d, 3, false);
+  EXPECT_GT(pool->stats().evictions, 0u) << "the pool is smaller than the index";
+  pool->check_invariants();
+}
+
+// A bad query anywhere in the block is rejected (naming it) before any query is searched:
+// the outputs keep what they held.
+TEST(Ivf, SearchBatchRejectsABadQueryFirst) {
+  const Data d = clustered(600, 8, 8, 10, 10);
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), kFrames));
+  auto ivf = BasicIvf<BufferPool>::build(*pool, "ivf", params_for(d, 8, Metric::kCosine), d.rows.data(), d.n);
+  IvfSearchState st(ivf);
+  std::vector<float> qs(d.query(0), d.query(0) + 6 * d.dim);
+  const std::vector<Neighbor> marker{{-1.0f, 99}};
+  std::vector<std::vector<Neighbor>> out(6, marker);
+  qs[4 * d.dim + 1] = std::numeric_limits<float>::quiet_NaN();
+  Error e = expect_error(ErrorCode::kInvalidArgument, [&] { ivf.search_batch(qs.data(), 6, IvfSearchOptions{}, st, out.data()); });
+  EXPECT_NE(std::string(e.what()).find("query 4"), std::string::npos) << e.what();
+  std::fill(qs.begin() + 4 * d.dim, qs.begin() + 5 * d.dim, 0.0f);  // zero: no cosine distance
+  expect_error(ErrorCode::kInvalidArgument, [&] { ivf.search_batch(qs.data(), 6, IvfSearchOptions{}, st, out.data()); });
+  for (const auto& o : out) EXPECT_EQ(o, marker);
+  expect_error(ErrorCode::kInvalidArgument,
+               [&] { ivf.search_batch(d.query(0), 1, IvfSearchOptions{kK, 0, true, true}, st, out.data()); });
+  ivf.search_batch(nullptr, 0, IvfSearchOptions{}, st, nullptr);  // an empty block: nothing to do
+}
+
+// Inner product and cosine (rows stored normalised): exact with every list, on the array
+// pool; search_batch equals search there too (40 queries: blocks above kBlockQueries).
 TEST(Ivf, InnerProductAndCosineAreExactWithEveryList) {
-  const Data d = clustered(1500, 16, 20, 20, 6);
+  const Data d = clustered(1500, 16, 20, 40, 6);
   for (Metric metric : {Metric::kInnerProduct, Metric::kCosine}) {
     TempDir dir;
     auto pool = BufferPool::open(small_options(dir.path(), kFrames));
@@ -282,6 +348,7 @@ TEST(Ivf, InnerProductAndCosineAreExactWithEveryList) {
     expect_rows_in_nearest_list(ivf, d);
     const auto want = reference(d, metric, kK);
     for (bool optimistic : {true, false}) expect_exact(ivf, d, want, IvfSearchOptions{kK, 10, optimistic, true});
+    for (uint32_t nprobe : {1u, 4u}) expect_batch_equals_search(ivf, d, nprobe, true);
   }
 }
 

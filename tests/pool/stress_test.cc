@@ -50,7 +50,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   const int spaces_n = 3;
   const uint64_t pages = 2000;
   const uint32_t frames = 180;  // 3% of the 6000 permanent pages
-  PoolOptions o = testing::small_options(dir.path(), frames);
+  PoolOptions o = testing::pool_options<Pool>(dir.path(), frames);
   o.eviction_batch = 16;
   auto pool = Pool::open(o);
   const size_t usable = pool->usable_page_size();
@@ -245,7 +245,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
 TYPED_TEST(StressOnEveryTranslation, OptimisticReadersOfAHotPageSeeOnlyWholePages) {
   using Pool = TypeParam;
   TempDir dir;
-  auto pool = Pool::open(testing::small_options(dir.path(), 16));
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 16));
   const size_t usable = pool->usable_page_size();
   const SpaceId s = pool->create_space("hot");
   testing::fill_space(*pool, s, 1, [](uint64_t) { return 0; });

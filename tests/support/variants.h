@@ -8,6 +8,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "support/test_util.h"
 #include "variants/registry.h"
 
 namespace calico::testing {
@@ -37,5 +38,30 @@ struct PoolName {
     return std::string(Pool::kTranslationName);
   }
 };
+
+// Options for a typed test's pool: small_options(dir, frames, page_size), and for a tiered
+// pool (array_tiered, vmcache_n) a far tier of as many frames again behind it (the local tier: no
+// latency charge, unthrottled copies) with promotion probability 1/2 on reads and writes,
+// so that the test's pages move between the tiers constantly as well as to disk. The fast
+// tier keeps `frames`: what a test pins at once still fits.
+template <class Pool>
+PoolOptions pool_options(const std::string& dir, uint32_t frames, size_t page_size = 4096) {
+  PoolOptions o = small_options(dir, frames, page_size);
+  if constexpr (Pool::kTierable) {
+    o.far_tier = memory::tiers::TierConfig::local(frames);
+    o.promote_on_read = 0.5;
+    o.promote_on_write = 0.5;
+    if constexpr (Pool::kBatchedMigration) {
+      // vmcache_n: batches of a few pages (not 512 / 64), so that tiny tiers migrate often.
+      o.demotion_batch = 4;
+      o.promotion_batch = 2;
+    }
+  }
+  return o;
+}
+
+// Pages that left the fast frames: evicted to disk, or demoted to a tiered pool's far tier.
+// What "the data does not fit the pool" means for a test on every translation.
+inline uint64_t pages_pushed_out(const PoolStats& s) { return s.evictions + s.demotions; }
 
 }  // namespace calico::testing

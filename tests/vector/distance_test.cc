@@ -3,27 +3,47 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "calico/error.h"
+#include "vector/simd_kernels.h"
 
 namespace calico::vector {
 namespace {
 
-// The dispatched kernels agree with the scalar reference on every length from 1 to 300
-// (every tail shape of the 8-, 16- and 32-wide loops).
+// (metric, level) for l2 and ip and every instruction-set level this CPU runs.
+std::vector<std::pair<Metric, SimdLevel>> every_metric_and_level() {
+  std::vector<std::pair<Metric, SimdLevel>> all;
+  for (Metric m : {Metric::kL2, Metric::kInnerProduct}) {
+    for (SimdLevel level : supported_simd_levels()) all.emplace_back(m, level);
+  }
+  return all;
+}
+
+// The kernels of every level agree with the scalar reference on every length from 1 to 300
+// (every tail shape of the 8-, 16- and 32-wide loops); the dispatched one is the best level.
 TEST(Distance, KernelsMatchScalarOnEveryTail) {
   std::mt19937 rng(7);
   std::normal_distribution<float> g(0, 1);
   for (size_t dim = 1; dim <= 300; ++dim) {
     std::vector<float> a(dim), b(dim);
     for (size_t i = 0; i < dim; ++i) a[i] = g(rng), b[i] = g(rng);
-    const float l2 = l2_scalar(a.data(), b.data(), dim), ip = ip_scalar(a.data(), b.data(), dim);
-    EXPECT_NEAR(distance_kernel(Metric::kL2)(a.data(), b.data(), dim), l2, 1e-4f * (1 + std::abs(l2))) << dim;
-    EXPECT_NEAR(distance_kernel(Metric::kInnerProduct)(a.data(), b.data(), dim), ip, 1e-4f * (1 + std::abs(ip)))
-        << dim;
+    for (const auto& [m, level] : every_metric_and_level()) {
+      const float want = m == Metric::kL2 ? l2_scalar(a.data(), b.data(), dim) : ip_scalar(a.data(), b.data(), dim);
+      EXPECT_NEAR(distance_kernel_at(m, level)(a.data(), b.data(), dim), want, 1e-4f * (1 + std::abs(want)))
+          << metric_name(m) << " " << simd_level_name(level) << " dim " << dim;
+    }
+  }
+  if (std::getenv("CALICO_SIMD") == nullptr) {
+    const SimdLevel best = supported_simd_levels().back();
+    EXPECT_EQ(simd_level(), simd_level_name(best));
+    EXPECT_EQ(distance_kernel(Metric::kL2), distance_kernel_at(Metric::kL2, best));
+    EXPECT_EQ(distance_many_kernel(Metric::kInnerProduct), distance_many_kernel_at(Metric::kInnerProduct, best));
   }
 }
 
@@ -55,6 +75,42 @@ TEST(Distance, ParseMetric) {
   EXPECT_EQ(parse_metric("cosine"), Metric::kCosine);
   EXPECT_THROW(parse_metric("hamming"), Error);
   EXPECT_FALSE(simd_level().empty());
+}
+
+// The many-vector kernels equal the one-vector kernel of their level bit for bit (the IVF
+// scans score a page with one call and must rank exactly as the reference), at every level
+// this CPU runs (distance_kernel() uses only the best), for every length up to 70 and the
+// usual ones, every count of vectors (full groups of four and every remainder), strides
+// with an id word between rows (as on a posting page) and without.
+TEST(Distance, ManyKernelIsBitIdenticalToOneVectorKernel) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0, 3);
+  std::vector<size_t> dims;
+  for (size_t d = 1; d <= 70; ++d) dims.push_back(d);
+  for (size_t d : {96, 100, 128, 384, 768}) dims.push_back(d);
+  for (const auto& [m, level] : every_metric_and_level()) {
+    const DistanceFn one = distance_kernel_at(m, level);
+    const DistanceManyFn many = distance_many_kernel_at(m, level);
+    for (size_t dim : dims) {
+      std::vector<float> a(dim);
+      for (float& x : a) x = g(rng);
+      for (size_t stride : {dim, dim + 1}) {
+        for (size_t n = 0; n <= 9; ++n) {
+          std::vector<float> b(n * stride + 1);
+          for (float& x : b) x = g(rng);
+          std::vector<float> out(n + 1, -7.0f);
+          many(a.data(), b.data() + 1, stride, n, dim, out.data());
+          for (size_t i = 0; i < n; ++i) {
+            const float want = one(a.data(), b.data() + 1 + i * stride, dim);
+            ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0)
+                << "metric " << metric_name(m) << " dim " << dim << " stride " << stride << " n " << n << " row " << i
+                << ": " << out[i] << " vs " << want << " (" << simd_level_name(level) << ")";
+          }
+          ASSERT_EQ(out[n], -7.0f) << "wrote past n";
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,108 @@
+#include "vector/coarse.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "calico/checks.h"
+
+namespace calico::vector {
+
+namespace {
+
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+double norm(const float* v, uint32_t dim) {
+  double s = 0;
+  for (uint32_t i = 0; i < dim; ++i) s += double{v[i]} * v[i];
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+CoarseRanker::CoarseRanker(const float* centroids, uint32_t k, uint32_t dim, Metric metric)
+    : centroids_(centroids),
+      k_(k),
+      dim_(dim),
+      metric_(metric),
+      one_(distance_kernel(metric)),
+      many_(distance_many_kernel(metric)),
+      sq_norms_(k) {
+  CALICO_CHECK(centroids != nullptr && k >= 1 && dim >= 1);
+  for (uint32_t l = 0; l < k; ++l) {
+    const float* c = centroids + size_t{l} * dim;
+    float s = 0;
+    for (uint32_t i = 0; i < dim; ++i) s += c[i] * c[i];
+    sq_norms_[l] = s;
+    max_norm_ = std::max(max_norm_, norm(c, dim));
+  }
+  max_norm_ *= 1 + 1e-6;
+}
+
+void CoarseRanker::select(std::vector<Neighbor>& order, uint32_t nprobe, Neighbor* out) {
+  CALICO_DCHECK(nprobe >= 1 && nprobe <= order.size());
+  if (nprobe < order.size()) std::nth_element(order.begin(), order.begin() + (nprobe - 1), order.end());
+  std::sort(order.begin(), order.begin() + nprobe);
+  std::copy_n(order.begin(), nprobe, out);
+}
+
+void CoarseRanker::rank(const float* q, uint32_t nprobe, Scratch& s, Neighbor* out) const {
+  CALICO_CHECK(nprobe >= 1 && nprobe <= k_);
+  s.row.resize(k_);
+  many_(q, centroids_, dim_, k_, dim_, s.row.data());
+  s.order.resize(k_);
+  for (uint32_t l = 0; l < k_; ++l) s.order[l] = {s.row[l], l};
+  select(s.order, nprobe, out);
+}
+
+void CoarseRanker::rank_block(const float* qs, size_t nq, uint32_t nprobe, Scratch& s, Neighbor* out) const {
+  CALICO_CHECK(nprobe >= 1 && nprobe <= k_);
+  blas_single_threaded();
+  const bool l2 = metric_ == Metric::kL2;
+  constexpr double kUnit = 0x1p-24;
+  const double gamma = 4.0 * (dim_ + 4) * kUnit;
+  s.order.resize(k_);
+  for (size_t b = 0; b < nq; b += kBlockQueries) {
+    const size_t m = std::min(kBlockQueries, nq - b);
+    s.block.resize(m * k_);
+    // dists (m x k) = Q (m x dim) C^T (dim x k), row-major.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(k_),
+                static_cast<int>(dim_), 1.0f, qs + b * dim_, static_cast<int>(dim_), centroids_, static_cast<int>(dim_),
+                0.0f, s.block.data(), static_cast<int>(k_));
+    for (size_t i = 0; i < m; ++i) {
+      const float* q = qs + (b + i) * dim_;
+      Neighbor* o = out + (b + i) * nprobe;
+      const double qn_exact = norm(q, dim_), qn = qn_exact * (1 + 1e-6);
+      const double bound = l2 ? gamma * (qn + max_norm_) * (qn + max_norm_) : gamma * (1 + qn * max_norm_);
+      const float* dots = s.block.data() + i * k_;
+      if (!(bound < 1e30)) {  // norms too large for a finite bound: the kernel for all
+        rank(q, nprobe, s, o);
+        continue;
+      }
+      const float qsq = l2 ? static_cast<float>(qn_exact * qn_exact) : 0.0f;
+      for (uint32_t l = 0; l < k_; ++l) {
+        s.order[l] = {l2 ? qsq + sq_norms_[l] - 2.0f * dots[l] : 1.0f - dots[l], l};
+      }
+      // t = the nprobe-th smallest approximation; keep every list within t + 2 M.
+      if (nprobe < k_) std::nth_element(s.order.begin(), s.order.begin() + (nprobe - 1), s.order.end());
+      const double limit = double{s.order[nprobe - 1].distance} + 2 * bound;
+      size_t kept = nprobe;
+      for (size_t j = nprobe; j < k_; ++j) {
+        if (double{s.order[j].distance} <= limit) s.order[kept++] = s.order[j];
+      }
+      for (size_t j = 0; j < kept; ++j) {
+        const uint32_t l = s.order[j].id;
+        s.order[j].distance = one_(q, centroids_ + size_t{l} * dim_, dim_);
+      }
+      std::partial_sort(s.order.begin(), s.order.begin() + nprobe, s.order.begin() + kept);
+      std::copy_n(s.order.begin(), nprobe, o);
+    }
+  }
+}
+
+}  // namespace calico::vector
