@@ -52,8 +52,9 @@ PoolOptions pool_options(const std::string& dir, uint32_t frames, size_t page_si
     o.promote_on_read = 0.5;
     o.promote_on_write = 0.5;
     if constexpr (Pool::kBatchedMigration) {
-      // vmcache_n: batches of a few pages (not 512 / 64), so that tiny tiers migrate often.
-      o.demotion_batch = 4;
+      // vmcache_n: demotion rounds as array_tiered's (eviction_batch, not 512) and promotion
+      // batches of 2 (not 64), so that tiny tiers migrate, and reach disk, as often.
+      o.demotion_batch = o.eviction_batch;
       o.promotion_batch = 2;
     }
   }
