@@ -56,6 +56,7 @@ struct RunResult {
   TxCounters counters;  // summed over workers
   TableHintStats hints;  // index skipping per table (Table::id), summed over workers
   uint64_t pages_read = 0, pages_written = 0, evictions = 0;
+  PoolStats begin;      // the backend's stats before the run (a peer's: zeros)
   PoolStats end;        // the backend's stats after the run (a peer's: zeros)
 };
 
@@ -199,6 +200,7 @@ RunResult run_workload(Database<TableT>& db, const RunSpec& spec) {
   }
   r.tx_per_s = r.seconds > 0 ? static_cast<double>(r.tx) / r.seconds : 0;
   r.tx_per_cpu_s = r.cpu_seconds > 0 ? static_cast<double>(r.tx) / r.cpu_seconds : 0;
+  r.begin = before;
   r.end = db.backend->stats();
   r.pages_read = (r.end.faults + r.end.prefetch_issued) - (before.faults + before.prefetch_issued);
   r.pages_written = r.end.write_backs - before.write_backs;

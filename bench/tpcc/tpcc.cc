@@ -21,6 +21,7 @@
 
 #include "calico/error.h"
 #include "data_dir.h"
+#include "far_tier_option.h"
 #include "machine.h"
 #include "micro_harness.h"
 #include "tpcc/consistency.h"
@@ -102,6 +103,38 @@ std::string config_name(const std::string& name, const std::string& mode) {
 
 // Loads db, then one timed run per thread count and index-skipping mode, each followed by
 // the consistency checks. loaded(): the load report after "loaded in N s: ".
+// Tiered memory figures of a run (issue 17), over the run only: per-tier hit rates,
+// migrations per second, the time spent migrating and its cost per page moved (copies,
+// throttle waits, vmcache_n's discards, publishing). Empty without a far tier.
+std::pair<std::string, std::string> tier_report(const RunResult& r) {
+  const PoolStats& a = r.begin;
+  const PoolStats& b = r.end;
+  if (b.tier[1].frames == 0) return {};
+  const uint64_t fast_hits = b.tier[0].hits - a.tier[0].hits, far_hits = b.tier[1].hits - a.tier[1].hits;
+  const uint64_t promotions = b.promotions - a.promotions, demotions = b.demotions - a.demotions;
+  const uint64_t batches = b.promotion_batches - a.promotion_batches;
+  const uint64_t far_evictions = b.tier[1].evictions - a.tier[1].evictions;
+  const uint64_t moved = promotions + demotions;
+  const double migrating_s = (b.migration_ns - a.migration_ns) / 1e9;
+  const double wait_s = (b.migration_wait_ns - a.migration_wait_ns) / 1e9;
+  const double hits = std::max<double>(1, double(fast_hits + far_hits));
+  const double per_page_ns = moved > 0 ? (b.migration_ns - a.migration_ns) / double(moved) : 0;
+  const double per_s = r.seconds > 0 ? moved / r.seconds : 0;
+  std::string text = fmt::format(
+      "tiers: fast {} + far {} frames; hits fast {:.1f}% far {:.1f}%; {} promotions ({} batches), {} demotions, "
+      "{} far evictions; {:.0f} migrations/s; time spent migrating {:.3f} s ({:.3f} s waiting for bandwidth), "
+      "{:.0f} ns per page moved",
+      b.tier[0].frames, b.tier[1].frames, 100.0 * fast_hits / hits, 100.0 * far_hits / hits, promotions, batches,
+      demotions, far_evictions, per_s, migrating_s, wait_s, per_page_ns);
+  std::string json = fmt::format(
+      R"("tiers":{{"fast_frames":{},"far_frames":{},"fast_hits":{},"far_hits":{},"promotions":{},"promotion_batches":{},)"
+      R"("demotions":{},"far_evictions":{},"migrations_per_s":{:.1f},"migration_s":{:.6f},"migration_wait_s":{:.6f},)"
+      R"("ns_per_page_moved":{:.1f}}},)",
+      b.tier[0].frames, b.tier[1].frames, fast_hits, far_hits, promotions, batches, demotions, far_evictions, per_s,
+      migrating_s, wait_s, per_page_ns);
+  return {text, json};
+}
+
 template <class TableT>
 std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& cfg, const Scale& scale,
                                     const Sizes& sz, unsigned rep, Database<TableT>& db, const SystemInfo& info,
@@ -171,6 +204,8 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
                r.counters.new_order_rollbacks,
                r.counters.remote_order_lines, r.counters.remote_payments, r.counters.delivery_skipped,
                v.empty() ? "ok" : fmt::format("{} VIOLATIONS", v.size()), check_s, r.counters.failures);
+    const auto [tier_text, tier_json] = tier_report(r);
+    if (!tier_text.empty()) fmt::print("{} {}\n", spec.label, tier_text);
     const auto [hint_text, hint_json] = hint_report(db, r.hints);
     if (skipping) fmt::print("{} index skipping, hinted accesses answered without a descent: {}\n", spec.label, hint_text);
     std::fflush(stdout);
@@ -188,14 +223,14 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
                 R"("translation_private_bytes":{},"translation_reserved_bytes":{},"translation_flat_bytes":{},"punches":{},)"
                 R"("hint_hits":{},"hint_misses":{},)"
                 R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
-                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}}})",
+                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}{}}})",
                 name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
                 r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
                 r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, flat_bytes, r.end.punches,
                 r.end.hint_hits,
                 r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
                 r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
-                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, machine_json())
+                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, tier_json, machine_json())
          << "\n";
     }
     out.push_back(std::move(rec));
@@ -212,6 +247,7 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
   opt.pool_bytes = sz.pool_bytes;
   opt.max_blocks_per_space = sz.capacity;
   opt.direct_io = true;
+  if (cfg.far_mb > 0) opt.far_tier = far_tier_option(cfg.far_tier, (cfg.far_mb << 20) / kPageSize);
   auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
   auto db = CalicoDatabase<Pool>::create(*pool, scale);
   SystemInfo info{"calico", "", true};

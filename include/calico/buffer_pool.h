@@ -32,6 +32,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -215,11 +216,17 @@ class BasicBufferPool {
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
   // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): only tiered
-  // policies (array_tiered), so that every other policy's hot path has no tier compare.
+  // policies (array_tiered, vmcache_n), so that every other policy's hot path has no tier
+  // compare. A tiered policy's pages move freely and are reached only through their entry:
+  // in frames (array_tiered), or in place in one region per tier (vmcache_n).
   static constexpr bool kTierable = pool::Tiered<Translation>;
-  static_assert(!kTierable || (!Translation::kPagesInPlace && !Translation::kDirect &&
-                               !pool::Predicting<Translation> && !kFrameHints),
-                "a tiered policy's pages live in frames, move freely, and are reached only through their entry");
+  static_assert(!kTierable || (!Translation::kDirect && !pool::Predicting<Translation> && !kFrameHints),
+                "a tiered policy's pages move freely and are reached only through their entry");
+  // A tiered policy with pages in place (vmcache_n, translation/vmcache_n.h): a page's bytes
+  // are in its space's region of the tier of the frame token it holds.
+  static constexpr bool kTieredInPlace = kTierable && Translation::kPagesInPlace;
+  // Demotions and promotions in batches (pool::BatchedMigration; vmcache_n).
+  static constexpr bool kBatchedMigration = pool::BatchedMigration<Translation>;
 
   // Opens the data directory (creating it and an empty catalog if needed) and reopens every
   // space recorded in its catalog. Errors: kInvalidArgument (options), kPageSizeMismatch,
@@ -481,7 +488,9 @@ class BasicBufferPool {
 
   // The bytes of page `pid` while it is held in frame f.
   std::byte* page_data(Space* s, PageId pid, FrameId f) const {
-    if constexpr (Translation::kPagesInPlace) {
+    if constexpr (kTieredInPlace) {
+      return s->table.page(pid.block(), tier_of(f));  // the one tier branch of vmcache_n
+    } else if constexpr (Translation::kPagesInPlace) {
       return s->table.page(pid.block());
     } else {
       (void)s, (void)pid;
@@ -535,10 +544,28 @@ class BasicBufferPool {
   // (pool/tier_moves.h). move_page copies the exclusively latched page `pid` (word `held`)
   // into frame `to` (taken, owner 0), through the far tier's copy() when either frame is
   // far, and publishes it there unlatched at `to`'s version seed; frees nothing.
-  void move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to);
-  // After a move out of held.frame(): seeds (held's version + 1), clears, poisons and frees
-  // that frame (free_frame).
+  // Pages in place (vmcache_n): the copy goes from the page's address in the source tier's
+  // region to its address in the destination's, and the source page is discarded
+  // (MADV_DONTNEED) before the entry is published (translation/vmcache_n.h).
+  void move_page(Space* s, PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to);
+  // move_page's parts: the copy (through the far tier's copy() when either frame is far) and
+  // the publication of the page at `to`.
+  void copy_page(Space* s, PageId pid, FrameId from, FrameId to);
+  void publish_moved(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to);
+  // After a move out of held.frame(): seeds (held's version + 1), clears, poisons (frames
+  // only) and frees that frame (free_frame).
   void release_moved_frame(translation::EntryWord held);
+  // Pages in place: returns the memory of pid's page in frame f's tier (pid is latched
+  // exclusively and no longer there, or leaving).
+  void discard_in_place(Space* s, PageId pid, FrameId f) {
+    if constexpr (kTieredInPlace) {
+      s->table.discard(pid.block(), tier_of(f));
+    } else if constexpr (Translation::kPagesInPlace) {
+      s->table.discard(pid.block());
+    } else {
+      (void)s, (void)pid, (void)f;
+    }
+  }
 
   // --- tiered memory (pool/tiering.h, pool/tier_moves.h) ---
   // Whether frame f is in the far tier. False for every frame without a far tier (fast_last_
@@ -551,6 +578,7 @@ class BasicBufferPool {
       return false;
     }
   }
+  int tier_of(FrameId f) const { return in_far_tier(f) ? 1 : 0; }
   // An access found pid in far frame w.frame(): counts the far hit, and with the configured
   // probability tries to promote the page (try_promote_far); else charges the access. True
   // when the page moved (the caller reloads the entry). Never waits.
@@ -656,6 +684,20 @@ class BasicBufferPool {
   // to `batch` marked ones (never kWrittenUnsynced pages) into `victims`. Pre: evict_mutex_
   // held, victims.capacity() >= batch.
   void collect_victims(pool::ClockHand& hand, FrameId range_frames, uint32_t batch, std::vector<Victim>& victims);
+  // Moves every victim (latched exclusively, all in one tier) into the frame to[i] of the
+  // other tier (taken, owner 0): copies them all, discards the sources (pages in place:
+  // adjacent pages in one madvise), then publishes each and frees its old frame. Counts the
+  // time in far_->migration_ns. Pre: to.size() == victims.size().
+  void migrate_latched(std::vector<Victim>& victims, const std::vector<FrameId>& to);
+  // Batched promotion (kBatchedMigration): queues pid, seen in the far tier by an access that
+  // drew promotion; when promotion_batch pages are queued, migrates them (promote_batch).
+  // Never waits for a latch. Returns whether pid itself moved (the caller reloads its entry).
+  bool queue_promotion(PageId pid);
+  // Moves the queued pages still in the far tier and unlatched into free fast frames
+  // (demoting a batch first when too few are free), every lock and latch only tried.
+  bool promote_batch(std::vector<PageId>& batch, PageId wanted);
+  // Adds the time since `start` to far_->migration_ns (PoolStats::migration_ns).
+  void count_migration(std::chrono::steady_clock::time_point start) const;
   // One eviction round to disk over `hand`'s frames (tier `tier`). Pre: evict_mutex_ held.
   uint32_t evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,
                         WriteFailure* write_failure);

@@ -36,7 +36,8 @@ struct PoolOptions {
   // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
   // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0
   // (the default). far_tier.page_size is ignored (the pool's is used). Only tiered
-  // translations take a far tier (pool::Tiered: array_tiered); the others refuse it at open.
+  // translations take a far tier (pool::Tiered: array_tiered, vmcache_n); the others refuse
+  // it at open.
   memory::tiers::TierConfig far_tier;  // frames = 0: no far tier
   // Probability that an access finding its page in the far tier promotes it into the fast
   // tier: reads (optimistic, shared pins) and writes (exclusive pins). The vmcache^n paper
@@ -46,6 +47,14 @@ struct PoolOptions {
   // Cache lines charged to an access that finds its page in an emulated far tier (the pool
   // cannot see what the caller reads): 8 ~ a binary search over a 4 KB page plus its header.
   uint32_t far_lines_per_access = 8;
+  // Migration batches of policies that batch (kBatchedMigration: vmcache_n,
+  // translation/vmcache_n.h), after vmcache^n (vmcache-n-tiered-memory.txt 2.3 and 4):
+  // fast pages demoted per round when the fast tier fills, and far pages evicted to disk per
+  // round (512); far pages queued for promotion, then migrated together by the thread that
+  // queues the last one (64). Each round takes at most the tier's frames. Calico tiers
+  // (array_tiered) demotes eviction_batch pages per round and promotes one page per access.
+  uint32_t demotion_batch = 512;   // 1 .. 65536
+  uint32_t promotion_batch = 64;   // 1 .. 4096
   io::FaultInjector* fault_injector = nullptr;  // tests only
   pool::TestPoints* test_points = nullptr;      // tests only (pool/test_points.h)
 };
@@ -92,6 +101,9 @@ struct PoolStats {
   uint64_t demotions = 0;         // pages copied from the fast tier into the far tier
   uint64_t migration_bytes = 0;   // bytes copied by promotions and demotions
   uint64_t migration_wait_ns = 0; // time migrations waited for the far tier's bandwidth
+  uint64_t migration_ns = 0;      // time spent moving pages between tiers: copies (waits
+                                  // included), source discards (vmcache_n), publishing
+  uint64_t promotion_batches = 0; // batched promotions run (vmcache_n; 0 for the others)
 };
 
 struct SpaceInfo {

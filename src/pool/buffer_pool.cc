@@ -52,6 +52,8 @@ void validate_options(const PoolOptions& o) {
     };
     probability("promote_on_read", o.promote_on_read);
     probability("promote_on_write", o.promote_on_write);
+    if (o.demotion_batch == 0 || o.demotion_batch > 65536) bad("demotion_batch is not in 1 .. 65536");
+    if (o.promotion_batch == 0 || o.promotion_batch > 4096) bad("promotion_batch is not in 1 .. 4096");
     if (o.far_lines_per_access > o.page_size / 64) {
       bad("far_lines_per_access " + std::to_string(o.far_lines_per_access) + " exceeds the " +
           std::to_string(o.page_size / 64) + " cache lines of a page");

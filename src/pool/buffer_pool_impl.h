@@ -82,7 +82,7 @@ std::unique_ptr<BasicBufferPool<T>> BasicBufferPool<T>::open(const PoolOptions& 
   if (options.far_tier.frames > 0 && !kTierable) {
     throw Error(ErrorCode::kInvalidArgument,
                 "far_tier: translation '" + std::string(T::kName) +
-                    "' takes no far tier (the tiered translations: array_tiered)");
+                    "' takes no far tier (the tiered translations: array_tiered, vmcache_n)");
   }
   pool::DataDirectory dir = pool::open_data_directory(options.data_dir, options.page_size);
   std::unique_ptr<BasicBufferPool> pool(new BasicBufferPool(options));
@@ -916,6 +916,8 @@ PoolStats BasicBufferPool<T>::stats() const {
     st.demotions = far_->demotions.load();
     st.migration_bytes = (st.promotions + st.demotions) * options_.page_size;
     st.migration_wait_ns = far_->tier->stats().throttle_wait_ns;
+    st.migration_ns = far_->migration_ns.load();
+    st.promotion_batches = far_->promotion_batches.load();
   }
   st.frame_bytes = frames_.bytes();
   st.frame_huge_page_bytes = frames_.huge_page_bytes();

@@ -151,7 +151,9 @@ template <class T>
 uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,
                                           WriteFailure* write_failure) {
   (void)tier;  // counted with a far tier only
-  const uint32_t batch = std::min<uint32_t>(options_.eviction_batch, range_frames);
+  // Batched policies (vmcache_n) evict the far tier demotion_batch pages at a time.
+  const uint32_t batch =
+      std::min<uint32_t>(kBatchedMigration && tier == 1 ? options_.demotion_batch : options_.eviction_batch, range_frames);
   std::vector<Victim> victims;
   victims.reserve(batch);
   VictimLatches latches{victims};
@@ -201,7 +203,7 @@ uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& han
       // is zero, a fault may read the page into the same address, which a later discard
       // would wipe. No poison: the address is the page's own, and a discarded page reads as
       // zeros (a reader that skipped validation sees an empty page).
-      v.space->table.discard(v.pid.block());
+      discard_in_place(v.space, v.pid, v.frame);  // the region of the frame's tier
     }
     pool::FrameMeta& m = meta_[v.frame];
     m.version_seed.store(v.held.version() + 1, std::memory_order_relaxed);

@@ -68,7 +68,7 @@ bool BasicBufferPool<T>::try_promote(Space* space, PageId pid, translation::Entr
       return false;
     }
     EntryWord held = seen.with_state(translation::kExclusive);
-    move_page(pid, e, held, target);
+    move_page(space, pid, e, held, target);
     release_moved_frame(held);
     moves_.promotions.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -97,10 +97,10 @@ bool BasicBufferPool<T>::try_promote(Space* space, PageId pid, translation::Entr
     return false;
   }
   EntryWord held = seen.with_state(translation::kExclusive);
-  move_page(victim, ve, vheld, spare);
+  move_page(vspace, victim, ve, vheld, spare);
   // The victim left the target with version vheld: the promoted page starts above it there.
   meta_[target].version_seed.store(vheld.version() + 1, std::memory_order_relaxed);
-  move_page(pid, e, held, target);
+  move_page(space, pid, e, held, target);
   release_moved_frame(held);
   moves_.demotions.fetch_add(1, std::memory_order_relaxed);
   moves_.promotions.fetch_add(1, std::memory_order_relaxed);
@@ -109,19 +109,37 @@ bool BasicBufferPool<T>::try_promote(Space* space, PageId pid, translation::Entr
 
 // The move primitive, shared with tier migration (pool/tier_moves.h).
 template <class T>
-void BasicBufferPool<T>::move_page(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to) {
+void BasicBufferPool<T>::move_page(Space* s, PageId pid, translation::Entry& e, translation::EntryWord held,
+                                   FrameId to) {
   const FrameId from = held.frame();
   CALICO_DCHECK(held.state() == translation::kExclusive && translation::load(e).raw == held.raw);
   // `to` is free (owner 0), or, in try_promote's demotion, the frame its victim just left.
   CALICO_DCHECK(from != to && meta_[from].owner.load() == pid.raw);
+  copy_page(s, pid, from, to);
+  // Pages in place: the source goes while the page is latched, so that a later move back into
+  // that region cannot be wiped by it (translation/vmcache_n.h).
+  if constexpr (T::kPagesInPlace) discard_in_place(s, pid, from);
+  publish_moved(pid, e, held, to);
+}
+
+template <class T>
+void BasicBufferPool<T>::copy_page(Space* s, PageId pid, FrameId from, FrameId to) {
+  if constexpr (kTieredInPlace) s->table.acquire_ref(pid.block(), tier_of(to));
+  std::byte* dst = page_data(s, pid, to);
+  const std::byte* src = page_data(s, pid, from);
+  if (in_far_tier(from) || in_far_tier(to)) {
+    far_->tier->copy(dst, src, options_.page_size);  // may wait for bandwidth
+  } else {
+    std::memcpy(dst, src, options_.page_size);
+  }
+}
+
+template <class T>
+void BasicBufferPool<T>::publish_moved(PageId pid, translation::Entry& e, translation::EntryWord held, FrameId to) {
+  const FrameId from = held.frame();
   // Stable under the exclusive latch: flush never leaves it kWrittenUnsynced to a mover
   // (promotions hold flush_mutex_; demotion's victims are never kWrittenUnsynced).
   CALICO_DCHECK(meta_[from].dirty.load(std::memory_order_relaxed) != pool::kWrittenUnsynced);
-  if (in_far_tier(from) || in_far_tier(to)) {
-    far_->tier->copy(frames_.frame(to), frames_.frame(from), options_.page_size);  // may wait for bandwidth
-  } else {
-    std::memcpy(frames_.frame(to), frames_.frame(from), options_.page_size);
-  }
   meta_[to].dirty.store(meta_[from].dirty.load(std::memory_order_relaxed), std::memory_order_relaxed);
   publish_owner(to, pid, e);
   uint32_t seed = meta_[to].version_seed.load(std::memory_order_relaxed);
@@ -137,8 +155,9 @@ void BasicBufferPool<T>::release_moved_frame(translation::EntryWord held) {
   m.version_seed.store(held.version() + 1, std::memory_order_relaxed);
   m.dirty.store(0, std::memory_order_relaxed);
   clear_owner(f);
-  if constexpr (CALICO_CHECKS_LEVEL >= 2) {
-    // Poison, as eviction does: a reader that skipped validation sees garbage.
+  if constexpr (!T::kPagesInPlace && CALICO_CHECKS_LEVEL >= 2) {
+    // Poison, as eviction does: a reader that skipped validation sees garbage. (Pages in
+    // place: the source was discarded and reads as zeros; the token's arena is never touched.)
     std::memset(frames_.frame(f), 0xA5, options_.page_size);
   }
   free_frame(f);

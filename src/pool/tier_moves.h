@@ -38,12 +38,24 @@
 // skips spaces being dropped. Only when the far tier can take nothing (its pages all pinned
 // or their write-backs failing) are fast pages evicted straight to disk.
 //
+// Batched migration (pool::BatchedMigration policies: vmcache_n, translation/vmcache_n.h):
+// demotion and far eviction rounds take demotion_batch pages; a demotion round latches its
+// victims (CLOCK), copies them all, discards the sources (pages in place: one madvise per
+// run of adjacent blocks), then publishes them (migrate_latched). An access that draws
+// promotion only queues its page (queue_promotion: a leaf mutex, each page once); the access
+// that queues the promotion_batch-th page takes the queue and runs promote_batch: steps 1-3
+// above (fault_latch of each space of the batch), fast frames for the whole batch first (so
+// no page is latched during a demotion round), then each queued page still far and
+// unlatched latched by CAS, and migrate_latched. A batch that cannot take flush_mutex_ is
+// dropped: its pages are drawn again by later accesses.
+//
 // Lock order: flush_mutex_ -> fault_latch -> evict_mutex_ (pool/README.md); a promotion
 // takes each only by trying, and entry latches only by CAS, so a thread holding pins can
 // promote without deadlock.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <shared_mutex>
 
@@ -63,7 +75,11 @@ bool BasicBufferPool<T>::far_hit(Space* space, PageId pid, translation::Entry& e
     std::atomic<uint64_t>& hits = thread_counter()->far_hits;
     hits.store(hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (w.unlatched() && pool::draw_below(write ? far_->promote_write : far_->promote_read)) {
-      if (try_promote_far(space, pid, e, w)) return true;
+      if constexpr (kBatchedMigration) {
+        if (queue_promotion(pid)) return true;
+      } else {
+        if (try_promote_far(space, pid, e, w)) return true;
+      }
     }
     charge_far_access();
     return false;
@@ -105,8 +121,10 @@ bool BasicBufferPool<T>::try_promote_far(Space* space, PageId pid, translation::
     free_list_.push(to);
     return false;
   }
-  move_page(pid, e, held, to);
+  const auto start = std::chrono::steady_clock::now();
+  move_page(space, pid, e, held, to);
   release_moved_frame(held);
+  count_migration(start);
   far_->promotions.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -118,15 +136,25 @@ uint32_t BasicBufferPool<T>::demote_locked(uint32_t n) {
   victims.reserve(n);
   VictimLatches latches{victims};
   collect_victims(clock_, fast_last_, n, victims);
-  uint32_t moved = 0;
-  for (Victim& v : victims) {
+  std::vector<FrameId> to;
+  to.reserve(victims.size());
+  for (size_t i = 0; i < victims.size(); ++i) {
     // Only demotion pops far frames, under evict_mutex_, and n <= free far frames.
-    const FrameId to = far_->free.pop();
-    CALICO_CHECK(to != kInvalidFrame);
-    move_page(v.pid, *v.entry, v.held, to);
-    v.done = true;
-    release_moved_frame(v.held);
-    ++moved;
+    to.push_back(far_->free.pop());
+    CALICO_CHECK(to.back() != kInvalidFrame);
+  }
+  const auto moved = static_cast<uint32_t>(victims.size());
+  if constexpr (kBatchedMigration) {
+    migrate_latched(victims, to);  // the batch as one (vmcache^n's move_pages of a batch)
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < victims.size(); ++i) {
+      Victim& v = victims[i];
+      move_page(v.space, v.pid, *v.entry, v.held, to[i]);
+      v.done = true;
+      release_moved_frame(v.held);
+    }
+    count_migration(start);
   }
   far_->demotions.fetch_add(moved, std::memory_order_relaxed);
   return moved;
@@ -135,7 +163,7 @@ uint32_t BasicBufferPool<T>::demote_locked(uint32_t n) {
 template <class T>
 uint32_t BasicBufferPool<T>::make_room_tiered(io::IoRing& ring, WriteFailure* write_failure) {
   const FrameId far_frames = far_->last - fast_last_;
-  const uint32_t want = std::min<uint32_t>(options_.eviction_batch, fast_last_);
+  const uint32_t want = std::min<uint32_t>(kBatchedMigration ? options_.demotion_batch : options_.eviction_batch, fast_last_);
   if (far_->free.size() < want) evict_locked(ring, far_->clock, far_frames, 1, write_failure);
   const uint32_t n = static_cast<uint32_t>(std::min<size_t>(want, far_->free.size()));
   if (n > 0) {
@@ -177,10 +205,148 @@ bool BasicBufferPool<T>::move_to_tier(PageId pid, int tier) {
     far_->free.push(to);
     return false;
   }
-  move_page(pid, *e, held, to);
+  const auto start = std::chrono::steady_clock::now();
+  move_page(space, pid, *e, held, to);
   release_moved_frame(held);
+  count_migration(start);
   far_->demotions.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+template <class T>
+void BasicBufferPool<T>::migrate_latched(std::vector<Victim>& victims, const std::vector<FrameId>& to) {
+  CALICO_DCHECK(victims.size() == to.size());
+  const auto start = std::chrono::steady_clock::now();
+  // 1. Copy every page (the kernel's migrate_folio of each page of a move_pages batch).
+  for (size_t i = 0; i < victims.size(); ++i) {
+    const Victim& v = victims[i];
+    CALICO_DCHECK(v.held.state() == translation::kExclusive && in_far_tier(v.frame) != in_far_tier(to[i]));
+    copy_page(v.space, v.pid, v.frame, to[i]);
+  }
+  // 2. Pages in place: discard the sources, still latched (as move_page), one madvise per run
+  //    of adjacent blocks of one space (the batch's single TLB flush, as far as madvise goes).
+  if constexpr (T::kPagesInPlace) {
+    std::vector<uint32_t> order(victims.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return victims[a].pid.raw < victims[b].pid.raw; });
+    for (size_t i = 0; i < order.size();) {
+      const Victim& first = victims[order[i]];
+      size_t j = i + 1;
+      while (j < order.size() && victims[order[j]].pid.raw == first.pid.raw + (j - i) &&
+             victims[order[j]].space == first.space) {
+        ++j;
+      }
+      if constexpr (kTieredInPlace) {
+        first.space->table.discard(first.pid.block(), tier_of(first.frame), static_cast<uint32_t>(j - i));
+      } else {
+        for (size_t k = i; k < j; ++k) discard_in_place(victims[order[k]].space, victims[order[k]].pid, victims[order[k]].frame);
+      }
+      i = j;
+    }
+  }
+  // 3. Publish each page in its new frame, unlatched, and free its old frame.
+  for (size_t i = 0; i < victims.size(); ++i) {
+    Victim& v = victims[i];
+    publish_moved(v.pid, *v.entry, v.held, to[i]);
+    v.done = true;
+    release_moved_frame(v.held);
+  }
+  count_migration(start);
+}
+
+template <class T>
+void BasicBufferPool<T>::count_migration(std::chrono::steady_clock::time_point start) const {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+  far_->migration_ns.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+}
+
+template <class T>
+bool BasicBufferPool<T>::queue_promotion(PageId pid) {
+  std::vector<PageId> batch;
+  {
+    std::lock_guard lock(far_->queue_mutex);
+    std::vector<PageId>& q = far_->queue;
+    if (std::find(q.begin(), q.end(), pid) != q.end()) return false;  // queued already
+    q.push_back(pid);
+    if (q.size() < options_.promotion_batch) return false;
+    batch.swap(q);
+  }
+  return promote_batch(batch, pid);
+}
+
+template <class T>
+bool BasicBufferPool<T>::promote_batch(std::vector<PageId>& batch, PageId wanted) {
+  using translation::EntryWord;
+  // As try_promote_far, every step only tried; a batch that cannot start is dropped (its
+  // pages are drawn again by later accesses).
+  std::unique_lock flush_lock(flush_mutex_, std::try_to_lock);
+  if (!flush_lock.owns_lock()) return false;
+  std::sort(batch.begin(), batch.end(), [](PageId a, PageId b) { return a.raw < b.raw; });
+  // Fast frames first, so that no page is latched while a demotion round runs.
+  std::vector<FrameId> to;
+  to.reserve(batch.size());
+  for (bool evicted = false; to.size() < batch.size();) {
+    FrameId f = free_list_.pop();
+    if (f != kInvalidFrame) {
+      to.push_back(f);
+      continue;
+    }
+    if (evicted) break;
+    evicted = true;
+    try {
+      evict_batch(/*wait=*/false);
+    } catch (const Error&) {
+      break;  // no I/O ring for this thread: promote what the frames allow
+    }
+  }
+  // The pages: each space's fault_latch shared (a move installs pages, as a fault does), then
+  // each page's exclusive latch by CAS from an unlatched word in the far tier.
+  std::vector<std::shared_lock<std::shared_mutex>> space_locks;
+  std::vector<Victim> victims;
+  victims.reserve(to.size());
+  bool moved_wanted = false;
+  {
+    VictimLatches latches{victims};
+    Space* space = nullptr;
+    SpaceId locked = kInvalidSpace;
+    for (PageId pid : batch) {
+      if (victims.size() == to.size()) break;
+      if (pid.space() != locked) {
+        locked = pid.space();
+        space = directory_.lookup(locked);
+        if (space == nullptr) continue;
+        std::shared_lock lock(space->fault_latch, std::try_to_lock);
+        if (!lock.owns_lock() || !space->alive.load(std::memory_order_acquire)) {
+          space = nullptr;
+          continue;
+        }
+        space_locks.push_back(std::move(lock));
+      }
+      if (space == nullptr) continue;
+      translation::Entry* e = existing_entry(space, pid.block());
+      if (e == nullptr) continue;
+      EntryWord w = translation::load(*e);
+      if (!w.resident() || !in_far_tier(w.frame()) || !w.unlatched()) continue;
+      if (!translation::try_lock_exclusive(*e, w)) continue;
+      EntryWord held = w.with_state(translation::kExclusive);
+      if (!owns(*e, pid)) [[unlikely]] {
+        translation::unlock_exclusive(*e, held, /*bump_version=*/false);
+        continue;
+      }
+      victims.push_back({space, pid, w.frame(), e, held, false, false});
+      moved_wanted = moved_wanted || pid == wanted;
+    }
+    // Frames nobody needs go back.
+    while (to.size() > victims.size()) {
+      free_list_.push(to.back());
+      to.pop_back();
+    }
+    if (victims.empty()) return false;
+    migrate_latched(victims, to);
+  }
+  far_->promotions.fetch_add(victims.size(), std::memory_order_relaxed);
+  far_->promotion_batches.fetch_add(1, std::memory_order_relaxed);
+  return moved_wanted;
 }
 
 }  // namespace calico

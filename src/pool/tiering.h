@@ -22,6 +22,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "calico/page_id.h"
 #include "calico/pool_options.h"
@@ -94,6 +96,22 @@ struct FarTier {
   std::atomic<uint64_t> promotions{0};
   std::atomic<uint64_t> demotions{0};
   std::atomic<uint64_t> evictions[2] = {0, 0};  // pages that left tier i for disk
+  std::atomic<uint64_t> migration_ns{0};        // time in moves (copy, discard, publish)
+  std::atomic<uint64_t> promotion_batches{0};
+
+  // Batched promotion (BatchedMigration policies): pages whose access drew promotion, at most
+  // PoolOptions::promotion_batch, each once. Guarded by queue_mutex (a leaf lock, held only
+  // to push or to take the batch).
+  std::mutex queue_mutex;
+  std::vector<PageId> queue;
+};
+
+// A tiered policy that migrates in batches (vmcache_n: `static constexpr bool
+// kBatchedMigration = true;`): demotion_batch pages per demotion and far eviction round,
+// promotions queued and run promotion_batch at a time (pool/tier_moves.h).
+template <class T>
+concept BatchedMigration = Tiered<T> && requires {
+  requires T::kBatchedMigration;
 };
 
 }  // namespace calico::pool

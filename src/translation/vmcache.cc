@@ -85,6 +85,11 @@ void VmcacheTable::discard(BlockId block) {
   data_region_.punch(data_offset_ + static_cast<size_t>(block) * page_size_, page_size_);
 }
 
+void VmcacheTable::discard_range(BlockId block, uint32_t count) {
+  CALICO_DCHECK(count > 0 && uint64_t{block} + count <= capacity_);
+  data_region_.punch(data_offset_ + static_cast<size_t>(block) * page_size_, size_t{count} * page_size_);
+}
+
 void VmcacheTable::reset() {
   state_region_.reset();
   data_region_.reset();

@@ -145,6 +145,8 @@ class VmcacheTable {
   // MADV_DONTNEED of the page: its memory goes back to the OS and it reads as zeros.
   // Pre: the page is not resident (its exclusive latch is held by the evictor).
   void discard(BlockId block);
+  // The same for pages [block, block + count), in one madvise (vmcache_n's batched moves).
+  void discard_range(BlockId block, uint32_t count);
 
   // Every state word zero, every data page and the page tables returned (one MADV_DONTNEED
   // of the whole region frees its page tables too). Pre: see the header comment.

@@ -19,6 +19,7 @@
 #include "translation/predictive.h"
 #include "translation/lipah.h"
 #include "translation/vmcache.h"
+#include "translation/vmcache_n.h"
 
 namespace calico::variants {
 
@@ -31,7 +32,7 @@ using AllTranslations = TranslationList<translation::DirectTranslation, translat
                                         translation::HashChainedTranslation, translation::HashOpenTranslation,
                                         translation::HashLockFreeTranslation, translation::PredictiveTranslation,
                                         translation::VmcacheTranslation, translation::Vmcache2mTranslation,
-                                        translation::LipahTranslation>;
+                                        translation::LipahTranslation, translation::VmcacheNTranslation>;
 
 template <class... Ts>
 std::vector<std::string> names_of(TranslationList<Ts...>) {

@@ -27,7 +27,8 @@ using testing::TempDir;
 using memory::tiers::TierConfig;
 
 // The translations that take a far tier (BasicBufferPool::kTierable).
-using TierablePools = ::testing::Types<BasicBufferPool<translation::TieredArrayTranslation>>;
+using TierablePools = ::testing::Types<BasicBufferPool<translation::TieredArrayTranslation>,
+                                       BasicBufferPool<translation::VmcacheNTranslation>>;
 
 PoolOptions tier_options(const std::string& dir, uint32_t fast, uint32_t far, double promote) {
   PoolOptions o = testing::small_options(dir, fast);
@@ -37,6 +38,10 @@ PoolOptions tier_options(const std::string& dir, uint32_t fast, uint32_t far, do
   o.far_tier.migration_bytes_per_s = 0;    // unthrottled: tests must not wait for tokens
   o.promote_on_read = promote;
   o.promote_on_write = promote;
+  // vmcache_n (batched migration): small batches for tiny tiers; a drawn promotion moves its
+  // page at once unless a test queues more (the other policies ignore both).
+  o.demotion_batch = 3;
+  o.promotion_batch = 1;
   return o;
 }
 
@@ -51,6 +56,7 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
   TempDir dir;
   const uint64_t pages = 96;
   PoolOptions o = tier_options(dir.path(), 8, 16, 0.5);
+  o.promotion_batch = 3;
   std::map<BlockId, uint64_t> ref;
   SpaceId space;
   {
@@ -96,6 +102,8 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
     EXPECT_GT(st.tier[1].hits, 0u);
     EXPECT_GT(st.tier[0].hits, 0u);
     EXPECT_EQ(st.migration_bytes, (st.promotions + st.demotions) * o.page_size);
+    EXPECT_GT(st.migration_ns, 0u);
+    if constexpr (Pool::kBatchedMigration) EXPECT_GT(st.promotion_batches, 0u);
     EXPECT_EQ(st.tier[0].frames, 8u);
     EXPECT_EQ(st.tier[1].frames, 16u);
     EXPECT_LE(st.tier[0].resident_pages, 8u);
@@ -198,6 +206,7 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
   const uint64_t pages = 64;
   const int ops = testing::kThreadSanitizer || testing::kAddressSanitizer ? 2000 : 6000;
   PoolOptions o = tier_options(dir.path(), 8, 8, 0.25);
+  o.promotion_batch = 4;
   SpaceId space;
   std::vector<std::atomic<uint64_t>> committed(pages);
   {
@@ -275,6 +284,9 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
     EXPECT_GT(st.promotions, 0u);
     EXPECT_GT(st.demotions, 0u);
     EXPECT_GT(st.tier[1].evictions, 0u);
+    if constexpr (Pool::kBatchedMigration) {
+      EXPECT_GT(st.promotion_batches, 0u) << "no access-driven batch promotion ran during the stress";
+    }
   }
   auto pool = Pool::open(testing::small_options(dir.path(), 8));
   testing::expect_space(*pool, space, pages, [&](BlockId b) { return committed[b].load(); });

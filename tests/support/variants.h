@@ -40,7 +40,7 @@ struct PoolName {
 };
 
 // Options for a typed test's pool: small_options(dir, frames, page_size), and for a tiered
-// pool (array_tiered) a far tier of as many frames again behind it (the local tier: no
+// pool (array_tiered, vmcache_n) a far tier of as many frames again behind it (the local tier: no
 // latency charge, unthrottled copies) with promotion probability 1/2 on reads and writes,
 // so that the test's pages move between the tiers constantly as well as to disk. The fast
 // tier keeps `frames`: what a test pins at once still fits.
@@ -51,6 +51,12 @@ PoolOptions pool_options(const std::string& dir, uint32_t frames, size_t page_si
     o.far_tier = memory::tiers::TierConfig::local(frames);
     o.promote_on_read = 0.5;
     o.promote_on_write = 0.5;
+    if constexpr (Pool::kBatchedMigration) {
+      // vmcache_n: demotion rounds as array_tiered's (eviction_batch, not 512) and promotion
+      // batches of 2 (not 64), so that tiny tiers migrate, and reach disk, as often.
+      o.demotion_batch = o.eviction_batch;
+      o.promotion_batch = 2;
+    }
   }
   return o;
 }
