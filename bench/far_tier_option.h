@@ -1,6 +1,5 @@
-// --far-tier for the benchmarks that choose a translation by name (tpcc): remote-numa, cxl
-// (emulated, docs/tiers.md), local, or numa:<node>. The same values as calico_bench ycsb's
-// (bench/kv/calico_kv.cc).
+// --far-tier of the benchmarks (calico_bench tpcc, ycsb's calico store): remote-numa, cxl
+// (emulated, docs/tiers.md), local, or numa:<node>.
 #pragma once
 
 #include <stdexcept>

@@ -300,7 +300,8 @@ RunResult YcsbDatabase::run(const RunSpec& spec) {
                                     after.demotions - b.demotions,
                                     after.far_evictions - b.far_evictions,
                                     after.migration_bytes - b.migration_bytes,
-                                    after.migration_wait_ns - b.migration_wait_ns};
+                                    after.migration_wait_ns - b.migration_wait_ns,
+                                    after.migration_ns - b.migration_ns};
   }
   return total;
 }
@@ -334,16 +335,18 @@ namespace {
 
 // The far tier's traffic during a run (issue 17), null for engines without cache counters:
 // hits per tier (fast = hits - far hits, of which disk reads are the rest of the accesses),
-// migrations per second, and the time moves waited for the far tier's bandwidth.
+// migrations per second, the time spent migrating (and waiting for the far tier's bandwidth),
+// and that time per page moved.
 std::string tiers_json(const RunResult& r) {
   if (!r.has_hit_rate) return "null";
   const kv::CacheCounters& c = r.cache;
   const double s = r.seconds > 0 ? r.seconds : 1;
   return fmt::format(
       R"({{"far_hits":{},"fast_hits":{},"promotions":{},"demotions":{},"far_evictions":{},"migration_bytes":{},)"
-      R"("migrations_per_s":{:.0f},"migration_wait_s":{:.6f}}})",
+      R"("migrations_per_s":{:.0f},"migration_wait_s":{:.6f},"migration_s":{:.6f},"ns_per_page_moved":{:.0f}}})",
       c.far_hits, c.hits >= c.far_hits ? c.hits - c.far_hits : 0, c.promotions, c.demotions, c.far_evictions,
-      c.migration_bytes, double(c.promotions + c.demotions) / s, c.migration_wait_ns / 1e9);
+      c.migration_bytes, double(c.promotions + c.demotions) / s, c.migration_wait_ns / 1e9, c.migration_ns / 1e9,
+      c.promotions + c.demotions > 0 ? double(c.migration_ns) / double(c.promotions + c.demotions) : 0.0);
 }
 
 // A directory for one engine's data: <data_dir>/<system>, a bench directory (data_dir.h)

@@ -28,6 +28,7 @@
 #include "calico/buffer_pool.h"
 #include "index/btree.h"
 #include "kv/generated_records.h"
+#include "far_tier_option.h"
 #include "kv/kv_adapter.h"
 #include "variants/registry.h"
 
@@ -56,8 +57,6 @@ class CalicoHandle final : public KvHandle {
   Tree* tree_;
 };
 
-memory::tiers::TierConfig far_tier_config(const std::string& kind, uint64_t frames);
-
 template <class Pool>
 class CalicoStore final : public KvStore {
   using Tree = index::BasicBTree<Pool>;
@@ -78,7 +77,7 @@ class CalicoStore final : public KvStore {
     uint64_t pages = config.data_bytes / opt.page_size + 1;
     opt.max_blocks_per_space = std::clamp<uint64_t>(std::bit_ceil(pages * 16), uint64_t{1} << 22, uint64_t{1} << 32);
     if (config.far_bytes > 0 && Pool::kTierable) {
-      opt.far_tier = far_tier_config(config.far_tier, config.far_bytes / opt.page_size);
+      opt.far_tier = far_tier_option(config.far_tier, config.far_bytes / opt.page_size);
     }
     pool_ = Pool::open(opt);
     tree_.emplace(Tree::create(*pool_, "ycsb"));
@@ -111,29 +110,14 @@ class CalicoStore final : public KvStore {
   std::optional<CacheCounters> cache_counters() const override {
     PoolStats s = pool_->stats();
     return CacheCounters{s.hits,       s.accesses,       s.tier[1].hits,      s.promotions,
-                         s.demotions,  s.tier[1].evictions, s.migration_bytes, s.migration_wait_ns};
+                         s.demotions,  s.tier[1].evictions, s.migration_bytes, s.migration_wait_ns,
+                         s.migration_ns};
   }
 
  private:
   std::unique_ptr<Pool> pool_;
   std::optional<Tree> tree_;
 };
-
-// --far-tier: remote-numa, cxl (emulated, docs/tiers.md), local, or numa:<node>.
-// Errors: std::invalid_argument naming the value.
-memory::tiers::TierConfig far_tier_config(const std::string& kind, uint64_t frames) {
-  using memory::tiers::TierConfig;
-  if (kind == "remote-numa") return TierConfig::remote_numa(frames);
-  if (kind == "cxl") return TierConfig::cxl(frames);
-  if (kind == "local") return TierConfig::local(frames);
-  if (kind.rfind("numa:", 0) == 0) {
-    try {
-      return TierConfig::numa(frames, std::stoi(kind.substr(5)));
-    } catch (const std::logic_error&) {
-    }
-  }
-  throw std::invalid_argument("--far-tier '" + kind + "' is not remote-numa, cxl, local or numa:<node>");
-}
 
 template <class Pool>
 CalicoStore<Pool>::~CalicoStore() {

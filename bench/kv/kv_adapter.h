@@ -89,6 +89,7 @@ struct CacheCounters {
   uint64_t far_evictions = 0;   // pages that left the far tier for disk
   uint64_t migration_bytes = 0;
   uint64_t migration_wait_ns = 0;  // time moves waited for the far tier's bandwidth
+  uint64_t migration_ns = 0;       // time spent migrating (copies, waits, discards, publishing)
 };
 
 class KvHandle {

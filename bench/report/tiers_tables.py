@@ -5,7 +5,8 @@ one workload, several systems, and several far-tier sizes (far_bytes).
 Prints, per far-tier size (as a multiple of the fast tier, cache_bytes) and system: the
 median ops/s, its ratio to each single-tier baseline paired within each repeat (median and
 range over repeats), the share of accesses served by each tier and by disk, migrations per
-second, and the time moves waited for the emulated link's bandwidth.
+second, the time spent per page moved, and the time moves waited for the emulated link's
+bandwidth.
 
 Usage: bench/report/tiers_tables.py lookups.jsonl [more.jsonl ...]  (prints Markdown)
 """
@@ -45,7 +46,7 @@ def main(paths):
           f"machine: {any_run.get('cpu', '?')}, {any_run.get('cores', '?')} cores\n")
     base = [b for b in BASELINES if b in systems]
     head = ["far / fast", "threads", "system", "ops/s"] + [f"over {b}" for b in base] + \
-           ["fast hits", "far hits", "disk", "migrations/s", "MB moved/s", "wait s"]
+           ["fast hits", "far hits", "disk", "migrations/s", "MB moved/s", "ns per page moved", "wait s"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for (ratio, threads) in sorted(runs):
@@ -70,6 +71,7 @@ def main(paths):
             row = [f"{ratio:g}x", str(threads), s, f"{ops:.0f}"] + ratios + [
                 f"{100 * (hit - far_share):.1f}%", f"{100 * far_share:.1f}%", f"{100 * (1 - hit):.1f}%",
                 f"{med('migrations_per_s'):.0f}", f"{med('migration_bytes') / secs / 2**20:.1f}",
+                f"{med('ns_per_page_moved'):.0f}" if any(r.get("tiers") and "ns_per_page_moved" in r["tiers"] for r in mine.values()) else "-",
                 f"{med('migration_wait_s'):.3f}"]
             print("| " + " | ".join(row) + " |")
     print()
