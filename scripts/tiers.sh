@@ -16,7 +16,8 @@
 # Priority: the runs do I/O, so `nice -n -10` with the kernel's autogroup off (not real time:
 # O_DIRECT completions run in kernel workers that real-time spinners starve; docs/tpcc.md).
 # Then bench/report/tiers_tables.py prints the table (medians of ops/s, ratios paired
-# within each repeat, far hits, migrations per second, time waiting for migration bandwidth).
+# within each repeat, far hits, migrations per second, time per page moved, time waiting for
+# migration bandwidth) and plots OUTDIR/lookups.png.
 #
 # Environment: FAST_MB (64), FAR_RATIOS ("0 1 2 4"), RECORDS (5000000: ~780 MB of B+tree,
 # more than 2x fast + far at ratio 4), SYSTEMS (calico,calico:vmcache,calico:array_tiered),
@@ -70,4 +71,7 @@ for ratio in $FAR_RATIOS; do
     --warmup-seconds "$WARMUP" --repeat "$REPEAT" --data-dir "$OUT/data" --json "$OUT/lookups.jsonl" \
     >> "$OUT/lookups.log" 2>&1 || { echo "far ${ratio}x FAILED (see $OUT/lookups.log)"; tail -5 "$OUT/lookups.log"; exit 1; }
 done
-python3 "$ROOT/bench/report/tiers_tables.py" "$OUT/lookups.jsonl"
+PY=python3
+"$PY" -c 'import matplotlib' 2> /dev/null || PY=/usr/bin/python3  # Debian's python3-matplotlib
+"$PY" -c 'import matplotlib' 2> /dev/null || PY="$ROOT/.venv/bin/python"  # scripts/setup.sh's venv
+"$PY" "$ROOT/bench/report/tiers_tables.py" --figure "$OUT/lookups.png" "$OUT/lookups.jsonl"

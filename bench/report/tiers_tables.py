@@ -8,7 +8,9 @@ range over repeats), the share of accesses served by each tier and by disk, migr
 second, the time spent per page moved, and the time moves waited for the emulated link's
 bandwidth.
 
-Usage: bench/report/tiers_tables.py lookups.jsonl [more.jsonl ...]  (prints Markdown)
+Usage: bench/report/tiers_tables.py [--figure OUT.png] lookups.jsonl [more.jsonl ...]
+(prints Markdown; --figure also plots median ops/s against the far tier's size, one line per
+system and thread count, the whiskers spanning the repeats; needs matplotlib)
 """
 import json
 import statistics
@@ -25,7 +27,42 @@ def fmt_ratio(xs):
     return f"{m:.2f} ({min(xs):.2f}..{max(xs):.2f})" if len(xs) > 1 else f"{m:.2f}"
 
 
+def figure(runs, systems, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    threads_seen = sorted({t for (_, t) in runs})
+    for s in systems:
+        for t in threads_seen:
+            xs, ys, lo, hi = [], [], [], []
+            for (ratio, th) in sorted(runs):
+                if th != t:
+                    continue
+                ops = [r["ops_per_s"] for (sy, _), r in runs[(ratio, th)].items() if sy == s]
+                if not ops:
+                    continue
+                m = statistics.median(ops)
+                xs.append(ratio)
+                ys.append(m / 1000)
+                lo.append((m - min(ops)) / 1000)
+                hi.append((max(ops) - m) / 1000)
+            if xs:
+                label = s.replace("calico:", "").replace("calico", "array") + (f", {t} thr" if len(threads_seen) > 1 else "")
+                ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=label)
+    ax.set_xlabel("far tier / fast tier")
+    ax.set_ylabel("lookups per second (thousands)")
+    ax.set_title("Random lookups, data larger than both tiers (far tier emulated)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
 def main(paths):
+    fig_out = None
+    if len(paths) >= 2 and paths[0] == "--figure":
+        fig_out, paths = paths[1], paths[2:]
     runs = defaultdict(dict)  # (ratio, threads) -> {(system, repeat): run}
     systems = []
     for path in paths:
@@ -75,6 +112,8 @@ def main(paths):
                 f"{med('migration_wait_s'):.3f}"]
             print("| " + " | ".join(row) + " |")
     print()
+    if fig_out:
+        figure(runs, systems, fig_out)
 
 
 if __name__ == "__main__":

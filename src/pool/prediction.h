@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "calico/page_id.h"
+#include "pool/thread_random.h"
 
 namespace calico::pool {
 
@@ -47,18 +48,10 @@ struct NoMoveCounters {};
 template <class T>
 using MoveCountersOf = std::conditional_t<Predicting<T>, MoveCounters, NoMoveCounters>;
 
-// xorshift64 per thread, seeded from the thread's stack address: cheap and good enough to
-// decide a 1/32 or 1/512 chance (no atomics, no shared line).
+// True with probability 1 / one_in (a power of two), from thread_random(): cheap and good
+// enough to decide a 1/32 or 1/512 chance.
 inline bool promotion_draw(uint32_t one_in) {
-  thread_local uint64_t state = 0;
-  if (state == 0) {
-    int anchor;
-    state = (reinterpret_cast<uintptr_t>(&anchor) * 0x9E3779B97F4A7C15ULL) | 1;
-  }
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return (state & (uint64_t{one_in} - 1)) == 0;
+  return (thread_random() & (uint64_t{one_in} - 1)) == 0;
 }
 
 }  // namespace calico::pool

@@ -30,6 +30,7 @@
 #include "memory/tiers/memory_tier.h"
 #include "pool/clock.h"
 #include "pool/free_list.h"
+#include "pool/thread_random.h"
 
 namespace calico::pool {
 
@@ -41,20 +42,11 @@ inline uint64_t probability_threshold(double p) {
   return static_cast<uint64_t>(p * 18446744073709551616.0);  // p * 2^64 < 2^64
 }
 
-// True with probability threshold / 2^64 (always for UINT64_MAX): xorshift64 per thread,
-// seeded from the thread's stack address (no atomics, no shared line).
+// True with probability threshold / 2^64 (always for UINT64_MAX), from thread_random().
 inline bool draw_below(uint64_t threshold) {
   if (threshold == UINT64_MAX) return true;
   if (threshold == 0) return false;
-  thread_local uint64_t state = 0;
-  if (state == 0) {
-    int anchor;
-    state = (reinterpret_cast<uintptr_t>(&anchor) * 0x9E3779B97F4A7C15ULL) | 1;
-  }
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  return state < threshold;
+  return thread_random() < threshold;
 }
 
 // A policy that takes a far tier declares `static constexpr bool kTiered = true;`
