@@ -12,8 +12,8 @@ import calico
 import calico._calico as ext
 from conftest import POOL_BYTES, clustered
 
-VARIANTS = ["direct", "array", "hash_chained", "hash_open", "hash_lockfree", "predictive", "vmcache",
-            "vmcache_2m", "lipah"]
+VARIANTS = ["direct", "array", "array_tiered", "hash_chained", "hash_open", "hash_lockfree", "predictive",
+            "vmcache", "vmcache_2m", "vmcache_n", "lipah"]
 
 
 def test_every_translation_of_calico_bench_is_selectable():

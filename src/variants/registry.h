@@ -2,8 +2,10 @@
 // tests reach every instantiation of BasicBufferPool through this list.
 //
 // Adding a variant: define its policy in src/translation/<name>.h, instantiate the pool and
-// the indexes in src/variants/<name>.cc, and append the policy to AllTranslations below.
-// The parameterised tests (tests/variants/) then run it through every index test.
+// the indexes in src/variants/<name>.cc and the Python package's make_pool in
+// python/src/variants/<name>.cc (else the module fails to load with an undefined symbol),
+// and append the policy to AllTranslations below. The parameterised tests
+// (tests/support/variants.h) then run it through every index test.
 #pragma once
 
 #include <string>
