@@ -17,14 +17,17 @@ namespace {
 
 // The in-context cost of a spin beyond its wait, in ticks: a dependent chase through a
 // random cycle of 64-byte nodes over `bytes` (beyond L2), in pairs of windows with and
-// without a kProbe-tick spin after each hop; the median over pairs of the per-hop
-// difference, minus kProbe. Medians: a preempted window is an outlier either way.
-// Known gap (docs/tiers.md): this gives ~24 ns on the development machine (back-to-back
-// spins with no miss before them: ~27 ns), while tier-calibrate's chase over 256 MB sees
-// each charge cost 10-30 ns more than its configured latency, so the charge errs long.
+// without a spin of probe ticks after each hop; the median over pairs of the per-hop
+// difference, minus the probe. Medians: a preempted window is an outlier either way.
+// The probe sweeps 64 ticks above kProbe across the pairs: the spin loop reads the clock
+// about every 26 ticks on the development machine (rdtsc's own latency), so a spin
+// overshoots its deadline by 0..26 ticks depending on where the deadline falls in that
+// period, and a fixed probe measured 58..84 ticks of overhead depending on its length
+// alone (docs/tiers.md, "Calibration"). The sweep averages over the phase, as the
+// pool's charges of varying line counts and varying work between them do.
 uint64_t measure_overhead_ticks(size_t bytes) {
   constexpr uint64_t kProbe = 256;  // above any overhead seen (~100 ticks): the loop spins
-  constexpr int kPairs = 32;  // even: as many pairs of each order
+  constexpr int kPairs = 64;  // even: as many pairs of each order
   constexpr int kHops = 2048;
   const size_t nodes = std::max<size_t>(bytes / 64, 1024);
   // Like the frames it stands for: 2 MB pages where the kernel gives them (FrameArena),
@@ -53,19 +56,20 @@ uint64_t measure_overhead_ticks(size_t bytes) {
   for (int i = 0; i < kPairs; ++i) {
     // ABBA order: whichever window comes first in a pair measures slower (by 10-20 ns per
     // hop on the development machine, with identical windows); alternating cancels it.
+    const uint64_t probe = kProbe + static_cast<uint64_t>(i);  // 0..63 above kProbe
     double plain, spun;
     if (i % 2 == 0) {
       plain = window(0);
-      spun = window(kProbe);
+      spun = window(probe);
     } else {
-      spun = window(kProbe);
+      spun = window(probe);
       plain = window(0);
     }
-    diffs.push_back(spun - plain);
+    diffs.push_back(spun - plain - static_cast<double>(probe));
   }
   munmap(mem, nodes * 64);
   std::sort(diffs.begin(), diffs.end());
-  const double over = diffs[diffs.size() / 2] - static_cast<double>(kProbe);
+  const double over = diffs[diffs.size() / 2];
   return over > 0 ? static_cast<uint64_t>(over + 0.5) : 0;
 }
 

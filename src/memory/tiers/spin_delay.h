@@ -15,10 +15,12 @@
 // per-access latency means.
 //
 // Overhead: the fences, the clock reads, the loop exit and the wait for the preceding miss
-// to retire cost a fixed 25-55 ns per spin on the machine we measured (docs/tiers.md).
-// calibrate() measures it (overhead_ticks(); it finds the low end, see spin_delay.cc)
-// and spin_ticks() subtracts it from the spin, so that a spin of k ticks costs k ticks in
-// all, not k plus the overhead. A spin shorter than the overhead costs the overhead.
+// to retire cost a fixed ~30-35 ns per spin on the machine we measured (docs/tiers.md),
+// plus an overshoot of up to one clock read (~10 ns there) that depends on where the
+// deadline falls between reads. calibrate() measures the mean over that phase
+// (overhead_ticks(), see spin_delay.cc) and spin_ticks() subtracts it from the spin, so
+// that a spin of k ticks costs k ticks in all, not k plus the overhead, to within half a
+// clock read. A spin shorter than the overhead costs the overhead.
 #pragma once
 
 #include <chrono>
