@@ -301,7 +301,10 @@ RunResult YcsbDatabase::run(const RunSpec& spec) {
                                     after.far_evictions - b.far_evictions,
                                     after.migration_bytes - b.migration_bytes,
                                     after.migration_wait_ns - b.migration_wait_ns,
-                                    after.migration_ns - b.migration_ns};
+                                    after.migration_ns - b.migration_ns,
+                                    after.migration_fault_ns - b.migration_fault_ns,
+                                    after.migration_copy_ns - b.migration_copy_ns,
+                                    after.migration_discard_ns - b.migration_discard_ns};
   }
   return total;
 }
@@ -336,17 +339,22 @@ namespace {
 // The far tier's traffic during a run (issue 17), null for engines without cache counters:
 // hits per tier (fast = hits - far hits, of which disk reads are the rest of the accesses),
 // migrations per second, the time spent migrating (and waiting for the far tier's bandwidth),
-// and that time per page moved.
+// and that time per page moved, with batched migration's parts (vmcache_n: backing the
+// destination, copying, discarding the source; 0 for the others).
 std::string tiers_json(const RunResult& r) {
   if (!r.has_hit_rate) return "null";
   const kv::CacheCounters& c = r.cache;
   const double s = r.seconds > 0 ? r.seconds : 1;
+  const uint64_t moved = c.promotions + c.demotions;
+  auto per_page = [moved](uint64_t ns) { return moved > 0 ? double(ns) / double(moved) : 0.0; };
   return fmt::format(
       R"({{"far_hits":{},"fast_hits":{},"promotions":{},"demotions":{},"far_evictions":{},"migration_bytes":{},)"
-      R"("migrations_per_s":{:.0f},"migration_wait_s":{:.6f},"migration_s":{:.6f},"ns_per_page_moved":{:.0f}}})",
+      R"("migrations_per_s":{:.0f},"migration_wait_s":{:.6f},"migration_s":{:.6f},"ns_per_page_moved":{:.0f},)"
+      R"("ns_per_page_fault":{:.0f},"ns_per_page_copy":{:.0f},"ns_per_page_discard":{:.0f}}})",
       c.far_hits, c.hits >= c.far_hits ? c.hits - c.far_hits : 0, c.promotions, c.demotions, c.far_evictions,
       c.migration_bytes, double(c.promotions + c.demotions) / s, c.migration_wait_ns / 1e9, c.migration_ns / 1e9,
-      c.promotions + c.demotions > 0 ? double(c.migration_ns) / double(c.promotions + c.demotions) : 0.0);
+      per_page(c.migration_ns), per_page(c.migration_fault_ns), per_page(c.migration_copy_ns),
+      per_page(c.migration_discard_ns));
 }
 
 // A directory for one engine's data: <data_dir>/<system>, a bench directory (data_dir.h)

@@ -111,7 +111,7 @@ class CalicoStore final : public KvStore {
     PoolStats s = pool_->stats();
     return CacheCounters{s.hits,       s.accesses,       s.tier[1].hits,      s.promotions,
                          s.demotions,  s.tier[1].evictions, s.migration_bytes, s.migration_wait_ns,
-                         s.migration_ns};
+                         s.migration_ns, s.migration_fault_ns, s.migration_copy_ns, s.migration_discard_ns};
   }
 
  private:

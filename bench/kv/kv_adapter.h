@@ -90,6 +90,9 @@ struct CacheCounters {
   uint64_t migration_bytes = 0;
   uint64_t migration_wait_ns = 0;  // time moves waited for the far tier's bandwidth
   uint64_t migration_ns = 0;       // time spent migrating (copies, waits, discards, publishing)
+  uint64_t migration_fault_ns = 0;    // of which (batched migration, vmcache_n): backing the
+  uint64_t migration_copy_ns = 0;     // destinations, copies, discards of the sources
+  uint64_t migration_discard_ns = 0;
 };
 
 class KvHandle {

@@ -3,10 +3,11 @@
 one workload, several systems, and several far-tier sizes (far_bytes).
 
 Prints, per far-tier size (as a multiple of the fast tier, cache_bytes) and system: the
-median ops/s, its ratio to each single-tier baseline paired within each repeat (median and
-range over repeats), the share of accesses served by each tier and by disk, migrations per
-second, the time spent per page moved, and the time moves waited for the emulated link's
-bandwidth.
+median ops/s, its ratio to each baseline paired within each repeat (median and range over
+repeats; the single-tier array and vmcache, and vmcache_n), the share of accesses served by
+each tier and by disk, migrations per second, the time spent per page moved (for vmcache_n
+also its parts: backing the destination, copying, discarding the source), and the time
+moves waited for the emulated link's bandwidth.
 
 Usage: bench/report/tiers_tables.py [--figure OUT.png] lookups.jsonl [more.jsonl ...]
 (prints Markdown; --figure also plots median ops/s against the far tier's size, one line per
@@ -17,7 +18,9 @@ import statistics
 import sys
 from collections import defaultdict
 
-BASELINES = ["calico", "calico:vmcache"]
+# Ratios are paired against each of these present in the run (vmcache_n: Calico tiers
+# against the other tiered design).
+BASELINES = ["calico", "calico:vmcache", "calico:vmcache_n"]
 
 
 def fmt_ratio(xs):
@@ -83,7 +86,8 @@ def main(paths):
           f"machine: {any_run.get('cpu', '?')}, {any_run.get('cores', '?')} cores\n")
     base = [b for b in BASELINES if b in systems]
     head = ["far / fast", "threads", "system", "ops/s"] + [f"over {b}" for b in base] + \
-           ["fast hits", "far hits", "disk", "migrations/s", "MB moved/s", "ns per page moved", "wait s"]
+           ["fast hits", "far hits", "disk", "migrations/s", "MB moved/s", "ns per page moved",
+            "of which back / copy / discard", "wait s"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for (ratio, threads) in sorted(runs):
@@ -98,7 +102,7 @@ def main(paths):
                 xs = [r["ops_per_s"] / group[(b, rep)]["ops_per_s"] for rep, r in mine.items() if (b, rep) in group]
                 ratios.append("1" if b == s else fmt_ratio(xs))
             def med(key):
-                vals = [r["tiers"][key] for r in mine.values() if r.get("tiers")]
+                vals = [r["tiers"][key] for r in mine.values() if r.get("tiers") and key in r["tiers"]]
                 return statistics.median(vals) if vals else 0
             hit = statistics.median(r["hit_rate"] or 0 for r in mine.values())
             far_share = statistics.median(
@@ -109,6 +113,8 @@ def main(paths):
                 f"{100 * (hit - far_share):.1f}%", f"{100 * far_share:.1f}%", f"{100 * (1 - hit):.1f}%",
                 f"{med('migrations_per_s'):.0f}", f"{med('migration_bytes') / secs / 2**20:.1f}",
                 f"{med('ns_per_page_moved'):.0f}" if any(r.get("tiers") and "ns_per_page_moved" in r["tiers"] for r in mine.values()) else "-",
+                f"{med('ns_per_page_fault'):.0f} / {med('ns_per_page_copy'):.0f} / {med('ns_per_page_discard'):.0f}"
+                if med('ns_per_page_copy') > 0 else "-",
                 f"{med('migration_wait_s'):.3f}"]
             print("| " + " | ".join(row) + " |")
     print()

@@ -118,20 +118,27 @@ std::pair<std::string, std::string> tier_report(const RunResult& r) {
   const double migrating_s = (b.migration_ns - a.migration_ns) / 1e9;
   const double wait_s = (b.migration_wait_ns - a.migration_wait_ns) / 1e9;
   const double hits = std::max<double>(1, double(fast_hits + far_hits));
-  const double per_page_ns = moved > 0 ? (b.migration_ns - a.migration_ns) / double(moved) : 0;
+  auto per_page = [moved](uint64_t ns) { return moved > 0 ? double(ns) / double(moved) : 0.0; };
+  const double per_page_ns = per_page(b.migration_ns - a.migration_ns);
+  const double fault_ns = per_page(b.migration_fault_ns - a.migration_fault_ns);
+  const double copy_ns = per_page(b.migration_copy_ns - a.migration_copy_ns);
+  const double discard_ns = per_page(b.migration_discard_ns - a.migration_discard_ns);
   const double per_s = r.seconds > 0 ? moved / r.seconds : 0;
   std::string text = fmt::format(
       "tiers: fast {} + far {} frames; hits fast {:.1f}% far {:.1f}%; {} promotions ({} batches), {} demotions, "
       "{} far evictions; {:.0f} migrations/s; time spent migrating {:.3f} s ({:.3f} s waiting for bandwidth), "
-      "{:.0f} ns per page moved",
+      "{:.0f} ns per page moved{}",
       b.tier[0].frames, b.tier[1].frames, 100.0 * fast_hits / hits, 100.0 * far_hits / hits, promotions, batches,
-      demotions, far_evictions, per_s, migrating_s, wait_s, per_page_ns);
+      demotions, far_evictions, per_s, migrating_s, wait_s, per_page_ns,
+      fault_ns + copy_ns + discard_ns > 0
+          ? fmt::format(" (backing the destination {:.0f}, copy {:.0f}, discard {:.0f})", fault_ns, copy_ns, discard_ns)
+          : std::string());
   std::string json = fmt::format(
       R"("tiers":{{"fast_frames":{},"far_frames":{},"fast_hits":{},"far_hits":{},"promotions":{},"promotion_batches":{},)"
       R"("demotions":{},"far_evictions":{},"migrations_per_s":{:.1f},"migration_s":{:.6f},"migration_wait_s":{:.6f},)"
-      R"("ns_per_page_moved":{:.1f}}},)",
+      R"("ns_per_page_moved":{:.1f},"ns_per_page_fault":{:.1f},"ns_per_page_copy":{:.1f},"ns_per_page_discard":{:.1f}}},)",
       b.tier[0].frames, b.tier[1].frames, fast_hits, far_hits, promotions, batches, demotions, far_evictions, per_s,
-      migrating_s, wait_s, per_page_ns);
+      migrating_s, wait_s, per_page_ns, fault_ns, copy_ns, discard_ns);
   return {text, json};
 }
 

@@ -104,6 +104,11 @@ struct PoolStats {
   uint64_t migration_ns = 0;      // time spent moving pages between tiers: copies (waits
                                   // included), source discards (vmcache_n), publishing
   uint64_t promotion_batches = 0; // batched promotions run (vmcache_n; 0 for the others)
+  // Where batched migration's time goes (vmcache_n; 0 for the others), parts of migration_ns:
+  uint64_t migration_fault_ns = 0;   // first touch of each destination page: the kernel backs
+                                     // it (page fault, zero fill)
+  uint64_t migration_copy_ns = 0;    // the copies, bandwidth waits included
+  uint64_t migration_discard_ns = 0; // MADV_DONTNEED of the sources
 };
 
 struct SpaceInfo {

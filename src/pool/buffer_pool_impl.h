@@ -918,6 +918,9 @@ PoolStats BasicBufferPool<T>::stats() const {
     st.migration_wait_ns = far_->tier->stats().throttle_wait_ns;
     st.migration_ns = far_->migration_ns.load();
     st.promotion_batches = far_->promotion_batches.load();
+    st.migration_fault_ns = far_->fault_ns.load();
+    st.migration_copy_ns = far_->copy_ns.load();
+    st.migration_discard_ns = far_->discard_ns.load();
   }
   st.frame_bytes = frames_.bytes();
   st.frame_huge_page_bytes = frames_.huge_page_bytes();

@@ -90,6 +90,9 @@ struct FarTier {
   std::atomic<uint64_t> evictions[2] = {0, 0};  // pages that left tier i for disk
   std::atomic<uint64_t> migration_ns{0};        // time in moves (copy, discard, publish)
   std::atomic<uint64_t> promotion_batches{0};
+  std::atomic<uint64_t> fault_ns{0};    // batched migration's phases (PoolStats::migration_*_ns)
+  std::atomic<uint64_t> copy_ns{0};
+  std::atomic<uint64_t> discard_ns{0};
 
   // Batched promotion (BatchedMigration policies): pages whose access drew promotion, at most
   // PoolOptions::promotion_batch, each once. Guarded by queue_mutex (a leaf lock, held only

@@ -103,7 +103,16 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
     EXPECT_GT(st.tier[0].hits, 0u);
     EXPECT_EQ(st.migration_bytes, (st.promotions + st.demotions) * o.page_size);
     EXPECT_GT(st.migration_ns, 0u);
-    if constexpr (Pool::kBatchedMigration) EXPECT_GT(st.promotion_batches, 0u);
+    if constexpr (Pool::kBatchedMigration) {
+      EXPECT_GT(st.promotion_batches, 0u);
+      // Batched migration's phases are parts of its total.
+      EXPECT_GT(st.migration_fault_ns, 0u);
+      EXPECT_GT(st.migration_copy_ns, 0u);
+      EXPECT_GT(st.migration_discard_ns, 0u);
+      EXPECT_LE(st.migration_fault_ns + st.migration_copy_ns + st.migration_discard_ns, st.migration_ns);
+    } else {
+      EXPECT_EQ(st.migration_fault_ns + st.migration_copy_ns + st.migration_discard_ns, 0u);
+    }
     EXPECT_EQ(st.tier[0].frames, 8u);
     EXPECT_EQ(st.tier[1].frames, 16u);
     EXPECT_LE(st.tier[0].resident_pages, 8u);
