@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
   tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list (the order rotated per repeat: all runs of a repeat share one loaded database); Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT); a peer's cache (WiredTiger's cache_size; LMDB: not limited)")->capture_default_str();
-  tp->add_option("--far-mb", tpcc.far_mb, "a far frame tier of this size behind the pool (issue 17; tiered translations only: array_tiered, vmcache_n; 0: none)")->capture_default_str()->check(kSizeMb);
+  tp->add_option("--far-mb", tpcc.far_mb, "a far frame tier of this size behind the pool of the tiered translations (issue 17: array_tiered, vmcache_n; the others run beside them without it; 0: none)")->capture_default_str()->check(kSizeMb);
   tp->add_option("--far-tier", tpcc.far_tier, "the far tier: remote-numa, cxl (emulated), local, or numa:<node>")->capture_default_str();
   tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();
   tp->add_option("--repeat", tpcc.repeat, "runs per configuration (translations interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));

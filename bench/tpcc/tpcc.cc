@@ -230,14 +230,14 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
                 R"("translation_private_bytes":{},"translation_reserved_bytes":{},"translation_flat_bytes":{},"punches":{},)"
                 R"("hint_hits":{},"hint_misses":{},)"
                 R"("rollbacks":{},"remote_order_lines":{},"remote_payments":{},"by_name":{},"delivery_skipped":{},)"
-                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},{}{}}})",
+                R"("delivery_claims_lost":{},"violations":{},"failures":{},"seed":{},"page_size":{},"far_mb_option":{},{}{}}})",
                 name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
                 r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
                 r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, flat_bytes, r.end.punches,
                 r.end.hint_hits,
                 r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
                 r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
-                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, tier_json, machine_json())
+                r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, cfg.far_mb, tier_json, machine_json())
          << "\n";
     }
     out.push_back(std::move(rec));
@@ -254,7 +254,9 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
   opt.pool_bytes = sz.pool_bytes;
   opt.max_blocks_per_space = sz.capacity;
   opt.direct_io = true;
-  if (cfg.far_mb > 0) opt.far_tier = far_tier_option(cfg.far_tier, (cfg.far_mb << 20) / kPageSize);
+  // Single-tier translations run beside the tiered ones without the far tier (the baselines
+  // of a far-tier sweep); run_tpcc refuses --far-mb when no translation takes it.
+  if (cfg.far_mb > 0 && Pool::kTierable) opt.far_tier = far_tier_option(cfg.far_tier, (cfg.far_mb << 20) / kPageSize);
   auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
   auto db = CalicoDatabase<Pool>::create(*pool, scale);
   SystemInfo info{"calico", "", true};
@@ -359,6 +361,15 @@ int run_tpcc(const TpccConfig& cfg) {
     translations.push_back(n);
   }
   if (names.empty()) throw std::invalid_argument("--translation: nothing to run (give translations and/or peers)");
+  std::vector<std::string> tiered;
+  for (const std::string& n : translations) {
+    if (variants::with_pool_type(n, []<class Pool>() { return Pool::kTierable; })) tiered.push_back(n);
+  }
+  if (cfg.far_mb > 0 && tiered.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "--far-mb {}: none of the translations takes a far tier (the tiered translations: array_tiered, vmcache_n)",
+        cfg.far_mb));
+  }
   if (peers_selected && std::any_of(cfg.index_skipping.begin(), cfg.index_skipping.end(),
                                     [](const std::string& m) { return m != "off"; })) {
     throw std::invalid_argument(fmt::format(
@@ -395,6 +406,10 @@ int run_tpcc(const TpccConfig& cfg) {
              fmt::join(cfg.threads, ","), cfg.seconds, cfg.max_tx ? fmt::format(" (or {} tx)", cfg.max_tx) : "",
              cfg.repeat, sz.pool_bytes / 1048576.0, frames, sz.in_memory ? "in memory" : "larger than memory, O_DIRECT",
              sz.data_pages * kPageSize / 1048576.0, sz.growth_pages * kPageSize / 1048576.0, sz.capacity, cfg.seed);
+  if (cfg.far_mb > 0) {
+    fmt::print("far tier: {} MB ({}) behind the pool of {}; the others run with the pool alone\n", cfg.far_mb,
+               cfg.far_tier, fmt::join(tiered, ","));
+  }
   fmt::print("isolation: per-record atomicity (one B+tree update per read-modify-write), no multi-record isolation, "
              "no rollback, no WAL (bench/tpcc/workload.h)\n");
   if (peers_selected) {

@@ -6,6 +6,8 @@
 
 #include "api.h"
 #include "bindings.h"
+#include "calico/error.h"
+#include "memory/tiers/tier_config.h"
 #include "pool_handle.h"
 
 namespace calico::py {
@@ -24,7 +26,7 @@ void bind_pool(nb::module_& m) {
       .def(
           "__init__",
           [](PoolHandle* self, const std::string& path, uint64_t pool_bytes, uint64_t page_size,
-             const std::string& translation, bool direct_io) {
+             const std::string& translation, bool direct_io, uint64_t far_bytes, const std::string& far_tier) {
             PoolOptions o;
             o.data_dir = path;
             o.pool_bytes = pool_bytes;
@@ -33,17 +35,30 @@ void bind_pool(nb::module_& m) {
             std::shared_ptr<PoolApi> api;
             {
               nb::gil_scoped_release release;
+              // A named far tier of far_bytes, in whole pages.
+              if (far_bytes > 0) {
+                o.far_tier = memory::tiers::TierConfig::named(far_tier, far_bytes / page_size, page_size);
+                if (o.far_tier.frames == 0) {
+                  throw Error(ErrorCode::kInvalidArgument, "far_bytes " + std::to_string(far_bytes) +
+                                                               " is less than one page (" + std::to_string(page_size) +
+                                                               " bytes)");
+                }
+              }
               api = open_pool(translation, o);
             }
             new (self) PoolHandle{std::move(api), path};
           },
           "path"_a, "pool_bytes"_a = uint64_t{256} << 20, "page_size"_a = 4096, "translation"_a = "array",
-          "direct_io"_a = true,
+          "direct_io"_a = true, "far_bytes"_a = 0, "far_tier"_a = "remote-numa",
           "Opens or creates the pool of directory ``path`` with ``pool_bytes`` of frames, pages of\n"
           "``page_size`` bytes (4096, 8192 or 16384; a directory keeps the size it was created with)\n"
           "and the page-id translation ``translation`` (see calico.translations()).\n"
-          "Raises InvalidArgumentError (bad size, unknown translation), PageSizeMismatchError,\n"
-          "CorruptCatalogError, IoError (e.g. a read-only directory).")
+          "``far_bytes`` > 0 adds a far frame tier of that size behind the pool (tiered translations\n"
+          "only: 'array_tiered', 'vmcache_n'): ``far_tier`` is 'remote-numa' or 'cxl' (emulated in\n"
+          "local memory, docs/tiers.md), 'local', or 'numa:<node>' (bound to that node).\n"
+          "Raises InvalidArgumentError (bad size, unknown translation, a far tier the translation\n"
+          "cannot take or that is unknown), PageSizeMismatchError, CorruptCatalogError, IoError\n"
+          "(e.g. a read-only directory).")
       .def(
           "flush",
           [](PoolHandle& p) {
@@ -75,8 +90,9 @@ void bind_pool(nb::module_& m) {
           },
           "The pool's counters (accesses, hits, faults, evictions, write_backs, punches,\n"
           "prefetch_issued, optimistic_fallbacks, ...), frames, resident_pages and the translation's\n"
-          "memory (translation_private_bytes, translation_mincore_bytes, translation_reserved_bytes), as\n"
-          "a dict of ints (direct_io: 0 or 1).")
+          "memory (translation_private_bytes, translation_mincore_bytes, translation_reserved_bytes),\n"
+          "and with a far tier its traffic (far_frames, far_hits, far_evictions, promotions, demotions,\n"
+          "migration_bytes, migration_ns), as a dict of ints (direct_io: 0 or 1).")
       .def(
           "spaces",
           [](PoolHandle& p) {

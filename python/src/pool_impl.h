@@ -95,7 +95,14 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
             {"frame_huge_page_bytes", s.frame_huge_page_bytes},
             {"direct_io", s.direct_io ? 1u : 0u},
             {"write_back_failures", s.write_back_failures},
-            {"sync_failures", s.sync_failures}};
+            {"sync_failures", s.sync_failures},
+            {"far_frames", s.tier[1].frames},
+            {"far_hits", s.tier[1].hits},
+            {"far_evictions", s.tier[1].evictions},
+            {"promotions", s.promotions},
+            {"demotions", s.demotions},
+            {"migration_bytes", s.migration_bytes},
+            {"migration_ns", s.migration_ns}};
   }
 
   std::vector<std::string> space_names() override {

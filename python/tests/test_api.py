@@ -55,6 +55,26 @@ def test_each_translation_runs_every_index_and_reopens(tmp_path, translation):
         assert len(t) == 300 and t[b"0012"] == b"144"
 
 
+@pytest.mark.parametrize("translation", ["array_tiered", "vmcache_n"])
+def test_a_far_tier_holds_pages_between_the_pool_and_disk(tmp_path, translation):
+    # 2 MB of frames, a 2 MB far tier (emulated remote NUMA), about 8 MB of B+tree: pages move
+    # between the tiers and on to disk while the tree is written and read.
+    n = 40000
+    with calico.Pool(str(tmp_path / "p"), pool_bytes=2 << 20, translation=translation, far_bytes=2 << 20) as p:
+        t = calico.BTree(p, "kv")
+        for i in range(n):
+            t[b"%08d" % i] = b"%0150d" % i
+        for i in range(0, n, 3):
+            assert t[b"%08d" % i] == b"%0150d" % i
+        s = p.stats()
+        assert s["far_frames"] == 512
+        assert s["demotions"] > 0 and s["far_hits"] > 0 and s["far_evictions"] > 0
+        assert s["migration_bytes"] == (s["promotions"] + s["demotions"]) * 4096
+    with calico.Pool(str(tmp_path / "p"), pool_bytes=2 << 20, translation=translation, far_bytes=2 << 20) as p:
+        t = calico.BTree.open(p, "kv")
+        assert len(t) == n and t[b"%08d" % (n - 1)] == b"%0150d" % (n - 1)
+
+
 def test_every_error_code_has_a_class():
     header = open(os.path.join(os.path.dirname(__file__), "../../include/calico/error.h")).read()
     codes = [line.split()[0].rstrip(",") for line in header.split("enum class ErrorCode {")[1].split("};")[0].splitlines()

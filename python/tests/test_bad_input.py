@@ -135,6 +135,19 @@ def test_btree_key_limits_and_missing_keys(filled):
     intact()
 
 
+def test_bad_far_tier(tmp_path):
+    d = str(tmp_path / "p")
+    with pytest.raises(calico.InvalidArgumentError, match="far tier 'nvme' is not remote-numa"):
+        calico.Pool(d, translation="array_tiered", far_bytes=1 << 20, far_tier="nvme")
+    with pytest.raises(calico.InvalidArgumentError, match="translation 'array' takes no far tier"):
+        calico.Pool(d, translation="array", far_bytes=1 << 20)
+    with pytest.raises(calico.InvalidArgumentError, match="far_bytes 100 is less than one page"):
+        calico.Pool(d, translation="array_tiered", far_bytes=100)
+    # None of them wrote anything: the directory opens as a new, empty pool.
+    with calico.Pool(d, translation="array_tiered", far_bytes=1 << 20) as p:
+        assert p.spaces() == [] and p.stats()["far_frames"] == 256
+
+
 def test_closed_pool(data_dir):
     pool = calico.Pool(data_dir, pool_bytes=POOL_BYTES)
     h = calico.HnswIndex(pool, "h", dim=4, capacity=10)

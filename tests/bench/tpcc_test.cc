@@ -458,6 +458,30 @@ TEST(TpccCommand, RotatesTheRunOrderPerRepeatAndReportsUnpunchedTranslationBytes
   EXPECT_EQ(order, "0off 0on 1on 1off ");
 }
 
+// A far-tier sweep runs the single-tier baselines beside the tiered designs: --far-mb goes to
+// the tiered translations only, and every line records the option.
+TEST(TpccCommand, GivesTheFarTierToTheTieredTranslationsOnly) {
+  TempDir dir;
+  bench::TpccConfig c = tiny_config(dir);
+  c.json_path = dir.sub("out.jsonl");
+  c.translations = {"array", "array_tiered"};
+  c.threads = {1};
+  c.max_tx = 50;
+  c.pool_mb = 0.5;
+  c.far_mb = 1;
+  ASSERT_EQ(bench::run_tpcc(c), 0);
+  std::ifstream in(c.json_path);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    EXPECT_NE(line.find(R"("far_mb_option":1,)"), std::string::npos) << line;
+    const bool tiered = line.find(R"("translation":"array_tiered")") != std::string::npos;
+    EXPECT_EQ(line.find(R"("far_frames":256,)") != std::string::npos, tiered) << line;
+  }
+  EXPECT_EQ(lines, 2);
+}
+
 TEST(TpccCommand, RejectsBadInputWithAClearError) {
   TempDir dir;
   auto expect_invalid = [&](bench::TpccConfig c, const std::string& words) {
@@ -484,6 +508,10 @@ TEST(TpccCommand, RejectsBadInputWithAClearError) {
   c = tiny_config(dir);
   c.scale = 0;
   expect_invalid(c, "--scale");
+  c = tiny_config(dir);
+  c.translations = {"array", "vmcache"};
+  c.far_mb = 1;
+  expect_invalid(c, "--far-mb 1: none of the translations takes a far tier");
   // Nothing was created for the rejected runs.
   EXPECT_FALSE(std::filesystem::exists(dir.sub("data")));
 }

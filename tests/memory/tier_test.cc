@@ -280,6 +280,27 @@ TEST(TierConfigTest, DefaultsAndPresetsAreValid) {
   EXPECT_NO_THROW(validate(zero_latency));
 }
 
+TEST(TierConfigTest, NamedGivesThePresetsAndRejectsAnythingElse) {
+  EXPECT_EQ(TierConfig::named("remote-numa", 8).extra_latency_ns, kRemoteNumaExtraLatencyNs);
+  EXPECT_EQ(TierConfig::named("cxl", 8, 8192).extra_latency_ns, kCxlExtraLatencyNs);
+  EXPECT_EQ(TierConfig::named("cxl", 8, 8192).page_size, 8192u);
+  EXPECT_EQ(TierConfig::named("local", 8).kind, TierKind::kLocal);
+  const TierConfig n = TierConfig::named("numa:3", 8);
+  EXPECT_EQ(n.kind, TierKind::kNuma);
+  EXPECT_EQ(n.numa_node, 3);
+  EXPECT_EQ(n.frames, 8u);
+  for (const char* bad : {"", "remote", "numa:", "numa:x", "numa:-1", "numa:1234567", "CXL"}) {
+    try {
+      TierConfig::named(bad, 8);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("far tier '" + std::string(bad) + "' is not remote-numa"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(TierConfigTest, RejectsZeroFramesAndBadPageSizes) {
   expect_invalid(TierConfig::local(0), "frames = 0");
   expect_invalid(TierConfig::remote_numa(0), "frames = 0");

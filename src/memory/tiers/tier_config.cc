@@ -61,6 +61,22 @@ TierConfig TierConfig::numa(uint64_t frames, int node, size_t page_size) {
   return c;
 }
 
+TierConfig TierConfig::named(std::string_view name, uint64_t frames, size_t page_size) {
+  if (name == "remote-numa") return remote_numa(frames, page_size);
+  if (name == "cxl") return cxl(frames, page_size);
+  if (name == "local") return local(frames, page_size);
+  if (name.starts_with("numa:") && name.size() > 5 && name.size() <= 9) {
+    int node = 0;
+    bool digits = true;
+    for (char ch : name.substr(5)) {
+      digits = digits && ch >= '0' && ch <= '9';
+      node = node * 10 + (ch - '0');
+    }
+    if (digits) return numa(frames, node, page_size);
+  }
+  invalid(fmt::format("far tier '{}' is not remote-numa, cxl, local or numa:<node>", name));
+}
+
 std::string TierConfig::describe() const {
   std::string what;
   switch (kind) {

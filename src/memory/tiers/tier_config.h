@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace calico::memory::tiers {
 
@@ -73,6 +74,10 @@ struct TierConfig {
   static TierConfig remote_numa(uint64_t frames, size_t page_size = 4096);
   static TierConfig cxl(uint64_t frames, size_t page_size = 4096);
   static TierConfig numa(uint64_t frames, int node, size_t page_size = 4096);
+  // By name, as the benchmarks' --far-tier and the Python API's far_tier take it:
+  // "remote-numa", "cxl", "local" or "numa:<node>".
+  // Errors: kInvalidArgument naming `name` when it is none of these.
+  static TierConfig named(std::string_view name, uint64_t frames, size_t page_size = 4096);
 
   // The frames' bytes, (frames + 1) * page_size as FrameArena maps them (frame 0 unused).
   // Pre: validate() passed.
