@@ -40,6 +40,17 @@ class HnswTarget {
     for (BlockId b = 0; b < blocks_; ++b) c.push_back(b);
     return c;
   }
+  // The control (fuzz_harness.h): the restored index holds exactly the nodes built.
+  void verify(BufferPool& pool) {
+    auto h = index::BasicHnsw<BufferPool>::open(pool, name_);
+    bool ok = h.size() == kNodes;
+    for (uint32_t i = 0; ok && i < kCapacity; ++i) ok = h.contains(i) == (i < kNodes);
+    if (!ok) {
+      std::fprintf(stderr, "fuzz control: the restored hnsw differs from the one built (size %llu)\n",
+                   static_cast<unsigned long long>(h.size()));
+      std::abort();
+    }
+  }
   void run(BufferPool& pool, const uint8_t* data, size_t size) {
     auto h = index::BasicHnsw<BufferPool>::open(pool, name_);
     index::HnswSearchState st(h);
