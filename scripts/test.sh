@@ -34,7 +34,9 @@ run_suite() {
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 900
 }
 
+timings=()
 for suite in "${suites[@]}"; do
+  suite_start=$SECONDS
   case "$suite" in
     release)
       run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=2
@@ -70,5 +72,7 @@ for suite in "${suites[@]}"; do
       exit 2
       ;;
   esac
+  timings+=("$suite $((SECONDS - suite_start)) s")
+  echo "=== $suite: done in $((SECONDS - suite_start)) s"
 done
-echo "=== all suites passed: ${suites[*]}"
+echo "=== all suites passed: ${suites[*]} (${timings[*]/%/;} total $SECONDS s)"
