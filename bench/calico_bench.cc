@@ -169,8 +169,10 @@ int main(int argc, char** argv) {
   v->add_option("--build-threads", vec.build_threads, "threads inserting while building HNSW")->capture_default_str()->check(CLI::Range(1, 256));
   v->add_option("--pool-fraction", vec.pool_fractions, "pool sizes: 0 = in memory, f in (0,1) = f x index bytes, O_DIRECT (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--repeat", vec.repeat, "timed rounds after the warm-up (cases interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+  v->add_option("--min-seconds", vec.min_seconds, "each timed run repeats the whole query set until it lasted this long")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   v->add_flag("!--no-optimistic", vec.optimistic, "pinned reads instead of optimistic ones");
   v->add_flag("!--no-prefetch", vec.prefetch, "no group prefetch");
+  v->add_flag("!--no-prewarm", vec.prewarm, "in-memory pools: no prewarm (pages load in first-query order)");
   v->add_flag("--ablation", vec.ablation, "also run Figure 11 on HNSW: hash_open -> array 4 KB -> + huge pages -> + optimistic -> + prefetch");
   v->add_option("--ablation-ef", vec.ablation_ef, "ef_search of the ablation")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
   v->add_option("--data-dir", vec.data_dir, "where built indexes are kept and the per-run pool copies go")->capture_default_str();

@@ -254,6 +254,9 @@ std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const Bui
   fs::copy(b.dir, opt.data_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::remove(fs::path(opt.data_dir) / "built.json");
   t->pool = micro::ScratchPool<Pool>(Pool::open(opt).release(), micro::ScratchPoolDeleter<Pool>{opt.data_dir});
+  if (fraction == 0 && c.prewarm) {
+    for (const SpaceInfo& s : t->pool->spaces()) t->pool->prewarm(s.id);
+  }
   t->index.emplace(Kind::template Index<Pool>::open(*t->pool, Kind::kName));
   return t;
 }
@@ -354,11 +357,11 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
       const size_t bi = std::find(index_names.begin(), index_names.end(), rec.index) - index_names.begin();
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
-          R"("threads":{},"{}":{},"batch":{},"k":{},"optimistic":{},"prefetch":{},"huge_pages":{},"recall":{:.5f},"qps":{:.1f},)"
+          R"("threads":{},"{}":{},"batch":{},"k":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
           R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"result_mismatches":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
-          rec.param, rec.batch, c.k, rec.optimistic, rec.prefetch, rec.huge_pages, recall, qps, qps_runs, reads, iops,
+          rec.param, rec.batch, c.k, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
           rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())
@@ -480,11 +483,11 @@ int run_vector(const VectorConfig& c) {
   spec.metric = metric;
   micro::print_banner("vector search on the pool (calico.txt 3.3, 5.1, 6.2, 6.6)",
                       fmt::format("dataset {}; indexes {}; translations {}; pool {}; threads {}; k {}; {} repeats; "
-                                  "ivf batch {}; simd {}",
+                                  "ivf batch {}; prewarm {}; simd {}",
                                   c.dataset == "clustered" ? fmt::format("clustered n={} dim={} clusters={}", c.n, c.dim, c.clusters) : c.base_path,
                                   fmt::join(c.indexes, ","), fmt::join(cfg.translations, ","),
                                   fmt::join(c.pool_fractions, ","), fmt::join(c.threads, ","), c.k, c.repeat,
-                                  c.ivf_batch, vector::simd_level()));
+                                  c.ivf_batch, c.prewarm ? "on" : "off", vector::simd_level()));
   const Clock::time_point t0 = Clock::now();
   const data::Dataset ds = data::load_or_generate(spec, c.cache_dir);
   fmt::print("dataset {}: {} x {} base, {} queries, ground truth top-{} ({:.1f} s)\n", ds.name, ds.base.rows,
@@ -514,6 +517,7 @@ int run_vector(const VectorConfig& c) {
   }
   micro::Common common;
   common.repeat = c.repeat;
+  common.min_seconds = c.min_seconds;
   common.counters = false;
   uint64_t failures = 0;
   if (!cases.empty()) {

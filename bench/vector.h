@@ -61,8 +61,13 @@ struct VectorConfig {
   unsigned build_threads = 2;
   std::vector<double> pool_fractions = {0};  // 0: in memory; f in (0,1): pool = f x index bytes
   unsigned repeat = 3;
+  double min_seconds = 1.0;  // a timed run repeats the whole query set until this long
   bool optimistic = true;
   bool prefetch = true;
+  // In-memory pools (fraction 0) load the index in block order before the warm-up run
+  // (BufferPool::prewarm), as the peers read their whole index file at load: each list or
+  // run of pages then sits in adjacent frames.
+  bool prewarm = true;
   bool ablation = false;
   uint32_t ablation_ef = 50;
   std::string data_dir = "./calico-vector-pools";

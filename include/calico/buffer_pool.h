@@ -12,6 +12,7 @@
 //   optimistic_read(pid, fn)   runs fn on the page without pinning; validated, retried
 //   read_optimistic/validate   the same, split for optimistic lock coupling in indexes
 //   prefetch_group(pids, offs) hints: warm entries and frames, start reads of the rest
+//   prewarm(space)             loads a space's blocks in order into free frames (pg_prewarm)
 //   try_pin_exclusive(pid)     the exclusive latch if it is free at once, else an empty guard
 //   *_hinted(pid, &frame)      frame hints (policies with kFrameHints, e.g. lipah): reads and
 //                              pins that skip the translation when the hinted frame holds pid
@@ -341,6 +342,15 @@ class BasicBufferPool {
   // returns. Best effort: pages past a space's end, of unknown spaces, or for which no frame
   // is free are skipped. offsets may be empty (offset 0 for all), else pids.size() long.
   void prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets = {});
+
+  // Reads blocks [first, first + count) of a space (clamped to its end) in ascending order
+  // into free frames and waits for them: pg_prewarm. Nothing is evicted: it stops when the
+  // free frames reach the eviction watermark. A pool whose free frames are still in their
+  // initial order hands them out ascending, so a prewarmed run of blocks lands in adjacent
+  // frames. Returns how many of the asked pages are resident when it returns (other threads
+  // may evict meanwhile). Errors: kUnknownSpace; I/O errors as pin_shared (pages read before
+  // the failure stay resident).
+  uint64_t prewarm(SpaceId space, BlockId first = 0, uint64_t count = UINT64_MAX);
 
   // Writes every dirty page (in batches), fsyncs every space file and the catalog. This is
   // the durability point: after a crash, a reopened pool holds exactly what the last flush

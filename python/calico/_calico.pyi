@@ -79,6 +79,13 @@ class Pool:
     def spaces(self) -> list[str]:
         """The names of the spaces (indexes) stored in the pool."""
 
+    def prewarm(self, name: str) -> int:
+        """
+        Reads the pages of the index ``name`` into free frames, in page order, and returns how
+        many of its pages are resident afterwards (PostgreSQL's pg_prewarm). Nothing is evicted:
+        it stops when the pool is full. Raises UnknownSpaceError when there is no such index.
+        """
+
     def __enter__(self) -> Pool:
         """Returns the pool itself."""
 

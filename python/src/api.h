@@ -118,6 +118,9 @@ class PoolApi {
   virtual bool closed() = 0;
   virtual std::map<std::string, uint64_t> stats() = 0;
   virtual std::vector<std::string> space_names() = 0;
+  // BasicBufferPool::prewarm of the space `name` (kUnknownSpace when missing): its pages in
+  // block order into free frames, nothing evicted; the pages resident afterwards.
+  virtual uint64_t prewarm(std::string_view name) = 0;
   virtual std::string translation() = 0;
   virtual size_t page_size() = 0;
   // create: a new index named `name` (kSpaceExists when the name is taken);

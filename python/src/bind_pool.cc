@@ -101,6 +101,16 @@ void bind_pool(nb::module_& m) {
           },
           "The names of the spaces (indexes) stored in the pool.")
       .def(
+          "prewarm",
+          [](PoolHandle& p, const std::string& name) {
+            nb::gil_scoped_release release;
+            return p.api->prewarm(name);
+          },
+          "name"_a,
+          "Reads the pages of the index ``name`` into free frames, in page order, and returns how\n"
+          "many of its pages are resident afterwards (PostgreSQL's pg_prewarm). Nothing is evicted:\n"
+          "it stops when the pool is full. Raises UnknownSpaceError when there is no such index.")
+      .def(
           "__enter__", [](PoolHandle& p) -> PoolHandle& { return p; }, nb::rv_policy::reference,
           "Returns the pool itself.")
       .def(

@@ -111,6 +111,10 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     for (const SpaceInfo& s : pool_->spaces()) names.push_back(s.name);
     return names;
   }
+  uint64_t prewarm(std::string_view name) override {
+    Use u(*gate_);
+    return pool_->prewarm(pool_->open_space(name));
+  }
   std::string translation() override { return translation_; }
   size_t page_size() override {
     Use u(*gate_);

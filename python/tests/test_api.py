@@ -75,6 +75,23 @@ def test_a_far_tier_holds_pages_between_the_pool_and_disk(tmp_path, translation)
         assert len(t) == n and t[b"%08d" % (n - 1)] == b"%0150d" % (n - 1)
 
 
+def test_prewarm_reads_an_index_into_the_pool_before_any_search(tmp_path):
+    with calico.Pool(str(tmp_path / "p"), pool_bytes=16 << 20) as p:
+        t = calico.BTree(p, "kv")
+        for i in range(20000):
+            t[b"%08d" % i] = b"%0100d" % i
+    with calico.Pool(str(tmp_path / "p"), pool_bytes=16 << 20) as p:
+        pages = p.prewarm("kv")
+        s = p.stats()
+        assert pages > 100 and s["resident_pages"] >= pages
+        assert s["evictions"] == 0
+        assert p.prewarm("kv") == pages, "resident pages are not read again"
+        assert p.stats()["faults"] + p.stats()["prefetch_issued"] == s["faults"] + s["prefetch_issued"]
+        assert calico.BTree.open(p, "kv")[b"00000123"] == b"%0100d" % 123
+        with pytest.raises(calico.UnknownSpaceError):
+            p.prewarm("missing")
+
+
 def test_every_error_code_has_a_class():
     header = open(os.path.join(os.path.dirname(__file__), "../../include/calico/error.h")).read()
     codes = [line.split()[0].rstrip(",") for line in header.split("enum class ErrorCode {")[1].split("};")[0].splitlines()

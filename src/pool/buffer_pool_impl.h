@@ -486,6 +486,43 @@ io::IoRing& BasicBufferPool<T>::thread_ring() {
 // --- group prefetch (Algorithm 4) ------------------------------------------------------
 
 template <class T>
+uint64_t BasicBufferPool<T>::prewarm(SpaceId space, BlockId first, uint64_t count) {
+  const uint64_t blocks = space_blocks(space);
+  const uint64_t end = first >= blocks ? first : first + std::min<uint64_t>(count, blocks - first);
+  // Frames above the low watermark are the room: at or below it, every frame taken starts
+  // an eviction batch (get_frame), and a prewarm evicts nothing.
+  auto room = [&] {
+    const size_t free = free_list_.size();
+    return free > low_watermark_ ? free - low_watermark_ : 0;
+  };
+  auto word = [&](BlockId b) {
+    Space* s = live_space(space);
+    const translation::Entry* e = s == nullptr ? nullptr : existing_entry(s, b);
+    return e == nullptr ? EntryWord{0} : translation::load(*e);
+  };
+  // Groups of evicted pages, at most the room: prefetch_group's reads take frames in block
+  // order. Pages it skipped (no I/O slot free) are read by the pin, in order too.
+  constexpr size_t kGroup = 64;
+  std::vector<PageId> group;
+  for (uint64_t b = first; b < end;) {
+    const size_t budget = std::min(kGroup, room());
+    if (budget == 0) break;
+    group.clear();
+    for (; b < end && group.size() < budget; ++b) {
+      if (word(static_cast<BlockId>(b)).evicted()) group.push_back(PageId(space, static_cast<BlockId>(b)));
+    }
+    prefetch_group(group);
+    for (PageId pid : group) {
+      if (word(pid.block()).evicted() && room() == 0) continue;
+      SharedGuard g = pin_shared(pid);  // waits for the prefetch's read, or reads the page
+    }
+  }
+  uint64_t resident = 0;
+  for (uint64_t b = first; b < end; ++b) resident += word(static_cast<BlockId>(b)).resident();
+  return resident;
+}
+
+template <class T>
 void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets) {
   if (!offsets.empty() && offsets.size() != pids.size()) {
     throw Error(ErrorCode::kInvalidArgument, "prefetch_group: offsets and pids differ in length");

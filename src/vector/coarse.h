@@ -42,7 +42,7 @@ class CoarseRanker {
   struct Scratch {
     std::vector<float> row;       // k: one query's kernel distances (rank)
     std::vector<float> block;     // kBlockQueries x k: the product (rank_block)
-    std::vector<Neighbor> order;  // k
+    std::vector<Neighbor> order;  // k (rank_block); the selection heap (rank)
   };
   // Queries per sgemm in rank_block (larger blocks are split).
   static constexpr size_t kBlockQueries = 32;
@@ -59,8 +59,9 @@ class CoarseRanker {
   uint32_t k() const { return k_; }
 
  private:
-  // order[0 .. n) holds (value, list) pairs; moves the nprobe smallest to the front, sorted.
-  static void select(std::vector<Neighbor>& order, uint32_t nprobe, Neighbor* out);
+  // out[0 .. nprobe) = the nprobe smallest (row[l], l) for l < n, ascending; heap is scratch.
+  static void select_smallest(const float* row, uint32_t n, uint32_t nprobe, std::vector<Neighbor>& heap,
+                              Neighbor* out);
 
   const float* centroids_ = nullptr;
   uint32_t k_ = 0, dim_ = 0;

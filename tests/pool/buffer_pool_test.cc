@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/test_util.h"
+#include "support/variants.h"
 
 namespace calico {
 namespace {
@@ -324,6 +325,72 @@ TEST(BufferPool, PrefetchGroupLoadsWithoutSynchronousFaults) {
   pool->prefetch_group(std::span(group.data(), 5));
   EXPECT_EQ(pool->stats().prefetch_issued, 34u);
   expect_error(ErrorCode::kInvalidArgument, [&] { pool->prefetch_group(group, std::span(offsets.data(), 2)); });
+  pool->check_invariants();
+}
+
+// prewarm: the asked blocks, in block order, into adjacent frames of a fresh pool; never
+// past the free frames (nothing evicted); the range clamped to the space.
+TEST(BufferPool, PrewarmLoadsBlocksInOrderIntoFreeFramesOnly) {
+  TempDir dir;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 64));
+    testing::fill_space(*pool, pool->create_space("t"), 100, stamp_plus(0));
+  }
+  auto reads = [](const PoolStats& st) { return st.faults + st.prefetch_issued; };
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 64));
+    const SpaceId s = pool->open_space("t");
+    EXPECT_EQ(pool->prewarm(s, 10, 20), 20u);
+    EXPECT_EQ(reads(pool->stats()), 20u);
+    const std::byte* first = pool->pin_shared(PageId(s, 10)).data();
+    for (BlockId b = 10; b < 30; ++b) {
+      SharedGuard g = pool->pin_shared(PageId(s, b));
+      EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b)));
+      EXPECT_EQ(g.data() - first, std::ptrdiff_t(b - 10) * std::ptrdiff_t(pool->page_size())) << "block " << b;
+    }
+    EXPECT_EQ(pool->prewarm(s, 10, 20), 20u) << "resident pages count, and are not read again";
+    EXPECT_EQ(reads(pool->stats()), 20u);
+    EXPECT_EQ(pool->prewarm(s, 95, 1000), 5u) << "clamped to the space's 100 blocks";
+    EXPECT_EQ(pool->prewarm(s, 500), 0u);
+    expect_error(ErrorCode::kUnknownSpace, [&] { pool->prewarm(s + 9); });
+  }
+  auto pool = BufferPool::open(small_options(dir.path(), 64));
+  const SpaceId s = pool->open_space("t");
+  const uint64_t frames = pool->num_frames();
+  const uint64_t loaded = pool->prewarm(s);
+  EXPECT_LE(loaded, frames);
+  EXPECT_GE(loaded + 8, frames) << "fills the pool up to its free frames";
+  EXPECT_EQ(pool->stats().evictions, 0u) << "a full pool stops the prewarm; nothing is evicted";
+  pool->check_invariants();
+}
+
+// prewarm on every translation (tiered pools: the fast tier's free frames; nothing is
+// evicted or demoted): the count, the data, and a second prewarm reading nothing.
+template <class Pool>
+class PrewarmOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(PrewarmOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+TYPED_TEST(PrewarmOnEveryTranslation, FillsFreeFramesWithoutPushingPagesOut) {
+  using Pool = TypeParam;
+  TempDir dir;
+  {
+    auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
+    testing::fill_space(*pool, pool->create_space("t"), 200, stamp_plus(0));
+    pool->flush();
+  }
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
+  const SpaceId s = pool->open_space("t");
+  const uint64_t loaded = pool->prewarm(s);
+  EXPECT_GE(loaded, 32u);
+  EXPECT_LE(loaded, 64u);
+  EXPECT_EQ(testing::pages_pushed_out(pool->stats()), 0u);
+  const uint64_t reads = pool->stats().faults + pool->stats().prefetch_issued;
+  EXPECT_EQ(pool->prewarm(s, 0, loaded), loaded) << "the first pages are the ones loaded";
+  EXPECT_EQ(pool->stats().faults + pool->stats().prefetch_issued, reads) << "nothing read again";
+  for (BlockId b = 0; b < loaded; ++b) {
+    SharedGuard g = pool->pin_shared(PageId(s, b));
+    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b))) << "block " << b;
+  }
   pool->check_invariants();
 }
 
