@@ -177,7 +177,8 @@ uint64_t pool_file_bytes(const std::string& dir) {
 template <class Kind>
 BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::Metric metric) {
   BuiltIndex b;
-  b.dir = fmt::format("{}/{}-{}-{}", c.data_dir, Kind::kName, ds.name, Kind::params_tag(c, ds.base.rows));
+  b.dir = fmt::format("{}/{}-{}-{}{}", c.data_dir, Kind::kName, ds.name, Kind::params_tag(c, ds.base.rows),
+                      c.page_size == 4096 ? std::string() : fmt::format("-p{}", c.page_size));
   const std::string marker = b.dir + "/built.json";
   if (!c.rebuild && fs::exists(marker)) {
     std::ifstream in(marker);
@@ -198,6 +199,7 @@ BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::
   using Pool = BufferPool;
   PoolOptions opt;
   opt.data_dir = b.dir;
+  opt.page_size = c.page_size;
   const uint64_t estimate = Kind::estimate_bytes(c, ds.base.rows, ds.base.dim);
   opt.pool_bytes = estimate * 3 / 2 + (uint64_t{256} << 20);
   opt.max_blocks_per_space = micro::space_capacity(opt.pool_bytes / opt.page_size);
@@ -245,6 +247,7 @@ std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const Bui
   opt.data_dir = fmt::format("{}/run/{}-{}-{}", c.data_dir, Kind::kName, label, fraction == 0 ? "mem" : fmt::format("{:.0f}pct", fraction * 100));
   opt.huge_pages = huge_pages;
   opt.direct_io = true;
+  opt.page_size = c.page_size;
   opt.pool_bytes = fraction == 0 ? b.bytes + b.bytes / 4 + (uint64_t{64} << 20)
                                  : std::max<uint64_t>(static_cast<uint64_t>(fraction * double(b.bytes)), uint64_t{4} << 20);
   opt.pool_bytes = (opt.pool_bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
@@ -357,11 +360,11 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
       const size_t bi = std::find(index_names.begin(), index_names.end(), rec.index) - index_names.begin();
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
-          R"("threads":{},"{}":{},"batch":{},"k":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
+          R"("threads":{},"{}":{},"batch":{},"k":{},"page_size":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
           R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"result_mismatches":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
-          rec.param, rec.batch, c.k, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
+          rec.param, rec.batch, c.k, c.page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
           rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())

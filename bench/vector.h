@@ -70,6 +70,9 @@ struct VectorConfig {
   bool prewarm = true;
   bool ablation = false;
   uint32_t ablation_ef = 50;
+  // The pool's page size for the built indexes and every run (4096, 8192 or 16384). Indexes
+  // built at another size are kept apart (their directory names end in -p<size>).
+  size_t page_size = 4096;
   std::string data_dir = "./calico-vector-pools";
   std::string json_path;
   bool rebuild = false;

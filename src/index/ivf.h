@@ -64,7 +64,7 @@
 //   / 4 in [1, 64]) so that prefetched pages are not evicted before they are read.
 //   (3) one page ahead of the scan (Lookahead): the next page known in advance (the next
 //   of a build-time run, else the next probed list's first) is read optimistically and
-//   its first kLookaheadLines cache lines prefetched before the current page is scored;
+//   every cache line of it prefetched before the current page is scored;
 //   that read is the next page's first optimistic attempt. Frames of adjacent blocks are
 //   not adjacent in memory, so without it the hardware prefetcher stops at every page end.
 //
@@ -141,7 +141,6 @@ struct IvfFormat {
   static constexpr uint32_t kNoBlock = 0;
   static constexpr uint32_t kMaxFirstPagePrefetch = 64;
   static constexpr uint32_t kMaxPrefetchWindow = 8;
-  static constexpr size_t kLookaheadLines = 64;  // cache lines prefetched of the next page: 4 KB
 
   static constexpr size_t record_bytes(uint32_t dim) { return 4 + size_t{4} * dim; }
   static constexpr uint32_t records_per_page(size_t usable, uint32_t dim) {
@@ -204,9 +203,14 @@ static_assert(sizeof(IvfPostingHeader) == IvfFormat::kPostingHeaderBytes);
 // some float, and frames stay mapped); every offset is bounds-checked first, and the
 // caller uses nothing before the page validates. An optimistic reader (pool/racy_read.h:
 // the race is intended), as is the kernel.
+//
+// prefetch / prefetch_bytes: the next page's frame (the lookahead), whose lines are
+// prefetched in slices between chunks of kScoreChunk records, so that the prefetches
+// overlap the scoring instead of queueing up in one burst (nullptr: none).
+inline constexpr uint32_t kScoreChunk = 4;
 CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool ivf_racy_score_posting(
     const std::byte* page, uint32_t records_per_page, uint32_t dim, vector::DistanceManyFn many, const float* query,
-    IvfPostingHeader* h, uint32_t* ids, float* dists) {
+    IvfPostingHeader* h, uint32_t* ids, float* dists, const std::byte* prefetch = nullptr, size_t prefetch_bytes = 0) {
   const volatile uint32_t* w = reinterpret_cast<const volatile uint32_t*>(page);
   h->tag = w[0];
   h->list = w[1];
@@ -216,7 +220,21 @@ CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool ivf_racy_score_po
   const size_t words = IvfFormat::record_bytes(dim) / 4;  // count records fit the page
   const volatile uint32_t* rec = w + IvfFormat::kPostingHeaderBytes / 4;
   for (uint32_t r = 0; r < h->count; ++r) ids[r] = rec[r * words];
-  many(query, const_cast<const float*>(reinterpret_cast<const volatile float*>(rec + 1)), words, h->count, dim, dists);
+  const float* vectors = const_cast<const float*>(reinterpret_cast<const volatile float*>(rec + 1));
+  if (prefetch == nullptr) {
+    many(query, vectors, words, h->count, dim, dists);
+    return true;
+  }
+  const uint32_t chunks = (records_per_page + kScoreChunk - 1) / kScoreChunk;
+  const size_t slice = (prefetch_bytes / 64 + chunks - 1) / chunks * 64;  // bytes per chunk
+  size_t ahead = 0;
+  for (uint32_t r = 0; r < h->count; r += kScoreChunk) {
+    for (const size_t end = std::min(prefetch_bytes, ahead + slice); ahead < end; ahead += 64) {
+      __builtin_prefetch(prefetch + ahead);
+    }
+    many(query, vectors + r * words, words, std::min(kScoreChunk, h->count - r), dim, dists + r);
+  }
+  for (; ahead < prefetch_bytes; ahead += 64) __builtin_prefetch(prefetch + ahead);  // a short page
   return true;
 }
 
@@ -774,11 +792,11 @@ class BasicIvf : public IvfFormat {
     ahead.block = block;
     if (block == kNoBlock) return;
     ahead.read = pool_->read_optimistic(PageId(space_, block));
-    // The first kLookaheadLines lines. The whole page (64 lines of 4 KB): measured on a
-    // quiet machine (docs/vector.md), 1.10-1.34x the QPS of 8 lines at 1 thread and
-    // 1.07-1.28x at 2; 32 lines were no better than 8. (An earlier run on a loaded machine
-    // had measured the whole page slower.)
-    for (size_t line = 0; line < kLookaheadLines; ++line) __builtin_prefetch(ahead.read.data + 64 * line);
+    // Every line of the page is prefetched, spread over the scoring of the current page
+    // (ivf_racy_score_posting). At 4 KB (64 lines), measured on a quiet machine
+    // (docs/vector.md): 1.10-1.34x the QPS of 8 lines at 1 thread and 1.07-1.28x at 2; 16
+    // or 32 lines 0.68-0.93x of 64. Larger pages are one frame, contiguous in memory, but
+    // the hardware prefetcher does not cross 4 KB boundaries, so they get every line too.
   }
 
   // Scans list l's chain into st.heap_, with prefetch step (2) of the header; `after` is the
@@ -810,20 +828,21 @@ class BasicIvf : public IvfFormat {
         }
         look_ahead(index + 1 < head.build_pages ? static_cast<uint32_t>(head.first + index + 1) : after, ahead);
       }
-      block = bound.next(pid, scan_page(pid, l, query, opt, st, pre));
+      block = bound.next(pid, scan_page(pid, l, query, opt, st, pre, ahead.block == kNoBlock ? nullptr : ahead.read.data));
     }
   }
 
   // Scores one posting page of list l into st.heap_; returns its next block. pre, when not
   // null, is an optimistic read of pid already started (the lookahead): the first attempt.
   uint32_t scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
-                     const OptimisticRead* pre) const {
+                     const OptimisticRead* pre, const std::byte* next_frame) const {
     ivf_detail::IvfPostingHeader h;
     if (opt.optimistic) {
       for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
         OptimisticRead r = attempt == 0 && pre != nullptr ? *pre : pool_->read_optimistic(pid);
         const bool ok = ivf_detail::ivf_racy_score_posting(r.data, meta_.records_per_page, dim(), many_, query, &h,
-                                                           st.ids_.data(), st.dists_.data());
+                                                           st.ids_.data(), st.dists_.data(), next_frame,
+                                                           next_frame == nullptr ? 0 : meta_.page_size);
         if (Pool::validate(r)) {
           if (!ok || h.list != l) bad_posting(pid, h, l, "in the chain of");  // validated bytes
           ivf_detail::push_scored(st.heap_, opt.k, st.ids_.data(), st.dists_.data(), h.count);
@@ -832,6 +851,9 @@ class BasicIvf : public IvfFormat {
       }
     }
     SharedGuard g = pool_->pin_shared(pid);  // pinned reads, or repeated conflicts
+    if (next_frame != nullptr) {
+      for (size_t off = 0; off < meta_.page_size; off += 64) __builtin_prefetch(next_frame + off);
+    }
     std::memcpy(&h, g.data(), sizeof h);
     if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) bad_posting(pid, h, l, "in the chain of");
     const std::byte* records = g.data() + kPostingHeaderBytes;

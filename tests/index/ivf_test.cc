@@ -316,6 +316,35 @@ TYPED_TEST(IvfOnEveryTranslation, SearchBatchEqualsSearch) {
 
 // A bad query anywhere in the block is rejected (naming it) before any query is searched:
 // the outputs keep what they held.
+// Larger pages hold more records per posting page (81 at dim 24 in 8 KB, 163 in 16 KB) and the
+// lookahead prefetches every line of them: exact with every list in every read mode, the
+// same results at a small nprobe in every read mode, on a pool that evicts.
+class IvfOnPageSizes : public ::testing::TestWithParam<size_t> {};
+INSTANTIATE_TEST_SUITE_P(Ivf, IvfOnPageSizes, ::testing::Values(8192, 16384));
+
+TEST_P(IvfOnPageSizes, ExactWithEveryListAndStableWithFew) {
+  const size_t page_size = GetParam();
+  const Data d = clustered(6000, 24, 40, 30, 3);
+  const auto want = reference(d, Metric::kL2, kK);
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 24, page_size));  // the index: 40-80 pages
+  auto ivf = BasicIvf<BufferPool>::build(*pool, "ivf", params_for(d, 16), d.rows.data(), d.n);
+  ASSERT_EQ(ivf.records_per_page(), index::IvfFormat::records_per_page(page_size - BufferPool::kTrailerBytes, d.dim));
+  ASSERT_EQ(ivf.verify(), d.n);
+  expect_rows_in_nearest_list(ivf, d);
+  for (bool optimistic : {true, false}) {
+    for (bool prefetch : {true, false}) {
+      expect_exact(ivf, d, want, IvfSearchOptions{kK, 16, optimistic, prefetch});
+    }
+  }
+  IvfSearchState st(ivf);
+  std::vector<std::vector<Neighbor>> first(d.num_queries());
+  for (uint64_t q = 0; q < d.num_queries(); ++q) ivf.search(d.query(q), IvfSearchOptions{kK, 3, true, true}, st, &first[q]);
+  for (bool optimistic : {true, false}) expect_exact(ivf, d, first, IvfSearchOptions{kK, 3, optimistic, !optimistic});
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), 0u) << "the pool is smaller than the index";
+  pool->check_invariants();
+}
+
 TEST(Ivf, SearchBatchRejectsABadQueryFirst) {
   const Data d = clustered(600, 8, 8, 10, 10);
   TempDir dir;
