@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
   v->add_option("--build-threads", vec.build_threads, "threads inserting while building HNSW")->capture_default_str()->check(CLI::Range(1, 256));
   v->add_option("--pool-fraction", vec.pool_fractions, "pool sizes: 0 = in memory, f in (0,1) = f x index bytes, O_DIRECT (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--repeat", vec.repeat, "timed rounds after the warm-up (cases interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
-  v->add_option("--page-size", vec.page_size, "the pool's page size in bytes (indexes are built and kept per size)")->capture_default_str()->check(CLI::IsMember({4096, 8192, 16384}));
+  v->add_option("--hnsw-page-size", vec.hnsw_page_size, "HNSW's pool page size in bytes (indexes are built and kept per size)")->capture_default_str()->check(CLI::IsMember({4096, 8192, 16384}));
+  v->add_option("--ivf-page-size", vec.ivf_page_size, "IVF's pool page size in bytes (indexes are built and kept per size)")->capture_default_str()->check(CLI::IsMember({4096, 8192, 16384}));
   v->add_option("--min-seconds", vec.min_seconds, "each timed run repeats the whole query set until it lasted this long")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   v->add_flag("!--no-optimistic", vec.optimistic, "pinned reads instead of optimistic ones");
   v->add_flag("!--no-prefetch", vec.prefetch, "no group prefetch");

@@ -43,6 +43,7 @@ uint32_t default_nlist(uint64_t n) {
 // The two index kinds behind one shape, so that building, opening and searching are written once.
 struct HnswKind {
   static constexpr const char* kName = "hnsw";
+  static size_t page_size(const VectorConfig& c) { return c.hnsw_page_size; }
   static constexpr const char* kParam = "ef";
   template <class Pool>
   using Index = index::BasicHnsw<Pool>;
@@ -105,6 +106,7 @@ struct HnswKind {
 
 struct IvfKind {
   static constexpr const char* kName = "ivf";
+  static size_t page_size(const VectorConfig& c) { return c.ivf_page_size; }
   static constexpr const char* kParam = "nprobe";
   template <class Pool>
   using Index = index::BasicIvf<Pool>;
@@ -178,7 +180,7 @@ template <class Kind>
 BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::Metric metric) {
   BuiltIndex b;
   b.dir = fmt::format("{}/{}-{}-{}{}", c.data_dir, Kind::kName, ds.name, Kind::params_tag(c, ds.base.rows),
-                      c.page_size == 4096 ? std::string() : fmt::format("-p{}", c.page_size));
+                      Kind::page_size(c) == 4096 ? std::string() : fmt::format("-p{}", Kind::page_size(c)));
   const std::string marker = b.dir + "/built.json";
   if (!c.rebuild && fs::exists(marker)) {
     std::ifstream in(marker);
@@ -199,7 +201,7 @@ BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::
   using Pool = BufferPool;
   PoolOptions opt;
   opt.data_dir = b.dir;
-  opt.page_size = c.page_size;
+  opt.page_size = Kind::page_size(c);
   const uint64_t estimate = Kind::estimate_bytes(c, ds.base.rows, ds.base.dim);
   opt.pool_bytes = estimate * 3 / 2 + (uint64_t{256} << 20);
   opt.max_blocks_per_space = micro::space_capacity(opt.pool_bytes / opt.page_size);
@@ -247,7 +249,7 @@ std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const Bui
   opt.data_dir = fmt::format("{}/run/{}-{}-{}", c.data_dir, Kind::kName, label, fraction == 0 ? "mem" : fmt::format("{:.0f}pct", fraction * 100));
   opt.huge_pages = huge_pages;
   opt.direct_io = true;
-  opt.page_size = c.page_size;
+  opt.page_size = Kind::page_size(c);
   opt.pool_bytes = fraction == 0 ? b.bytes + b.bytes / 4 + (uint64_t{64} << 20)
                                  : std::max<uint64_t>(static_cast<uint64_t>(fraction * double(b.bytes)), uint64_t{4} << 20);
   opt.pool_bytes = (opt.pool_bytes + (uint64_t{2} << 20) - 1) / (uint64_t{2} << 20) * (uint64_t{2} << 20);
@@ -364,7 +366,7 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
           R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"result_mismatches":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
-          rec.param, rec.batch, c.k, c.page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
+          rec.param, rec.batch, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
           rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())

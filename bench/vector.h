@@ -70,9 +70,12 @@ struct VectorConfig {
   bool prewarm = true;
   bool ablation = false;
   uint32_t ablation_ef = 50;
-  // The pool's page size for the built indexes and every run (4096, 8192 or 16384). Indexes
-  // built at another size are kept apart (their directory names end in -p<size>).
-  size_t page_size = 4096;
+  // The pool's page size per index (4096, 8192 or 16384), for its build and every run;
+  // indexes built at a size other than 4096 are kept apart (directory names end in
+  // -p<size>). IVF defaults to 8 KB: a posting page then holds 15 records of dim 128 instead
+  // of 7, and measured 1.1-1.3x the QPS of 4 KB pages (docs/vector.md, "Page size").
+  size_t hnsw_page_size = 4096;
+  size_t ivf_page_size = 8192;
   std::string data_dir = "./calico-vector-pools";
   std::string json_path;
   bool rebuild = false;

@@ -53,7 +53,7 @@ log "dataset and Calico's index builds"
 "$BENCH" vector "${data[@]}" --index hnsw,ivf --build-only 2>&1 | tee "$OUT/build.log"
 DSDIR=$(ls -d "$OUT"/data/clustered-n"$N"-d"$DIM"-c"$CLUSTERS"-q"$QUERIES"-*l2 | head -n1)
 NLIST=$(sed -n 's/^.*ivf-.*-nlist\([0-9]*\).*$/\1/p' "$OUT/build.log" | head -n1)
-NLIST=${NLIST:-$(ls -d "$OUT"/pools/ivf-*-nlist* | sed 's/.*nlist//' | head -n1)}
+NLIST=${NLIST:-$(ls -d "$OUT"/pools/ivf-*-nlist* | sed 's/.*nlist\([0-9]*\).*/\1/' | head -n1)}
 peers=(--data-dir "$DSDIR" --M "$M" --ef-construction "$EFC" --ef "$EF" --nlist "$NLIST" --nprobe "$NPROBE"
        --index-dir "$OUT/peer-indexes" --json "$JSON")
 

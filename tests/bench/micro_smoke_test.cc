@@ -4,6 +4,7 @@
 // never timings.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "micro.h"
 #include "scan.h"
+#include "vector.h"
 #include "support/test_util.h"
 
 namespace calico {
@@ -176,6 +178,50 @@ TEST(MicroSmoke, UnknownTranslationIsAnError) {
                         [] { bench::micro::select_translations({"array", "no_such"}, true, "test"); });
   EXPECT_EQ(bench::micro::select_translations({"direct", "array", "array"}, false, "test"),
             std::vector<std::string>{"array"});
+}
+
+// The vector bench end to end on a tiny clustered set: both indexes build (each at its own
+// page size, kept in its own directory), every timed run returns the same neighbours as the
+// first, recall is high at the largest parameter, and each JSON line names its page size.
+TEST(VectorSmoke, BothIndexesAtTheirPageSizes) {
+  testing::TempDir dir;
+  bench::VectorConfig c;
+  c.n = 3000;
+  c.dim = 16;
+  c.clusters = 30;
+  c.queries = 40;
+  c.indexes = {"hnsw", "ivf"};
+  c.ef = {64};
+  c.nprobe = {1, 64};
+  c.threads = {2};
+  c.build_threads = 2;
+  c.repeat = 2;
+  c.min_seconds = 0;
+  c.hnsw_page_size = 4096;
+  c.ivf_page_size = 16384;
+  c.cache_dir = dir.path() + "/data";
+  c.data_dir = dir.path() + "/pools";
+  c.json_path = dir.path() + "/vector.jsonl";
+  ASSERT_EQ(bench::run_vector(c), 0);
+  const auto hnsw = lines_with(c.json_path, "\"index\":\"hnsw\"");
+  const auto ivf = lines_with(c.json_path, "\"index\":\"ivf\"");
+  ASSERT_EQ(hnsw.size(), 1u);
+  ASSERT_EQ(ivf.size(), 2u);
+  for (const auto& l : hnsw) EXPECT_EQ(number(l, "page_size"), 4096) << l;
+  for (const auto& l : ivf) EXPECT_EQ(number(l, "page_size"), 16384) << l;
+  for (const auto* lines : {&hnsw, &ivf}) {
+    for (const auto& l : *lines) EXPECT_EQ(number(l, "result_mismatches"), 0) << l;
+  }
+  EXPECT_GE(number(hnsw[0], "recall"), 0.9) << hnsw[0];
+  EXPECT_GE(number(ivf[1], "recall"), 0.999) << "nprobe 64 covers every list: " << ivf[1];
+  int built = 0;
+  for (const auto& e : std::filesystem::directory_iterator(c.data_dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("hnsw-")) EXPECT_EQ(name.find("-p"), std::string::npos) << name;
+    if (name.starts_with("ivf-")) EXPECT_TRUE(name.ends_with("-p16384")) << name;
+    built += name != "run";
+  }
+  EXPECT_EQ(built, 2);
 }
 
 }  // namespace
