@@ -19,7 +19,7 @@
 # (data/), the built indexes (pools/, peer-indexes/).
 #
 # Sizes and parameters (environment): N=1000000 DIM=128 CLUSTERS=1000 QUERIES=1000 M=16
-# EFC=100 EF=16,32,50,100 NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
+# EFC=100 EF=16,32,64,128,256,512 (to recall 0.99 at 1M) NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
 # LTM_TRANSLATIONS=array,vmcache LTM_EF=50 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
 # PEER_LTM_READAHEAD_KB (read_ahead_kb of the index's disk during usearch's view runs; default: as is)
@@ -33,7 +33,7 @@ OUT=${1:-vector-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 N=${N:-1000000} DIM=${DIM:-128} CLUSTERS=${CLUSTERS:-1000} QUERIES=${QUERIES:-1000}
-M=${M:-16} EFC=${EFC:-100} EF=${EF:-16,32,50,100} NPROBE=${NPROBE:-1,2,4,8,16,32}
+M=${M:-16} EFC=${EFC:-100} EF=${EF:-16,32,64,128,256,512} NPROBE=${NPROBE:-1,2,4,8,16,32}
 THREADS=${THREADS:-1,2} ROUNDS=${ROUNDS:-3} TRANSLATIONS=${TRANSLATIONS:-array}
 LTM_FRACTIONS=${LTM_FRACTIONS:-0.5,0.2,0.1} LTM_TRANSLATIONS=${LTM_TRANSLATIONS:-array,vmcache} LTM_EF=${LTM_EF:-50}
 

@@ -23,6 +23,7 @@ import argparse
 import collections
 import datetime
 import json
+import math
 import os
 import statistics
 
@@ -133,6 +134,66 @@ def recall_qps_table(points, index, lines):
         lines.append(f"| {name} | {threads} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(f"Cells: recall@10 / queries per second (median of the rounds).")
+    lines.append("")
+
+
+def qps_at_recall(curve, target):
+    """QPS at `target` recall on one system's curve [(recall, qps)] in parameter order:
+    log-linear interpolation between the two points around the first crossing; None when the
+    curve never reaches the target (or starts above it: no point below to interpolate from,
+    unless the first point is exactly there)."""
+    for (r0, q0), (r1, q1) in zip(curve, curve[1:]):
+        if r0 <= target <= r1 and r1 > r0:
+            w = (target - r0) / (r1 - r0)
+            return math.exp(math.log(q0) + w * (math.log(q1) - math.log(q0)))
+    if curve and curve[0][0] == target:
+        return curve[0][1]
+    return None
+
+
+def equal_recall_table(points, index, lines, targets=(0.90, 0.95, 0.99), base="calico (array)"):
+    """QPS of every system at equal recall, interpolated on its curve in each round, and the
+    ratio of `base` to each other system paired within the round: median (min..max)."""
+    s = series(points, index, 0.0)
+    if not s:
+        return
+    names = []
+    for (name, _t) in s:
+        if name not in names:
+            names.append(name)
+    if base not in names:
+        return
+    threads = sorted({t for (_n, t) in s})
+    rounds = min(len(p["qps_lines"]) for v in s.values() for p in v)
+    lines.append("| threads | recall@10 | " + " | ".join(names) + " |")
+    lines.append("|---|---|" + "---|" * len(names))
+    for t in threads:
+        for target in targets:
+            per_round = {}
+            for name in names:
+                v = s.get((name, t))
+                if not v:
+                    continue
+                per_round[name] = [qps_at_recall([(p["recall"], p["qps_lines"][i]) for p in v], target)
+                                   for i in range(rounds)]
+            cells = []
+            for name in names:
+                qs = per_round.get(name)
+                if not qs or any(q is None for q in qs):
+                    cells.append("not reached")
+                    continue
+                cell = kfmt(statistics.median(qs))
+                bq = per_round.get(base)
+                if name != base and bq and all(q is not None for q in bq):
+                    rat = sorted(b / q for b, q in zip(bq, qs))
+                    cell += f" ({statistics.median(rat):.2f}x; {rat[0]:.2f}..{rat[-1]:.2f})"
+                cells.append(cell)
+            lines.append(f"| {t} | {target:.2f} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Cells: QPS at that recall, interpolated (log-linear) on each system's curve in each of "
+                 f"{rounds} rounds, median over rounds; in brackets {base} / that system, paired within each "
+                 f"round: median; min..max. > 1x: {base} is faster. \"not reached\": the sweep's highest "
+                 f"parameter stays below that recall.")
     lines.append("")
 
 
@@ -310,10 +371,14 @@ def main():
     recall_qps_table(points, "hnsw", lines)
     if plot_recall_qps(points, "hnsw", os.path.join(a.png_dir, "vector_hnsw_recall_qps.png")):
         lines += [f"![HNSW recall vs QPS]({rel}/vector_hnsw_recall_qps.png)", ""]
+    lines += ["### At equal recall", ""]
+    equal_recall_table(points, "hnsw", lines)
     lines += ["## IVF-Flat in memory", ""]
     recall_qps_table(points, "ivf", lines)
     if plot_recall_qps(points, "ivf", os.path.join(a.png_dir, "vector_ivf_recall_qps.png")):
         lines += [f"![IVF recall vs QPS]({rel}/vector_ivf_recall_qps.png)", ""]
+    lines += ["### At equal recall", ""]
+    equal_recall_table(points, "ivf", lines)
     lines += ["## Translations (Calico's indexes on every translation)", ""]
     translation_table(points, lines)
     lines += ["## Larger than memory", ""]

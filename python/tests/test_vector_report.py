@@ -1,0 +1,50 @@
+"""bench/report/vector_figures.py: QPS at equal recall (interpolated per round) and the paired
+ratios of the equal-recall table. Not part of the calico package; tested here because this
+is the Python suite CI runs."""
+import importlib.util
+import math
+import pathlib
+
+import pytest
+
+_path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "report" / "vector_figures.py"
+_spec = importlib.util.spec_from_file_location("vector_figures", _path)
+vf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(vf)
+
+
+def test_qps_at_recall_interpolates_log_linearly_and_refuses_to_extrapolate():
+    curve = [(0.80, 1000.0), (0.90, 500.0), (0.99, 100.0)]
+    assert vf.qps_at_recall(curve, 0.90) == pytest.approx(500.0)
+    w = (0.95 - 0.90) / (0.99 - 0.90)
+    assert vf.qps_at_recall(curve, 0.95) == pytest.approx(math.exp(math.log(500) + w * (math.log(100) - math.log(500))))
+    assert vf.qps_at_recall(curve, 0.995) is None  # above the sweep
+    assert vf.qps_at_recall(curve, 0.70) is None  # below the sweep's first point
+    assert vf.qps_at_recall([(0.95, 7.0)], 0.95) == 7.0
+
+
+def point(system, translation, threads, param, recall, qps_lines):
+    return dict(system=system, index="hnsw", translation=translation, fraction=0.0, threads=threads, param=param,
+                recall=recall, qps=sorted(qps_lines)[len(qps_lines) // 2], qps_lines=qps_lines)
+
+
+def test_equal_recall_table_pairs_rounds_and_marks_unreached_targets():
+    pts = [
+        point("calico", "array", 1, 16, 0.85, [2000.0, 1000.0]),
+        point("calico", "array", 1, 64, 0.99, [400.0, 200.0]),
+        point("hnswlib", "", 1, 16, 0.85, [1000.0, 1000.0]),
+        point("hnswlib", "", 1, 64, 0.99, [200.0, 200.0]),
+        point("faiss_hnsw", "", 1, 16, 0.80, [900.0, 900.0]),
+        point("faiss_hnsw", "", 1, 64, 0.92, [300.0, 300.0]),
+    ]
+    lines = []
+    vf.equal_recall_table(pts, "hnsw", lines, targets=(0.99,))
+    header, _sep, row = lines[0], lines[1], lines[2]
+    assert header.split("|")[3].strip() == "calico (array)"
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[:2] == ["1", "0.99"]
+    assert cells[2] == "300"  # median of 400 and 200
+    # Round 1: 400 / 200 = 2x, round 2: 200 / 200 = 1x: median 1.5, range 1..2 (paired, not a
+    # ratio of medians, which would also be 1.5 here but 300/200 for the cell).
+    assert cells[3] == "200 (1.50x; 1.00..2.00)"
+    assert cells[4] == "not reached"
