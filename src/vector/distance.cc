@@ -160,7 +160,10 @@ inline size_t group_of_four(const float* b, size_t stride, size_t v, size_t n, c
 
 // The many-vector kernels: four vectors per step, each accumulated exactly as the
 // one-vector kernel above accumulates it (same chunks, same accumulators, same tree), so
-// out[i] is bit-identical to the one-vector value.
+// out[i] is bit-identical to the one-vector value. The loops over the four vectors are
+// unrolled by pragma: -O2 (RelWithDebInfo) does not unroll them by itself and then keeps
+// the eight accumulators on the stack, a load and a store around every FMA (measured: the
+// IVF scan at 0.65x of the -O3 build).
 template <bool kL2>
 CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(const float* a, const float* b,
                                                                             size_t stride, size_t n, size_t dim,
@@ -169,10 +172,12 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(cons
     const float* bv[4];
     const size_t live = group_of_four(b, stride, v, n, bv);
     __m256 s0[4], s1[4];
+    #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm256_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= dim; i += 16) {
       const __m256 a0 = _mm256_loadu_ps(a + i), a1 = _mm256_loadu_ps(a + i + 8);
+      #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         if constexpr (kL2) {
           const __m256 d0 = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
@@ -187,6 +192,7 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(cons
     }
     for (; i + 8 <= dim; i += 8) {
       const __m256 a0 = _mm256_loadu_ps(a + i);
+      #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         if constexpr (kL2) {
           const __m256 d = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
@@ -222,10 +228,12 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) void many_a
     const float* bv[4];
     const size_t live = group_of_four(b, stride, v, n, bv);
     __m512 s0[4], s1[4];
+    #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm512_setzero_ps();
     size_t i = 0;
     for (; i + 32 <= dim; i += 32) {
       const __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
+      #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         if constexpr (kL2) {
           const __m512 d0 = _mm512_sub_ps(a0, _mm512_loadu_ps(bv[j] + i));
@@ -238,10 +246,12 @@ CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) void many_a
         }
       }
     }
+    #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) s0[j] = _mm512_add_ps(s0[j], s1[j]);
     for (; i < dim; i += 16) {
       const __mmask16 m = dim - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (dim - i)) - 1);
       const __m512 a0 = _mm512_maskz_loadu_ps(m, a + i);
+      #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
         if constexpr (kL2) {
           const __m512 d = _mm512_sub_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i));
