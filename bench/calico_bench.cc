@@ -145,13 +145,13 @@ int main(int argc, char** argv) {
   calico::bench::VectorConfig vec;
   CLI::App* v = app.add_subcommand("vector", "HNSW and IVF-Flat vector search on the pool: recall@k and QPS per ef_search / "
                                              "nprobe, threads, translation and pool size; the Figure 11 ablation");
-  v->add_option("--dataset", vec.dataset, "clustered (generated, SIFT-like) or files (--base/--query[/--gt])")->capture_default_str()->check(CLI::IsMember({"clustered", "files"}));
+  v->add_option("--dataset", vec.dataset, "clustered (generated, SIFT-like), embedding (generated, like text embeddings: unit vectors, anisotropic; --metric ip by default) or files (--base/--query[/--gt])")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding", "files"}));
   v->add_option("--n", vec.n, "base vectors (clustered)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
-  v->add_option("--dim", vec.dim, "dimensions (clustered)")->capture_default_str()->check(CLI::Range(1u, 4096u));
-  v->add_option("--clusters", vec.clusters, "Gaussian clusters (clustered)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--dim", vec.dim, "dimensions (generated sets; embedding: 384 unless given)")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", vec.clusters, "Gaussian clusters (clustered) or topics (embedding)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
   v->add_option("--queries", vec.queries, "query vectors (clustered)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
   v->add_option("--data-seed", vec.data_seed, "seed of the generator and of the index levels")->capture_default_str();
-  v->add_option("--metric", vec.metric, "l2, ip or cosine")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
+  v->add_option("--metric", vec.metric, "l2, ip or cosine (embedding: ip unless given)")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
   v->add_option("--base", vec.base_path, ".fvecs/.bvecs base vectors (files)");
   v->add_option("--query", vec.query_path, ".fvecs/.bvecs queries (files)");
   v->add_option("--gt", vec.gt_path, ".ivecs ground truth (files; computed and cached when missing)");
@@ -220,7 +220,13 @@ int main(int argc, char** argv) {
     if (mf->parsed()) return calico::bench::run_micro_bfs(bfs);
     if (ma->parsed()) return calico::bench::run_micro_ablation(abl);
     if (mm->parsed()) return calico::bench::run_micro_memory(mem);
-    if (v->parsed()) return calico::bench::run_vector(vec);
+    if (v->parsed()) {
+      if (vec.dataset == "embedding") {  // what such data is searched with, unless asked otherwise
+        if (v->count("--metric") == 0) vec.metric = "ip";
+        if (v->count("--dim") == 0) vec.dim = 384;
+      }
+      return calico::bench::run_vector(vec);
+    }
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
     if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
   } catch (const std::exception& e) {

@@ -470,8 +470,8 @@ int run_vector(const VectorConfig& c) {
   cfg.translations = micro::select_translations(c.translations, true, "vector");
 
   data::DatasetSpec spec;
-  if (c.dataset == "clustered") {
-    spec.kind = "clustered";
+  if (c.dataset == "clustered" || c.dataset == "embedding") {
+    spec.kind = c.dataset;
     spec.n = c.n;
     spec.dim = c.dim;
     spec.clusters = c.clusters;
@@ -483,13 +483,13 @@ int run_vector(const VectorConfig& c) {
     spec.query_path = c.query_path;
     spec.ground_truth_path = c.gt_path;
   } else {
-    throw Error(ErrorCode::kInvalidArgument, "unknown dataset '" + c.dataset + "' (known: clustered, files)");
+    throw Error(ErrorCode::kInvalidArgument, "unknown dataset '" + c.dataset + "' (known: clustered, embedding, files)");
   }
   spec.metric = metric;
   micro::print_banner("vector search on the pool (calico.txt 3.3, 5.1, 6.2, 6.6)",
                       fmt::format("dataset {}; indexes {}; translations {}; pool {}; threads {}; k {}; {} repeats; "
                                   "ivf batch {}; prewarm {}; simd {}",
-                                  c.dataset == "clustered" ? fmt::format("clustered n={} dim={} clusters={}", c.n, c.dim, c.clusters) : c.base_path,
+                                  c.dataset != "files" ? fmt::format("{} n={} dim={} clusters={} metric={}", c.dataset, c.n, c.dim, c.clusters, c.metric) : c.base_path,
                                   fmt::join(c.indexes, ","), fmt::join(cfg.translations, ","),
                                   fmt::join(c.pool_fractions, ","), fmt::join(c.threads, ","), c.k, c.repeat,
                                   c.ivf_batch, c.prewarm ? "on" : "off", vector::simd_level()));

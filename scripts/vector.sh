@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/vector.sh [OUTDIR]: the vector-search experiment of issue 5, end to end.
 #   1. sets up the machine (scripts/setup.sh: apt packages and the Python peers in .venv) and
-#      builds build-micro (release, CALICO_CHECKS_LEVEL=1, no tests);
+#      builds build-vector (Release: -O3, as the peers' wheels are; CALICO_CHECKS_LEVEL=1; no
+#      tests);
 #   2. generates the dataset (SIFT-like, clustered) and its exact ground truth, builds
 #      Calico's HNSW and IVF-Flat once (calico_bench vector --build-only);
 #   3. in memory: ROUNDS rounds, each running Calico (calico_bench vector --repeat 1) and
@@ -38,10 +39,10 @@ THREADS=${THREADS:-1,2} ROUNDS=${ROUNDS:-3} TRANSLATIONS=${TRANSLATIONS:-array}
 LTM_FRACTIONS=${LTM_FRACTIONS:-0.5,0.2,0.1} LTM_TRANSLATIONS=${LTM_TRANSLATIONS:-array,vmcache} LTM_EF=${LTM_EF:-50}
 
 bash "$ROOT/scripts/setup.sh"
-cmake -S "$ROOT" -B "$ROOT/build-micro" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=1 \
+cmake -S "$ROOT" -B "$ROOT/build-vector" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCALICO_CHECKS_LEVEL=1 \
   -DCALICO_BUILD_TESTS=OFF > /dev/null
-cmake --build "$ROOT/build-micro" --target calico_bench
-BENCH="$ROOT/build-micro/calico_bench"
+cmake --build "$ROOT/build-vector" --target calico_bench
+BENCH="$ROOT/build-vector/calico_bench"
 PY="$ROOT/.venv/bin/python"
 JSON="$OUT/vector.jsonl"
 start=$(date +%s)

@@ -121,20 +121,21 @@ bool cached_file_ok(const std::string& dir, const std::string& file, const Manif
 
 void validate(const DatasetSpec& spec) {
   if (spec.gt_k == 0) throw Error(ErrorCode::kInvalidArgument, "dataset: gt_k must be at least 1");
-  if (spec.kind == "clustered") {
+  if (spec.kind == "clustered" || spec.kind == "embedding") {
     if (spec.dim == 0 || spec.dim > kMaxDim || spec.clusters == 0 || spec.queries == 0 || spec.n < spec.gt_k ||
         spec.n > std::numeric_limits<uint32_t>::max()) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("dataset: clustered needs 1 <= dim <= {}, clusters >= 1, queries >= 1 and "
+                  fmt::format("dataset: {} needs 1 <= dim <= {}, clusters >= 1, queries >= 1 and "
                               "gt_k <= n < 2^32 (got n {}, dim {}, clusters {}, queries {}, gt_k {})",
-                              kMaxDim, spec.n, spec.dim, spec.clusters, spec.queries, spec.gt_k));
+                              spec.kind, kMaxDim, spec.n, spec.dim, spec.clusters, spec.queries, spec.gt_k));
     }
   } else if (spec.kind == "files") {
     if (spec.base_path.empty() || spec.query_path.empty()) {
       throw Error(ErrorCode::kInvalidArgument, "dataset: kind 'files' needs a base path and a query path");
     }
   } else {
-    throw Error(ErrorCode::kInvalidArgument, "dataset: unknown kind '" + spec.kind + "' (known: clustered, files)");
+    throw Error(ErrorCode::kInvalidArgument,
+                "dataset: unknown kind '" + spec.kind + "' (known: clustered, embedding, files)");
   }
 }
 
@@ -163,7 +164,23 @@ IdMatrix compute_and_cache_ground_truth(const DatasetSpec& spec, const FloatMatr
   return gt;
 }
 
-Dataset load_clustered(const DatasetSpec& spec, Dataset ds) {
+// rows of stream `stream` from the generator of spec.kind (synthetic.h).
+FloatMatrix generate(const DatasetSpec& spec, uint64_t rows, uint64_t stream) {
+  if (spec.kind == "embedding") {
+    EmbeddingParams p;
+    p.dim = spec.dim;
+    p.topics = spec.clusters;
+    p.seed = spec.seed;
+    return generate_embedding(p, rows, stream, spec.threads);
+  }
+  ClusteredParams p;
+  p.dim = spec.dim;
+  p.clusters = spec.clusters;
+  p.seed = spec.seed;
+  return generate_clustered(p, rows, stream, spec.threads);
+}
+
+Dataset load_generated(const DatasetSpec& spec, Dataset ds) {
   Manifest manifest = read_manifest(ds.dir, ds.name);
   std::string why;
   bool vectors_ok = cached_file_ok(ds.dir, kBaseFile, manifest, spec.n, spec.dim, &why);
@@ -180,12 +197,8 @@ Dataset load_clustered(const DatasetSpec& spec, Dataset ds) {
   if (!vectors_ok) {
     if (spec.verbose) fmt::print(stderr, "dataset {}: generating vectors (cache: {})\n", ds.name, why);
     const auto start = std::chrono::steady_clock::now();
-    ClusteredParams p;
-    p.dim = spec.dim;
-    p.clusters = spec.clusters;
-    p.seed = spec.seed;
-    ds.base = generate_clustered(p, spec.n, kBaseStream, spec.threads);
-    ds.queries = generate_clustered(p, spec.queries, kQueryStream, spec.threads);
+    ds.base = generate(spec, spec.n, kBaseStream);
+    ds.queries = generate(spec, spec.queries, kQueryStream);
     if (spec.verbose) {
       fmt::print(stderr, "dataset {}: generated in {:.1f} s\n", ds.name,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -274,9 +287,9 @@ Dataset load_files(const DatasetSpec& spec, Dataset ds) {
 std::string dataset_name(const DatasetSpec& spec) {
   validate(spec);
   const std::string_view metric = vector::metric_name(spec.metric);
-  if (spec.kind == "clustered") {
-    return fmt::format("clustered-n{}-d{}-c{}-q{}-s{}-{}", spec.n, spec.dim, spec.clusters, spec.queries, spec.seed,
-                       metric);
+  if (spec.kind != "files") {
+    return fmt::format("{}-n{}-d{}-c{}-q{}-s{}-{}", spec.kind, spec.n, spec.dim, spec.clusters, spec.queries,
+                       spec.seed, metric);
   }
   // The stem names the data; the CRC of the absolute path tells apart equal stems elsewhere.
   const std::string abs = fs::absolute(spec.base_path).lexically_normal().string();
@@ -294,7 +307,7 @@ Dataset load_or_generate(const DatasetSpec& spec, const std::string& cache_dir) 
   std::error_code ec;
   fs::create_directories(ds.dir, ec);
   if (ec) throw Error(ErrorCode::kIoError, fmt::format("cannot create {}: {}", ds.dir, ec.message()));
-  return load_clustered(spec, std::move(ds));
+  return load_generated(spec, std::move(ds));
 }
 
 }  // namespace calico::bench::data

@@ -7,6 +7,9 @@
 //   kind "clustered": the SIFT-like generator of synthetic.h (n rows of dim, `clusters`
 //       clusters, `queries` queries of the query stream, all from `seed`), cached as
 //       <cache_dir>/<name>/{base.fvecs, query.fvecs, gt.ivecs, manifest}; or
+//   kind "embedding": the text-embedding-like generator of synthetic.h (unit vectors, a
+//       common mean direction, a decaying spectrum, `clusters` topics; search it with the
+//       inner product), cached the same way; or
 //   kind "files": base and query .fvecs/.bvecs files (the first max_base_rows / max_queries
 //       rows) and an optional .ivecs ground truth. When none is given, or the base is cut
 //       by max_base_rows, or the given one does not fit (rows != queries, fewer than
@@ -32,9 +35,9 @@
 namespace calico::bench::data {
 
 struct DatasetSpec {
-  std::string kind = "clustered";  // "clustered" | "files"
+  std::string kind = "clustered";  // "clustered" | "embedding" | "files"
   vector::Metric metric = vector::Metric::kL2;
-  // kind "clustered"
+  // kinds "clustered" and "embedding" (clusters: its topics)
   uint64_t n = 1'000'000;
   uint32_t dim = 128;
   uint32_t clusters = 1000;
@@ -64,7 +67,7 @@ struct Dataset {
   bool computed_ground_truth = false;
 };
 
-// "clustered-n1000000-d128-c1000-q1000-s42-l2", or for files
+// "clustered-n1000000-d128-c1000-q1000-s42-l2" (or "embedding-..."), or for files
 // "files-<base file stem>-n<rows or all>-q<rows or all>-<metric>".
 // Errors: kInvalidArgument for an unknown kind or missing paths.
 std::string dataset_name(const DatasetSpec& spec);

@@ -18,6 +18,13 @@ namespace {
 constexpr uint64_t kBlockRows = 1024;
 constexpr float kTwoPowMinus24 = 1.0f / 16777216.0f;
 
+// The block's own RNG: (seed, stream, block) decide every draw of the block.
+std::mt19937_64 block_rng(uint64_t seed, uint64_t stream, uint64_t block) {
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(stream),
+                    static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
+  return std::mt19937_64(seq);
+}
+
 struct Model {
   uint32_t dim;
   uint32_t latent;
@@ -49,9 +56,7 @@ Model make_model(const ClusteredParams& p) {
 
 void fill_block(const ClusteredParams& p, const Model& m, uint64_t stream, uint64_t block, uint64_t rows,
                 FloatMatrix* out) {
-  std::seed_seq seq{static_cast<uint32_t>(p.seed), static_cast<uint32_t>(p.seed >> 32),
-                    static_cast<uint32_t>(stream), static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32)};
-  std::mt19937_64 rng(seq);
+  std::mt19937_64 rng = block_rng(p.seed, stream, block);
   std::discrete_distribution<uint32_t> pick(m.weights.begin(), m.weights.end());
   std::normal_distribution<float> gauss(0.0f, 1.0f);
   std::vector<float> z(m.latent);
@@ -83,7 +88,123 @@ void fill_block(const ClusteredParams& p, const Model& m, uint64_t stream, uint6
   }
 }
 
+// rows x dim, filled by fill(block) for every block of kBlockRows rows, on `threads`
+// threads (0 = hardware threads) that take blocks in turn.
+template <class Fill>
+FloatMatrix generate_blocks(uint32_t dim, uint64_t rows, unsigned threads, Fill&& fill) {
+  FloatMatrix out;
+  out.rows = rows;
+  out.dim = dim;
+  out.values.resize(rows * dim);
+  const uint64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<uint64_t>(threads, std::max<uint64_t>(blocks, 1)));
+  std::atomic<uint64_t> next{0};
+  auto work = [&] {
+    for (uint64_t b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) fill(b, &out);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+struct EmbeddingModel {
+  uint32_t dim;
+  std::vector<float> rotation;  // dim x dim, orthonormal rows: x = rotation^T v, row j = direction j
+  std::vector<float> scale;     // dim: (i + 1)^-decay
+  std::vector<float> mean;      // dim, latent
+  std::vector<float> topics;    // topics x dim, latent (already scaled)
+  std::vector<double> weights;  // topics
+};
+
+EmbeddingModel make_embedding_model(const EmbeddingParams& p) {
+  EmbeddingModel m;
+  m.dim = p.dim;
+  const uint32_t d = p.dim;
+  std::mt19937_64 rng(p.seed ^ 0x656D62656464ull);  // "embedd": apart from the clustered model's draws
+  std::normal_distribution<double> gauss(0.0, 1.0);
+  // A random orthogonal matrix: Gram-Schmidt (twice, for accuracy) on Gaussian rows.
+  std::vector<double> q(size_t{d} * d);
+  for (double& x : q) x = gauss(rng);
+  for (uint32_t i = 0; i < d; ++i) {
+    double* qi = q.data() + size_t{i} * d;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint32_t j = 0; j < i; ++j) {
+        const double* qj = q.data() + size_t{j} * d;
+        double dot = 0;
+        for (uint32_t c = 0; c < d; ++c) dot += qi[c] * qj[c];
+        for (uint32_t c = 0; c < d; ++c) qi[c] -= dot * qj[c];
+      }
+    }
+    double norm = 0;
+    for (uint32_t c = 0; c < d; ++c) norm += qi[c] * qi[c];
+    norm = std::sqrt(norm);
+    for (uint32_t c = 0; c < d; ++c) qi[c] /= norm;
+  }
+  m.rotation.assign(q.begin(), q.end());
+  m.scale.resize(d);
+  for (uint32_t i = 0; i < d; ++i) m.scale[i] = static_cast<float>(std::pow(double(i + 1), -double(p.decay)));
+  m.mean.resize(d);
+  double norm = 0;
+  for (float& x : m.mean) {
+    x = static_cast<float>(gauss(rng));
+    norm += double{x} * x;
+  }
+  for (float& x : m.mean) x = static_cast<float>(x * p.mean_norm / std::sqrt(norm));
+  m.topics.resize(size_t{p.topics} * d);
+  for (uint32_t k = 0; k < p.topics; ++k) {
+    for (uint32_t i = 0; i < d; ++i) m.topics[size_t{k} * d + i] = static_cast<float>(p.topic_scale * m.scale[i] * gauss(rng));
+  }
+  std::uniform_real_distribution<double> weight(0.5, 1.5);
+  m.weights.resize(p.topics);
+  for (double& w : m.weights) w = weight(rng);
+  return m;
+}
+
+void fill_embedding_block(const EmbeddingParams& p, const EmbeddingModel& m, uint64_t stream, uint64_t block,
+                          uint64_t rows, FloatMatrix* out) {
+  std::mt19937_64 rng = block_rng(p.seed, stream, block);
+  std::discrete_distribution<uint32_t> pick(m.weights.begin(), m.weights.end());
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  const uint32_t d = m.dim;
+  std::vector<float> v(d);
+  const uint64_t last = std::min(rows, (block + 1) * kBlockRows);
+  for (uint64_t r = block * kBlockRows; r < last; ++r) {
+    const float* t = m.topics.data() + size_t{pick(rng)} * d;
+    for (uint32_t i = 0; i < d; ++i) v[i] = m.mean[i] + t[i] + p.within * m.scale[i] * gauss(rng);
+    float* x = out->row(r);
+    std::fill(x, x + d, 0.0f);
+    for (uint32_t j = 0; j < d; ++j) {  // x = sum_j v_j * direction_j
+      const float* dir = m.rotation.data() + size_t{j} * d;
+      for (uint32_t c = 0; c < d; ++c) x[c] += v[j] * dir[c];
+    }
+    double norm = 0;
+    for (uint32_t c = 0; c < d; ++c) norm += double{x[c]} * x[c];
+    const float inv = static_cast<float>(1.0 / std::sqrt(norm));  // > 0: the mean keeps it off 0 almost surely
+    for (uint32_t c = 0; c < d; ++c) x[c] *= inv;
+  }
+}
+
 }  // namespace
+
+FloatMatrix generate_embedding(const EmbeddingParams& p, uint64_t rows, uint64_t stream, unsigned threads) {
+  if (p.dim == 0 || p.dim > kMaxDim) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("embedding data: dim {} (must be 1..{})", p.dim, kMaxDim));
+  }
+  if (p.topics == 0) throw Error(ErrorCode::kInvalidArgument, "embedding data: topics must be at least 1");
+  if (!(p.decay >= 0 && p.mean_norm >= 0 && p.topic_scale >= 0 && p.within > 0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("embedding data: need decay >= 0, mean_norm >= 0, topic_scale >= 0, within > 0 "
+                            "(got {}, {}, {}, {})",
+                            p.decay, p.mean_norm, p.topic_scale, p.within));
+  }
+  const EmbeddingModel model = make_embedding_model(p);
+  return generate_blocks(p.dim, rows, threads, [&](uint64_t b, FloatMatrix* out) {
+    fill_embedding_block(p, model, stream, b, rows, out);
+  });
+}
 
 FloatMatrix generate_clustered(const ClusteredParams& p, uint64_t rows, uint64_t stream, unsigned threads) {
   if (p.dim == 0 || p.dim > kMaxDim) {
@@ -97,22 +218,9 @@ FloatMatrix generate_clustered(const ClusteredParams& p, uint64_t rows, uint64_t
                             p.box, p.spread_min, p.spread_max, p.noise));
   }
   const Model model = make_model(p);
-  FloatMatrix out;
-  out.rows = rows;
-  out.dim = p.dim;
-  out.values.resize(rows * p.dim);
-  const uint64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<uint64_t>(threads, std::max<uint64_t>(blocks, 1)));
-  std::atomic<uint64_t> next{0};
-  auto work = [&] {
-    for (uint64_t b = next.fetch_add(1); b < blocks; b = next.fetch_add(1)) fill_block(p, model, stream, b, rows, &out);
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  return out;
+  return generate_blocks(p.dim, rows, threads, [&](uint64_t b, FloatMatrix* out) {
+    fill_block(p, model, stream, b, rows, out);
+  });
 }
 
 }  // namespace calico::bench::data

@@ -217,8 +217,12 @@ TEST(VectorSmoke, BothIndexesAtTheirPageSizes) {
   int built = 0;
   for (const auto& e : std::filesystem::directory_iterator(c.data_dir)) {
     const std::string name = e.path().filename().string();
-    if (name.starts_with("hnsw-")) EXPECT_EQ(name.find("-p"), std::string::npos) << name;
-    if (name.starts_with("ivf-")) EXPECT_TRUE(name.ends_with("-p16384")) << name;
+    if (name.starts_with("hnsw-")) {
+      EXPECT_EQ(name.find("-p"), std::string::npos) << name;
+    }
+    if (name.starts_with("ivf-")) {
+      EXPECT_TRUE(name.ends_with("-p16384")) << name;
+    }
     built += name != "run";
   }
   EXPECT_EQ(built, 2);

@@ -183,6 +183,95 @@ std::vector<std::vector<Neighbor>> naive_neighbors(const FloatMatrix& base, cons
   return out;
 }
 
+// The embedding-like generator: deterministic per seed whatever the threads, unit rows, a
+// common direction (random pairs have a positive cosine), a spectrum dominated by a few
+// directions, and topics (a query's best match is far above the median); through
+// load_or_generate it is its own cached dataset, searched by inner product.
+TEST(Synthetic, EmbeddingIsUnitAnisotropicAndDeterministic) {
+  EmbeddingParams p;
+  p.dim = 64;
+  p.topics = 20;
+  p.seed = 5;
+  const FloatMatrix a = generate_embedding(p, 4000, kBaseStream, 1);
+  ASSERT_EQ(a.rows, 4000u);
+  ASSERT_EQ(a.dim, 64u);
+  EXPECT_EQ(generate_embedding(p, 4000, kBaseStream, 3).values, a.values);
+  p.seed = 6;
+  EXPECT_NE(generate_embedding(p, 4000, kBaseStream, 2).values, a.values);
+  p.seed = 5;
+  const uint32_t d = a.dim;
+  auto dot = [&](const float* x, const float* y) {
+    double s = 0;
+    for (uint32_t i = 0; i < d; ++i) s += double{x[i]} * y[i];
+    return s;
+  };
+  for (uint64_t r = 0; r < a.rows; ++r) ASSERT_NEAR(dot(a.row(r), a.row(r)), 1.0, 1e-4) << "row " << r;
+  // A common direction: the mean cosine of row pairs is clearly positive.
+  double mean_cos = 0;
+  for (uint64_t r = 0; r + 1 < 2000; r += 2) mean_cos += dot(a.row(r), a.row(r + 1)) / 1000;
+  EXPECT_GT(mean_cos, 0.1);
+  EXPECT_LT(mean_cos, 0.5);
+  // Anisotropy: the covariance's largest eigenvalue (power iteration) is many times the
+  // mean eigenvalue (trace / dim); an isotropic set gives about 1-2x.
+  std::vector<double> mu(d, 0), cov(size_t{d} * d, 0);
+  for (uint64_t r = 0; r < a.rows; ++r) {
+    for (uint32_t i = 0; i < d; ++i) mu[i] += a.row(r)[i] / double(a.rows);
+  }
+  for (uint64_t r = 0; r < a.rows; ++r) {
+    for (uint32_t i = 0; i < d; ++i) {
+      for (uint32_t j = 0; j < d; ++j) cov[i * d + j] += (a.row(r)[i] - mu[i]) * (a.row(r)[j] - mu[j]);
+    }
+  }
+  double trace = 0;
+  for (uint32_t i = 0; i < d; ++i) trace += cov[i * d + i];
+  std::vector<double> v(d, 1.0), w(d);
+  double top = 0;
+  for (int it = 0; it < 200; ++it) {
+    for (uint32_t i = 0; i < d; ++i) {
+      w[i] = 0;
+      for (uint32_t j = 0; j < d; ++j) w[i] += cov[i * d + j] * v[j];
+    }
+    double n = 0;
+    for (double x : w) n += x * x;
+    top = std::sqrt(n);
+    for (uint32_t i = 0; i < d; ++i) v[i] = w[i] / top;
+  }
+  EXPECT_GT(top / (trace / d), 5.0) << "largest eigenvalue over the mean eigenvalue";
+  // Topics: a query's best inner product is well above its median one.
+  const FloatMatrix q = generate_embedding(p, 20, kQueryStream, 2);
+  for (uint64_t i = 0; i < q.rows; ++i) {
+    std::vector<double> ips(a.rows);
+    for (uint64_t r = 0; r < a.rows; ++r) ips[r] = dot(q.row(i), a.row(r));
+    std::sort(ips.begin(), ips.end());
+    ASSERT_LT(ips.back(), 1.0 - 1e-6) << "query " << i << " is a copy of a base row";
+    EXPECT_GT(ips.back() - ips[ips.size() / 2], 0.3) << "query " << i;
+  }
+  p.topics = 0;
+  expect_error(ErrorCode::kInvalidArgument, [&] { generate_embedding(p, 10, kBaseStream); });
+  p.topics = 20;
+  p.within = 0;
+  expect_error(ErrorCode::kInvalidArgument, [&] { generate_embedding(p, 10, kBaseStream); });
+
+  TempDir dir;
+  DatasetSpec spec;
+  spec.kind = "embedding";
+  spec.metric = Metric::kInnerProduct;
+  spec.n = 3000;
+  spec.dim = 32;
+  spec.clusters = 10;
+  spec.queries = 7;
+  spec.gt_k = 5;
+  spec.verbose = false;
+  const Dataset ds = load_or_generate(spec, dir.path());
+  EXPECT_EQ(ds.name, "embedding-n3000-d32-c10-q7-s42-ip");
+  EXPECT_TRUE(ds.generated_vectors && ds.computed_ground_truth);
+  ASSERT_EQ(ds.ground_truth.rows, 7u);
+  EXPECT_EQ(ds.ground_truth.ids[0], naive_neighbors(ds.base, ds.queries, Metric::kInnerProduct, 5)[0][0].id);
+  const Dataset again = load_or_generate(spec, dir.path());
+  EXPECT_FALSE(again.generated_vectors || again.computed_ground_truth);
+  EXPECT_EQ(again.base.values, ds.base.values);
+}
+
 TEST(GroundTruth, EqualsNaiveSortWithTiesById) {
   // Integral values in a small range: many exact distance ties.
   FloatMatrix base = random_matrix(3000, 8, 7, true);
