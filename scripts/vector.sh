@@ -19,7 +19,8 @@
 # Everything goes to OUTDIR (default ./vector-results): vector.jsonl, logs, the dataset cache
 # (data/), the built indexes (pools/, peer-indexes/).
 #
-# Sizes and parameters (environment): N=1000000 DIM=128 CLUSTERS=1000 QUERIES=1000 M=16
+# Sizes and parameters (environment): DATASET=clustered (or embedding: DIM 384, inner
+# product) N=1000000 DIM=128 CLUSTERS=1000 QUERIES=1000 M=16
 # EFC=100 EF=16,32,64,128,256,512 (to recall 0.99 at 1M) NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
 # LTM_TRANSLATIONS=array,vmcache LTM_EF=50 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
@@ -33,7 +34,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-vector-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-N=${N:-1000000} DIM=${DIM:-128} CLUSTERS=${CLUSTERS:-1000} QUERIES=${QUERIES:-1000}
+DATASET=${DATASET:-clustered}  # clustered (SIFT-like, l2) or embedding (text-embedding-like, ip)
+if [ "$DATASET" = embedding ]; then DEFAULT_DIM=384; else DEFAULT_DIM=128; fi
+N=${N:-1000000} DIM=${DIM:-$DEFAULT_DIM} CLUSTERS=${CLUSTERS:-1000} QUERIES=${QUERIES:-1000}
 M=${M:-16} EFC=${EFC:-100} EF=${EF:-16,32,64,128,256,512} NPROBE=${NPROBE:-1,2,4,8,16,32}
 THREADS=${THREADS:-1,2} ROUNDS=${ROUNDS:-3} TRANSLATIONS=${TRANSLATIONS:-array}
 LTM_FRACTIONS=${LTM_FRACTIONS:-0.5,0.2,0.1} LTM_TRANSLATIONS=${LTM_TRANSLATIONS:-array,vmcache} LTM_EF=${LTM_EF:-50}
@@ -48,11 +51,11 @@ JSON="$OUT/vector.jsonl"
 start=$(date +%s)
 log() { echo "=== $* ($(( $(date +%s) - start )) s so far)"; }
 
-data=(--n "$N" --dim "$DIM" --clusters "$CLUSTERS" --queries "$QUERIES" --cache-dir "$OUT/data"
+data=(--dataset "$DATASET" --n "$N" --dim "$DIM" --clusters "$CLUSTERS" --queries "$QUERIES" --cache-dir "$OUT/data"
       --data-dir "$OUT/pools" --M "$M" --ef-construction "$EFC")
 log "dataset and Calico's index builds"
 "$BENCH" vector "${data[@]}" --index hnsw,ivf --build-only 2>&1 | tee "$OUT/build.log"
-DSDIR=$(ls -d "$OUT"/data/clustered-n"$N"-d"$DIM"-c"$CLUSTERS"-q"$QUERIES"-*l2 | head -n1)
+DSDIR=$(ls -d "$OUT"/data/"$DATASET"-n"$N"-d"$DIM"-c"$CLUSTERS"-q"$QUERIES"-* | head -n1)
 NLIST=$(sed -n 's/^.*ivf-.*-nlist\([0-9]*\).*$/\1/p' "$OUT/build.log" | head -n1)
 NLIST=${NLIST:-$(ls -d "$OUT"/pools/ivf-*-nlist* | sed 's/.*nlist\([0-9]*\).*/\1/' | head -n1)}
 peers=(--data-dir "$DSDIR" --M "$M" --ef-construction "$EFC" --ef "$EF" --nlist "$NLIST" --nprobe "$NPROBE"
@@ -98,5 +101,8 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
 fi
 
 log "report"
-"$PY" "$ROOT/bench/report/vector_figures.py" "$JSON" --md "$ROOT/docs/vector.md" --png-dir "$ROOT/docs/vector" \
-  --command "N=$N ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS scripts/vector.sh"
+REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT/vector.jsonl
+mkdir -p "$ROOT/docs/$REPORT"
+cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"
+"$PY" "$ROOT/bench/report/vector_figures.py" "$JSON" --md "$ROOT/docs/$REPORT.md" --png-dir "$ROOT/docs/$REPORT" \
+  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} scripts/vector.sh"

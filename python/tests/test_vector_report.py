@@ -48,3 +48,13 @@ def test_equal_recall_table_pairs_rounds_and_marks_unreached_targets():
     # ratio of medians, which would also be 1.5 here but 300/200 for the cell).
     assert cells[3] == "200 (1.50x; 1.00..2.00)"
     assert cells[4] == "not reached"
+
+
+def test_equal_recall_table_says_when_a_curve_starts_above_the_target():
+    pts = [point("calico", "array", 1, 1, 0.92, [100.0]), point("calico", "array", 1, 2, 0.98, [50.0]),
+           point("hnswlib", "", 1, 1, 0.80, [90.0]), point("hnswlib", "", 1, 2, 0.95, [40.0])]
+    lines = []
+    vf.equal_recall_table(pts, "hnsw", lines, targets=(0.90, 0.99))
+    rows = [[c.strip() for c in l.split("|")[1:-1]] for l in lines[2:4]]
+    assert rows[0][2] == "above at every point" and rows[0][3].startswith("5")  # 90 -> 40 at 0.90: ~52
+    assert rows[1][2] == "not reached" and rows[1][3] == "not reached"
