@@ -651,6 +651,15 @@ class BasicHnsw {
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(at + off);
   }
 
+  // Touches every cache line of node id's level-0 link row in `frame` (its level-0 page, as
+  // read; a hint, like prefetch_lines).
+  void prefetch_row(const std::byte* frame, uint32_t id) const {
+    const std::byte* row = frame + layout_.row_offset(id);
+    const size_t bytes = sizeof(HnswRowHead) + size_t{8} * params_.M;  // head and 2M ids
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(row + off);
+    __builtin_prefetch(row + bytes - 1);  // the last line when the row straddles one more
+  }
+
   // The distance of q to node id, whose page read `r` was started (read_optimistic of id's
   // page), computed in place from the frame and then validated; on a failed validation the
   // value (of possibly torn bytes: any float, never a fault, since frames stay mapped) is
@@ -708,6 +717,10 @@ class BasicHnsw {
       if (res.size() >= ef && res.front() < c) break;  // c is farther than every kept result
       const uint32_t n = read_links(c.id, level, optimistic, st, st.links_.data());
       ++st.stats_.expanded;
+      // The visited marks of a list are random words of a capacity-sized array: start them
+      // all before the first test, so that their misses overlap instead of each waiting
+      // behind the branch on the previous one.
+      for (uint32_t i = 0; i < n; ++i) __builtin_prefetch(&st.visited_[st.links_[i]]);
       uint32_t fresh = 0;
       for (uint32_t i = 0; i < n; ++i) {
         const uint32_t v = st.links_[i];
@@ -729,6 +742,7 @@ class BasicHnsw {
       for (uint32_t i = 0; i < fresh; ++i) {
         const uint32_t v = st.fresh_[i];
         vector::Neighbor nb;
+        const std::byte* frame = nullptr;  // v's page as read here (pipelined), for the row prefetch
         if (pipelined) {
           // Software pipeline: start the next neighbour's read and prefetch every line of its
           // vector (prefetch_group fetched only the first) before this one's distance.
@@ -738,10 +752,15 @@ class BasicHnsw {
             prefetch_lines(next.data + layout_.vector_offset(st.fresh_[i + 1]));
           }
           nb = vector::Neighbor{distance_in(q, v, r, st), v};
+          frame = r.data;
         } else {
           nb = vector::Neighbor{distance_to(q, v, optimistic, st), v};
         }
         if (res.size() < ef || nb < res.front()) {
+          // v becomes a candidate, likely expanded soon: start its link row now, from the
+          // frame just read (no second translation). hnswlib prefetches its next candidate's
+          // list the same way. A hint: the frame may have changed since (then a wasted line).
+          if (frame != nullptr) prefetch_row(frame, v);
           cand.push_back(nb);
           std::push_heap(cand.begin(), cand.end(), std::greater<>());
           res.push_back(nb);

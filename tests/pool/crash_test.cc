@@ -127,7 +127,9 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
   }
   // Spaces live at the generation and never dropped later must be there.
   for (const auto& [name, space] : *at) {
-    if (!dropped_at.count(name)) EXPECT_TRUE(present.count(name)) << "space " << name << " was lost";
+    if (!dropped_at.count(name)) {
+      EXPECT_TRUE(present.count(name)) << "space " << name << " was lost";
+    }
   }
   const size_t usable = pool->usable_page_size();
   for (const SpaceInfo& s : spaces) {
@@ -189,7 +191,9 @@ FlushLog run_child(const std::string& dir, uint64_t seed, long delay_us, bool* k
   int status = 0;
   waitpid(pid, &status, 0);
   *killed = *killed && WIFSIGNALED(status);
-  if (!*killed) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "crash_tool failed, seed " << seed;
+  if (!*killed) {
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "crash_tool failed, seed " << seed;
+  }
   FlushLog log = read_log(log_path);
   std::remove(log_path.c_str());
   return log;
