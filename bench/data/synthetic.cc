@@ -110,6 +110,15 @@ FloatMatrix generate_blocks(uint32_t dim, uint64_t rows, unsigned threads, Fill&
   return out;
 }
 
+// Errors: kInvalidArgument naming the generator for dim outside 1..kMaxDim or no groups
+// (clusters, topics).
+void check_shape(const char* generator, uint32_t dim, uint32_t groups, const char* group_name) {
+  if (dim == 0 || dim > kMaxDim) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{} data: dim {} (must be 1..{})", generator, dim, kMaxDim));
+  }
+  if (groups == 0) throw Error(ErrorCode::kInvalidArgument, fmt::format("{} data: {} must be at least 1", generator, group_name));
+}
+
 struct EmbeddingModel {
   uint32_t dim;
   std::vector<float> rotation;  // dim x dim, orthonormal rows: x = rotation^T v, row j = direction j
@@ -190,10 +199,7 @@ void fill_embedding_block(const EmbeddingParams& p, const EmbeddingModel& m, uin
 }  // namespace
 
 FloatMatrix generate_embedding(const EmbeddingParams& p, uint64_t rows, uint64_t stream, unsigned threads) {
-  if (p.dim == 0 || p.dim > kMaxDim) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("embedding data: dim {} (must be 1..{})", p.dim, kMaxDim));
-  }
-  if (p.topics == 0) throw Error(ErrorCode::kInvalidArgument, "embedding data: topics must be at least 1");
+  check_shape("embedding", p.dim, p.topics, "topics");
   if (!(p.decay >= 0 && p.mean_norm >= 0 && p.topic_scale >= 0 && p.within > 0)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("embedding data: need decay >= 0, mean_norm >= 0, topic_scale >= 0, within > 0 "
@@ -207,10 +213,7 @@ FloatMatrix generate_embedding(const EmbeddingParams& p, uint64_t rows, uint64_t
 }
 
 FloatMatrix generate_clustered(const ClusteredParams& p, uint64_t rows, uint64_t stream, unsigned threads) {
-  if (p.dim == 0 || p.dim > kMaxDim) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("clustered data: dim {} (must be 1..{})", p.dim, kMaxDim));
-  }
-  if (p.clusters == 0) throw Error(ErrorCode::kInvalidArgument, "clustered data: clusters must be at least 1");
+  check_shape("clustered", p.dim, p.clusters, "clusters");
   if (!(p.spread_min >= 0 && p.spread_min <= p.spread_max && p.noise >= 0 && p.box > 0)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("clustered data: need box > 0, 0 <= spread_min <= spread_max, noise >= 0 "
