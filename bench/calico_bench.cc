@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
   v->add_option("--min-seconds", vec.min_seconds, "each timed run repeats the whole query set until it lasted this long")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   v->add_flag("!--no-optimistic", vec.optimistic, "pinned reads instead of optimistic ones");
   v->add_flag("!--no-prefetch", vec.prefetch, "no group prefetch");
+  v->add_option("--lookahead", vec.lookahead, "HNSW larger than memory: when a hop reads pages, also read ahead the neighbours of the next N candidates (0: off; comma list: a sweep)")->delimiter(',')->capture_default_str()->check(CLI::Range(0u, 16u));
   v->add_flag("!--no-prewarm", vec.prewarm, "in-memory pools: no prewarm (pages load in first-query order)");
   v->add_flag("--ablation", vec.ablation, "also run Figure 11 on HNSW: hash_open -> array 4 KB -> + huge pages -> + optimistic -> + prefetch");
   v->add_option("--ablation-ef", vec.ablation_ef, "ef_search of the ablation")->capture_default_str()->check(CLI::Range(1u, 1u << 16));

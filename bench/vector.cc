@@ -1,6 +1,7 @@
 // calico_bench vector: see vector.h.
 #include "vector.h"
 
+#include <sys/resource.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,12 +66,15 @@ struct HnswKind {
                            std::vector<Neighbor>* out) {
     for (uint64_t i = 0; i < n; ++i) ix.search(ds.queries.row(q0 + i), o, st, &out[i]);
   }
-  static index::HnswSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch) {
+  static std::vector<uint32_t> lookaheads(const VectorConfig& c) { return c.lookahead; }
+  static index::HnswSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch,
+                                          uint32_t lookahead) {
     index::HnswSearchOptions o;
     o.k = k;
     o.ef = param;
     o.optimistic = optimistic;
     o.prefetch = prefetch;
+    o.lookahead = lookahead;
     return o;
   }
   // Adds every row, rows handed out to `threads` threads; prints progress every 5%.
@@ -132,7 +136,8 @@ struct IvfKind {
       ix.search_batch(ds.queries.row(q0), n, o, st, out);
     }
   }
-  static index::IvfSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch) {
+  static std::vector<uint32_t> lookaheads(const VectorConfig&) { return {0}; }
+  static index::IvfSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch, uint32_t) {
     index::IvfSearchOptions o;
     o.k = k;
     o.nprobe = param;
@@ -275,11 +280,24 @@ struct CaseRecord {
   unsigned threads = 1;
   uint32_t param = 0;
   uint32_t batch = 1;  // queries per search call (IVF search_batch)
+  uint32_t lookahead = index::HnswSearchOptions{}.lookahead;  // HNSW only
   bool optimistic = true, prefetch = true, huge_pages = true;
   std::vector<std::vector<Neighbor>> results, first;
   std::vector<double> reads, seconds;
+  std::vector<double> depth;  // per run: mean page reads in flight (PoolStats::read_inflight_ns / wall)
+  std::vector<double> cores;  // per run: process CPU seconds (user + system) per wall second
   uint64_t mismatches = 0;
 };
+
+static_assert(index::HnswSearchOptions{}.lookahead == 2, "VectorConfig::lookahead's default is the index's");
+
+// User + system CPU seconds of the whole process so far.
+double process_cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) { return double(tv.tv_sec) + 1e-6 * double(tv.tv_usec); };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
 
 template <class Kind, class Pool>
 micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Dataset& ds, uint32_t k, uint32_t param,
@@ -288,7 +306,7 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
   rec->results.resize(ds.queries.rows);
   auto states = std::make_shared<std::vector<typename Kind::State>>();
   for (unsigned i = 0; i < threads; ++i) states->emplace_back(*t->index);
-  const auto opts = Kind::options(k, param, optimistic, prefetch);
+  const auto opts = Kind::options(k, param, optimistic, prefetch, rec->lookahead);
   micro::Case c;
   c.translation = rec->translation;
   c.workload = rec->workload;
@@ -301,14 +319,17 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
         Kind::search_block(*t->index, ds, q, std::min<uint64_t>(batch, nq - q), opts, (*states)[w], &rec->results[q]);
       }
     };
+    const double cpu0 = process_cpu_seconds();
     const Clock::time_point t0 = Clock::now();
     std::vector<std::thread> workers;
     for (unsigned w = 1; w < threads; ++w) workers.emplace_back(work, w);
     work(0);
     for (std::thread& w : workers) w.join();
     rec->seconds.push_back(seconds_since(t0));
+    rec->cores.push_back((process_cpu_seconds() - cpu0) / rec->seconds.back());
     const PoolStats after = t->pool->stats();
     rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
+    rec->depth.push_back(1e-9 * double(after.read_inflight_ns - before.read_inflight_ns) / rec->seconds.back());
     micro::RunOutcome out{nq, 0, rec->seconds.back()};
     if (rec->first.empty()) {
       rec->first = rec->results;
@@ -334,8 +355,9 @@ double timed_median(const std::vector<double>& v, unsigned repeat) {
 void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
             const data::Dataset& ds, const VectorConfig& c, const std::string& extra_json,
             const std::vector<BuiltIndex>& built, const std::vector<std::string>& index_names) {
-  fmt::print("\n{:<6} {:<18} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9}\n", "index", "translation", "pool",
-             "thr", "param", "recall@" + std::to_string(c.k), "QPS", "ms/query", "vs array", "reads/q", "IOPS");
+  fmt::print("\n{:<6} {:<18} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9} {:>6} {:>6}\n", "index", "translation",
+             "pool", "thr", "param", "recall@" + std::to_string(c.k), "QPS", "ms/query", "vs array", "reads/q", "IOPS",
+             "depth", "cores");
   std::ofstream json;
   if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
   for (size_t i = 0; i < results.size(); ++i) {
@@ -346,6 +368,7 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
     const double reads = timed_median(rec.reads, c.repeat) / double(ds.queries.rows);
     const double secs = timed_median(rec.seconds, c.repeat);
     const double iops = timed_median(rec.reads, c.repeat) / secs;
+    const double depth = timed_median(rec.depth, c.repeat), cores = timed_median(rec.cores, c.repeat);
     std::string vs_array = "";
     for (size_t j = 0; j < results.size(); ++j) {
       const CaseRecord& o = *recs[j];
@@ -353,21 +376,21 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
         vs_array = fmt::format("{:.2f}x", micro::paired_speedup(results[j], r));
       }
     }
-    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f}{}\n", rec.index,
-               rec.translation, fraction_label(rec.fraction), rec.threads, rec.param, recall, qps,
-               1e3 * rec.threads / qps, vs_array, reads, iops, rec.mismatches ? "  RESULTS DIFFER" : "");
+    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f} {:>6.1f} {:>6.2f}{}\n",
+               rec.index, rec.translation, fraction_label(rec.fraction), rec.threads, rec.param, recall, qps,
+               1e3 * rec.threads / qps, vs_array, reads, iops, depth, cores, rec.mismatches ? "  RESULTS DIFFER" : "");
     if (json.is_open()) {
       std::string qps_runs;
       for (double ns : r.ns_per_op) qps_runs += (qps_runs.empty() ? "" : ",") + fmt::format("{:.1f}", 1e9 / ns);
       const size_t bi = std::find(index_names.begin(), index_names.end(), rec.index) - index_names.begin();
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
-          R"("threads":{},"{}":{},"batch":{},"k":{},"page_size":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
-          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"result_mismatches":{},)"
+          R"("threads":{},"{}":{},"batch":{},"lookahead":{},"k":{},"page_size":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
+          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"cpu_cores":{:.2f},"result_mismatches":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
-          rec.param, rec.batch, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
-          rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
+          rec.param, rec.batch, rec.index == "hnsw" ? rec.lookahead : 0, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
+          depth, cores, rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())
            << "\n";
@@ -394,7 +417,9 @@ void add_sweep(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex&
           auto t = open_target<Kind, Pool>(c, b, name, f, true);
           for (unsigned th : c.threads) {
             for (uint32_t p : Kind::sweep(c)) {
+             for (uint32_t la : Kind::lookaheads(c)) {
               auto rec = std::make_shared<CaseRecord>();
+              rec->lookahead = la;
               rec->index = Kind::kName;
               rec->translation = name;
               rec->fraction = f;
@@ -404,9 +429,11 @@ void add_sweep(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex&
               rec->batch = Kind::batch(c);
               rec->optimistic = c.optimistic;
               rec->prefetch = c.prefetch;
-              rec->workload = fmt::format("{} {}={} t={} pool={}", Kind::kName, Kind::kParam, p, th, fraction_label(f));
+              rec->workload = fmt::format("{} {}={} t={} pool={}{}", Kind::kName, Kind::kParam, p, th, fraction_label(f),
+                                          Kind::lookaheads(c).size() > 1 ? fmt::format(" ahead={}", la) : "");
               cases.push_back(search_case(t, ds, c.k, p, th, c.optimistic, c.prefetch, rec, Kind::batch(c)));
               recs.push_back(rec);
+             }
             }
           }
         });

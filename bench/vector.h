@@ -64,6 +64,9 @@ struct VectorConfig {
   double min_seconds = 1.0;  // a timed run repeats the whole query set until this long
   bool optimistic = true;
   bool prefetch = true;
+  // HNSW read-ahead of the next candidates' neighbours when a hop reads pages
+  // (HnswSearchOptions::lookahead); a list is a sweep, interleaved like the rest.
+  std::vector<uint32_t> lookahead = {2};  // HnswSearchOptions' default (static_assert in vector.cc)
   // In-memory pools (fraction 0) load the index in block order before the warm-up run
   // (BufferPool::prewarm), as the peers read their whole index file at load: each list or
   // run of pages then sits in adjacent frames.

@@ -50,6 +50,7 @@
 #include "calico/pool_options.h"
 #include "calico/page_id.h"
 #include "memory/frame_arena.h"
+#include "pool/async_lane.h"
 #include "pool/clock.h"
 #include "pool/frame_meta.h"
 #include "pool/free_list.h"
@@ -211,6 +212,7 @@ class BasicBufferPool {
  public:
   using TranslationPolicy = Translation;
   using Space = pool::BasicSpace<typename Translation::Table>;
+  using AsyncLane = pool::AsyncLane<Space>;
   static constexpr std::string_view kTranslationName = Translation::kName;
   static constexpr bool kFrameHints = translation::kHasFrameHints<Translation>;
   static constexpr bool kRecyclesEntries = translation::kRecyclingTable<typename Translation::Table>;
@@ -341,7 +343,8 @@ class BasicBufferPool {
   // resident page, then submits one batch of asynchronous reads for the evicted ones and
   // returns. Best effort: pages past a space's end, of unknown spaces, or for which no frame
   // is free are skipped. offsets may be empty (offset 0 for all), else pids.size() long.
-  void prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets = {});
+  // Returns the number of reads submitted (0 when every page was resident or in flight).
+  size_t prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets = {});
 
   // Reads blocks [first, first + count) of a space (clamped to its end) in ascending order
   // into free frames and waits for them: pg_prewarm. Nothing is evicted: it stops when the
@@ -734,9 +737,24 @@ class BasicBufferPool {
     return reg.counter;
   }
   ThreadCounter* register_thread();
-  // Completes asynchronous reads until `e` is no longer kIoPending (or nothing is in flight).
+  // The calling thread's async lane (index into lanes_).
+  uint32_t thread_lane() {
+    struct Dealt {
+      uint64_t pool_uid = 0;
+      uint32_t lane = 0;
+    };
+    thread_local Dealt dealt;
+    if (dealt.pool_uid != uid_) [[unlikely]] {
+      dealt = Dealt{uid_, next_lane_.fetch_add(1, std::memory_order_relaxed) % pool::kMaxAsyncLanes};
+    }
+    return dealt.lane;
+  }
+  // Completes the reads of the lane `e` is pending in until `e` is no longer that read.
   void help_async(const translation::Entry& e);
-  void complete_async(uint64_t slot, int result);  // pre: async_mutex_ held
+  // Pre: lane.mutex held. Publishes a completed read, or returns the page to evicted.
+  void complete_async(AsyncLane& lane, uint64_t slot, int result, uint64_t now_ns);
+  // Reaps lane's completed reads (waiting for one when `wait`). Pre: lane.mutex held.
+  void reap_lane(AsyncLane& lane, bool wait);
   void drain_async();
 
   io::IoRing& thread_ring();
@@ -772,16 +790,9 @@ class BasicBufferPool {
   std::mutex evict_mutex_;  // one evictor at a time; guards clock_
   pool::ClockHand clock_;
 
-  struct PendingRead {
-    Space* space;
-    PageId pid;
-    FrameId frame;
-    translation::Entry* entry;  // kIoPending, latched by the read: pid's until published
-  };
-  mutable std::mutex async_mutex_;  // guards async_ring_, pending_, free_slots_
-  std::unique_ptr<io::IoRing> async_ring_;
-  std::vector<PendingRead> pending_;
-  std::vector<uint32_t> free_slots_;
+  // Prefetch reads: one ring per lane, a lane per thread (pool/async_lane.h).
+  std::unique_ptr<AsyncLane[]> lanes_;  // kMaxAsyncLanes
+  std::atomic<uint32_t> next_lane_{0};  // deals lanes to threads round-robin
 
   std::mutex flush_mutex_;
 
@@ -795,7 +806,7 @@ class BasicBufferPool {
   struct Counters {
     std::atomic<uint64_t> faults{0}, evictions{0}, write_backs{0}, punches{0},
         prefetch_issued{0}, prefetch_failed{0}, optimistic_fallbacks{0}, hint_repairs{0},
-        write_back_failures{0}, sync_failures{0};
+        write_back_failures{0}, sync_failures{0}, read_inflight_ns{0};
   };
   mutable Counters counters_;
   // The far tier's state, or null (one tier). Set at construction, never changed.

@@ -78,6 +78,10 @@ struct PoolStats {
   uint64_t punches = 0;           // 4 KB pages of translation entries returned to the OS
   uint64_t prefetch_issued = 0;   // asynchronous reads submitted
   uint64_t prefetch_failed = 0;   // asynchronous reads that failed (the page stays evicted)
+  // Page reads' time in flight, summed (ns): submission to completion as the pool saw it, for
+  // faults and prefetches. Over a wall-clock interval, its growth / the interval = the mean
+  // number of reads in flight (the queue depth the device was given).
+  uint64_t read_inflight_ns = 0;
   uint64_t optimistic_fallbacks = 0;  // optimistic reads that gave up and pinned
   // Frame hints (pools whose translation has kFrameHints, e.g. lipah; 0 for the others):
   uint64_t hint_hits = 0;     // hinted accesses that went straight to the hinted frame

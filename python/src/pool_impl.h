@@ -81,6 +81,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
             {"punches", s.punches},
             {"prefetch_issued", s.prefetch_issued},
             {"prefetch_failed", s.prefetch_failed},
+            {"read_inflight_ns", s.read_inflight_ns},
             {"optimistic_fallbacks", s.optimistic_fallbacks},
             {"hint_hits", s.hint_hits},
             {"hint_misses", s.hint_misses},

@@ -2,8 +2,8 @@
 //
 // Entry points: submit_and_wait() (synchronous batch), push()/submit()/reap() (asynchronous).
 // Thread safety: none. An IoRing is used by one thread at a time; the pool keeps one per
-// thread for synchronous batches and one shared ring under a mutex for asynchronous
-// prefetch reads (see pool/README.md).
+// thread for synchronous batches and one per async lane, under the lane's mutex, for
+// prefetch reads (pool/async_lane.h).
 // Limits: at most depth() requests in flight; submit_and_wait() splits larger batches.
 #pragma once
 

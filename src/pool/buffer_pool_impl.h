@@ -57,10 +57,8 @@ BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
       meta_(new pool::FrameMeta[frames_.num_frames() + 1]),
       free_list_(fast_last_),
       clock_(fast_last_),
-      async_ring_(std::make_unique<io::IoRing>(options.async_depth, options.fault_injector)),
-      pending_(options.async_depth),
+      lanes_(new AsyncLane[pool::kMaxAsyncLanes]),
       low_watermark_(std::min<uint32_t>(options.eviction_batch / 2, fast_last_ / 4)) {
-  for (uint32_t s = options.async_depth; s > 0; --s) free_slots_.push_back(s - 1);
   if constexpr (kFrameHints) {
     frame_entries_.reset(new std::atomic<translation::Entry*>[frames_.num_frames() + 1]());
   }
@@ -371,7 +369,10 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
     std::byte* frame = page_data(space, pid, f);
     io::IoRequest req{space->file.fd(), uint64_t{block} * options_.page_size, frame,
                       static_cast<uint32_t>(options_.page_size), false, 0, 0};
-    thread_ring().submit_and_wait(std::span(&req, 1));
+    io::IoRing& ring = thread_ring();
+    const uint64_t start_ns = pool::monotonic_ns();
+    ring.submit_and_wait(std::span(&req, 1));
+    counters_.read_inflight_ns.fetch_add(pool::monotonic_ns() - start_ns, std::memory_order_relaxed);
     if (req.result != static_cast<int>(options_.page_size)) {
       pool::throw_read_error(pid, req.result, options_.page_size);
     }
@@ -523,17 +524,18 @@ uint64_t BasicBufferPool<T>::prewarm(SpaceId space, BlockId first, uint64_t coun
 }
 
 template <class T>
-void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets) {
+size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets) {
   if (!offsets.empty() && offsets.size() != pids.size()) {
     throw Error(ErrorCode::kInvalidArgument, "prefetch_group: offsets and pids differ in length");
   }
   constexpr size_t kMaxGroup = 256;  // bounds the stack arrays; larger groups are split
   if (pids.size() > kMaxGroup) {
+    size_t submitted = 0;
     for (size_t i = 0; i < pids.size(); i += kMaxGroup) {
       size_t n = std::min(kMaxGroup, pids.size() - i);
-      prefetch_group(pids.subspan(i, n), offsets.empty() ? offsets : offsets.subspan(i, n));
+      submitted += prefetch_group(pids.subspan(i, n), offsets.empty() ? offsets : offsets.subspan(i, n));
     }
-    return;
+    return submitted;
   }
   translation::Entry* entries[kMaxGroup];
   Space* spaces[kMaxGroup];
@@ -590,12 +592,17 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
       missing[n_missing++] = static_cast<uint32_t>(i);
     }
   }
-  if (n_missing == 0) return;
-  // Phase 3: one batch of asynchronous reads for the evicted pages.
-  std::lock_guard lock(async_mutex_);
-  async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/false);
+  if (n_missing == 0) return 0;
+  // Phase 3: one batch of asynchronous reads for the evicted pages, in this thread's lane.
+  const uint32_t lane_index = thread_lane();
+  AsyncLane& lane = lanes_[lane_index];
+  std::lock_guard lock(lane.mutex);
+  if (!lane.ready(options_.async_depth, options_.fault_injector)) return 0;
+  reap_lane(lane, /*wait=*/false);
+  const EntryWord pending_word = translation::io_pending_word(lane_index);
+  const uint64_t now_ns = pool::monotonic_ns();
   unsigned submitted = 0;
-  for (size_t k = 0; k < n_missing && !free_slots_.empty(); ++k) {
+  for (size_t k = 0; k < n_missing && !lane.free_slots.empty(); ++k) {
     size_t i = missing[k];
     Space* s = spaces[i];
     PageId pid = pids[i];
@@ -608,7 +615,7 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
     // tried, and checked after the CAS (R4).
     translation::Entry& e = kRecyclesEntries ? s->table.entry(pid.block()) : *entries[i];
     s->table.acquire_ref(pid.block());
-    if (!translation::try_cas(e, EntryWord{0}, translation::kIoPendingWord)) {
+    if (!translation::try_cas(e, EntryWord{0}, pending_word)) {
       if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
@@ -629,26 +636,27 @@ void BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<
       forget(s, pid.block());
       break;  // no frame to spare: the rest would fail too
     }
-    uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    pending_[slot] = PendingRead{s, pid, f, &e};
-    bool pushed = async_ring_->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
-                                                  page_data(s, pid, f), static_cast<uint32_t>(options_.page_size),
-                                                  false, slot, 0});
-    CALICO_CHECK(pushed);  // free_slots_ has as many slots as the ring has entries
+    uint32_t slot = lane.free_slots.back();
+    lane.free_slots.pop_back();
+    lane.pending[slot] = typename AsyncLane::PendingRead{s, pid, f, &e, now_ns};
+    bool pushed = lane.ring->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
+                                                page_data(s, pid, f), static_cast<uint32_t>(options_.page_size),
+                                                false, slot, 0});
+    CALICO_CHECK(pushed);  // free_slots has as many slots as the ring has entries
     ++submitted;
   }
   if (submitted > 0) {
-    async_ring_->submit();
+    lane.ring->submit();
     counters_.prefetch_issued.fetch_add(submitted, std::memory_order_relaxed);
   }
+  return submitted;
 }
 
-// Pre: async_mutex_ held. Publishes a completed read, or returns the page to evicted.
 template <class T>
-void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
-  PendingRead p = pending_[slot];
-  free_slots_.push_back(static_cast<uint32_t>(slot));
+void BasicBufferPool<T>::complete_async(AsyncLane& lane, uint64_t slot, int result, uint64_t now_ns) {
+  const typename AsyncLane::PendingRead p = lane.pending[slot];
+  lane.free_slots.push_back(static_cast<uint32_t>(slot));
+  counters_.read_inflight_ns.fetch_add(now_ns - p.submitted_ns, std::memory_order_relaxed);
   translation::Entry& e = *p.entry;
   CALICO_DCHECK(translation::load(e).state() == kIoPending && owns(e, p.pid));
   std::byte* frame = page_data(p.space, p.pid, p.frame);
@@ -670,21 +678,38 @@ void BasicBufferPool<T>::complete_async(uint64_t slot, int result) {
 }
 
 template <class T>
+void BasicBufferPool<T>::reap_lane(AsyncLane& lane, bool wait) {
+  if (lane.idle()) return;
+  uint64_t now_ns = 0;  // read once per reap, at its first completion
+  lane.ring->reap(
+      [&](uint64_t slot, int res) {
+        if (now_ns == 0) now_ns = pool::monotonic_ns();
+        complete_async(lane, slot, res, now_ns);
+      },
+      wait);
+}
+
+template <class T>
 void BasicBufferPool<T>::help_async(const translation::Entry& e) {
-  std::lock_guard lock(async_mutex_);
-  while (translation::load(e).state() == kIoPending) {
-    // The prefetcher installs kIoPending and submits under async_mutex_, so a pending entry
-    // seen here has its read in flight.
-    CALICO_CHECK(async_ring_->in_flight() > 0);
-    async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/true);
+  const EntryWord seen = translation::load(e);
+  if (seen.state() != kIoPending) return;
+  AsyncLane& lane = lanes_[seen.version()];
+  std::lock_guard lock(lane.mutex);
+  // The prefetcher installs the pending word and submits in one critical section of this
+  // lane, so the read is in the ring now, or done (async_lane.h). The same word seen again
+  // after a completion is a new read of the page, in this lane too: also in the ring.
+  while (translation::load(e).raw == seen.raw) {
+    CALICO_CHECK(!lane.idle());
+    reap_lane(lane, /*wait=*/true);
   }
 }
 
 template <class T>
 void BasicBufferPool<T>::drain_async() {
-  std::lock_guard lock(async_mutex_);
-  while (async_ring_->in_flight() > 0) {
-    async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, /*wait=*/true);
+  for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
+    AsyncLane& lane = lanes_[i];
+    std::lock_guard lock(lane.mutex);
+    while (!lane.idle()) reap_lane(lane, /*wait=*/true);
   }
 }
 
@@ -931,6 +956,7 @@ PoolStats BasicBufferPool<T>::stats() const {
   st.punches = counters_.punches.load();
   st.prefetch_issued = counters_.prefetch_issued.load();
   st.prefetch_failed = counters_.prefetch_failed.load();
+  st.read_inflight_ns = counters_.read_inflight_ns.load();
   st.optimistic_fallbacks = counters_.optimistic_fallbacks.load();
   st.hint_repairs = counters_.hint_repairs.load();
   st.frames = frames_.num_frames();
@@ -983,18 +1009,19 @@ void BasicBufferPool<T>::check_invariants() const {
   // Frames of reads in flight: owner 0, not free, their entries kIoPending.
   std::vector<uint8_t> in_flight(n + 1, 0);
   std::vector<uint64_t> pending_pages;
-  {
-    std::lock_guard lock(async_mutex_);
-    std::vector<uint8_t> slot_free(pending_.size(), 0);
-    for (uint32_t slot : free_slots_) slot_free[slot] = 1;
-    for (size_t slot = 0; slot < pending_.size(); ++slot) {
+  for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
+    AsyncLane& lane = lanes_[i];
+    std::lock_guard lock(lane.mutex);
+    std::vector<uint8_t> slot_free(lane.pending.size(), 0);
+    for (uint32_t slot : lane.free_slots) slot_free[slot] = 1;
+    for (size_t slot = 0; slot < lane.pending.size(); ++slot) {
       if (slot_free[slot]) continue;
-      const PendingRead& p = pending_[slot];
+      const typename AsyncLane::PendingRead& p = lane.pending[slot];
       if (in_flight[p.frame]++) fail("frame " + std::to_string(p.frame) + " has two reads in flight");
       if (meta_[p.frame].owner.load() != 0) fail("frame " + std::to_string(p.frame) + " is read into while owned");
-      if (translation::load(*p.entry).state() != kIoPending || !owns(*p.entry, p.pid) ||
+      if (translation::load(*p.entry).raw != translation::io_pending_word(i).raw || !owns(*p.entry, p.pid) ||
           existing_entry(p.space, p.pid.block()) != p.entry) {
-        fail("a read in flight for a page whose entry is not kIoPending");
+        fail("a read in flight in lane " + std::to_string(i) + " for a page whose entry is not pending there");
       }
       pending_pages.push_back(p.pid.raw);
     }

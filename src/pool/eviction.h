@@ -80,11 +80,9 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     failed_rounds = 0;
     // Every frame is pinned, latched or loading. Pins are usually short: wait a bounded time
     // (kPoolFullWaitMs) before reporting a full pool. Completed prefetches free up frames too.
-    {
-      std::unique_lock lock(async_mutex_, std::try_to_lock);
-      if (lock.owns_lock()) {
-        async_ring_->reap([&](uint64_t slot, int res) { complete_async(slot, res); }, false);
-      }
+    for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
+      std::unique_lock lock(lanes_[i].mutex, std::try_to_lock);
+      if (lock.owns_lock()) reap_lane(lanes_[i], /*wait=*/false);
     }
     if (std::chrono::steady_clock::now() > deadline) {
       throw Error(ErrorCode::kPoolFull, "all " + std::to_string(frames_.num_frames()) +

@@ -12,7 +12,9 @@
 //   {0, 0, 0}            kEvicted: no frame. The reserved array is all-zero, so every page
 //                        starts here without initialisation; eviction writes zero back.
 //   {0, 0, kExclusive}   a synchronous fault owns the page and is reading it.
-//   {0, 0, kIoPending}   an asynchronous (prefetch) read is in flight.
+//   {0, L, kIoPending}   an asynchronous (prefetch) read is in flight in the pool's async
+//                        lane L (pool/async_lane.h): whoever needs the page completes
+//                        that lane's reads.
 //   {F, v, 0}            resident, unlocked.
 //   {F, v, 1..kMaxShared}resident, that many shared pins.
 //   {F, v, kExclusive}   resident, one exclusive latch (a writer, the evictor or flush).
@@ -27,7 +29,7 @@
 // Transitions (who / how):
 //   evicted -> loading       faulter / CAS 0 -> {0,0,kExclusive}  (after taking a hole-punch
 //                            reservation, see hole_punch_counter.h)
-//   evicted -> io pending    prefetcher / CAS 0 -> {0,0,kIoPending} (reservation likewise)
+//   evicted -> io pending    prefetcher / CAS 0 -> {0,L,kIoPending} (reservation likewise)
 //   loading|io -> resident   the loader / store {F, seed(F), 0}
 //   loading|io -> evicted    the loader on I/O failure / store 0
 //   unlocked|marked -> shared+1, shared n -> n+1     reader / CAS
@@ -105,6 +107,9 @@ static_assert(EntryWord::make(0xFFFFFFFFu, kVersionMask, kMarked).frame() == 0xF
 
 inline constexpr EntryWord kLoadingWord = EntryWord::make(kInvalidFrame, 0, kExclusive);
 inline constexpr EntryWord kIoPendingWord = EntryWord::make(kInvalidFrame, 0, kIoPending);
+// A read in flight in async lane `lane`; the lane sits in the version bits, unused while no
+// frame is attached.
+constexpr EntryWord io_pending_word(uint32_t lane) { return EntryWord::make(kInvalidFrame, lane, kIoPending); }
 inline constexpr EntryWord kGoneWord = EntryWord::make(kInvalidFrame, 0, kGone);
 static_assert(!kGoneWord.evicted() && !kGoneWord.resident() && !kGoneWord.unlatched() && !kGoneWord.shared(),
               "gone is neither evicted (no fault CASes it) nor latchable nor readable");
