@@ -1,8 +1,10 @@
 // calico_bench vector: see vector.h.
 #include "vector.h"
 
-#include <sys/resource.h>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +22,7 @@
 #include "calico/error.h"
 #include "data/dataset.h"
 #include "data/recall.h"
+#include "disk_stats.h"
 #include "index/hnsw.h"
 #include "index/ivf.h"
 #include "machine.h"
@@ -238,11 +241,26 @@ BuiltIndex ensure_built(const VectorConfig& c, const data::Dataset& ds, vector::
 template <class Kind, class Pool>
 struct Target {
   std::string label;
+  std::string dir;  // the pool's data directory (a copy of the built index)
   micro::ScratchPool<Pool> pool;
   std::optional<typename Kind::template Index<Pool>> index;  // destroyed before the pool
   double fraction = 0;
   uint64_t pool_bytes = 0;
 };
+
+// The copy was written through the page cache; the pool reads it with O_DIRECT, and every
+// such read of a file with cached pages first searches them (for writeback). Start as a
+// pool that wrote its own files would: nothing of them cached.
+void drop_cached_pages(const std::string& dir) {
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (!f.is_regular_file()) continue;
+    const int fd = ::open(f.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
 
 template <class Kind, class Pool>
 std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const BuiltIndex& b, const std::string& label,
@@ -263,6 +281,8 @@ std::shared_ptr<Target<Kind, Pool>> open_target(const VectorConfig& c, const Bui
   prepare_bench_dir(opt.data_dir);
   fs::copy(b.dir, opt.data_dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::remove(fs::path(opt.data_dir) / "built.json");
+  drop_cached_pages(opt.data_dir);
+  t->dir = opt.data_dir;
   t->pool = micro::ScratchPool<Pool>(Pool::open(opt).release(), micro::ScratchPoolDeleter<Pool>{opt.data_dir});
   if (fraction == 0 && c.prewarm) {
     for (const SpaceInfo& s : t->pool->spaces()) t->pool->prewarm(s.id);
@@ -286,6 +306,9 @@ struct CaseRecord {
   std::vector<double> reads, seconds;
   std::vector<double> depth;  // per run: mean page reads in flight (PoolStats::read_inflight_ns / wall)
   std::vector<double> cores;  // per run: process CPU seconds (user + system) per wall second
+  // per run, from the device's counters (disk_stats.h; empty when it has none): reads it
+  // completed per second, and its mean reads in flight (aqu-sz)
+  std::vector<double> disk_iops, disk_depth;
   uint64_t mismatches = 0;
 };
 
@@ -319,6 +342,7 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
         Kind::search_block(*t->index, ds, q, std::min<uint64_t>(batch, nq - q), opts, (*states)[w], &rec->results[q]);
       }
     };
+    const auto disk0 = bench::disk_read_counters(t->dir);
     const double cpu0 = process_cpu_seconds();
     const Clock::time_point t0 = Clock::now();
     std::vector<std::thread> workers;
@@ -330,6 +354,10 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
     const PoolStats after = t->pool->stats();
     rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
     rec->depth.push_back(1e-9 * double(after.read_inflight_ns - before.read_inflight_ns) / rec->seconds.back());
+    if (const auto disk1 = bench::disk_read_counters(t->dir); disk0 && disk1) {
+      rec->disk_iops.push_back(double(disk1->reads - disk0->reads) / rec->seconds.back());
+      rec->disk_depth.push_back(1e-3 * double(disk1->read_ms - disk0->read_ms) / rec->seconds.back());
+    }
     micro::RunOutcome out{nq, 0, rec->seconds.back()};
     if (rec->first.empty()) {
       rec->first = rec->results;
@@ -355,9 +383,9 @@ double timed_median(const std::vector<double>& v, unsigned repeat) {
 void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
             const data::Dataset& ds, const VectorConfig& c, const std::string& extra_json,
             const std::vector<BuiltIndex>& built, const std::vector<std::string>& index_names) {
-  fmt::print("\n{:<6} {:<18} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9} {:>6} {:>6}\n", "index", "translation",
+  fmt::print("\n{:<6} {:<18} {:>5} {:>3} {:>7} {:>9} {:>11} {:>9} {:>9} {:>10} {:>9} {:>6} {:>6} {:>6}\n", "index", "translation",
              "pool", "thr", "param", "recall@" + std::to_string(c.k), "QPS", "ms/query", "vs array", "reads/q", "IOPS",
-             "depth", "cores");
+             "depth", "disk q", "cores");
   std::ofstream json;
   if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
   for (size_t i = 0; i < results.size(); ++i) {
@@ -369,6 +397,9 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
     const double secs = timed_median(rec.seconds, c.repeat);
     const double iops = timed_median(rec.reads, c.repeat) / secs;
     const double depth = timed_median(rec.depth, c.repeat), cores = timed_median(rec.cores, c.repeat);
+    const bool disk = !rec.disk_depth.empty();
+    const double disk_depth = disk ? timed_median(rec.disk_depth, c.repeat) : 0;
+    const double disk_iops = disk ? timed_median(rec.disk_iops, c.repeat) : 0;
     std::string vs_array = "";
     for (size_t j = 0; j < results.size(); ++j) {
       const CaseRecord& o = *recs[j];
@@ -376,9 +407,10 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
         vs_array = fmt::format("{:.2f}x", micro::paired_speedup(results[j], r));
       }
     }
-    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f} {:>6.1f} {:>6.2f}{}\n",
+    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f} {:>6.1f} {:>6} {:>6.2f}{}\n",
                rec.index, rec.translation, fraction_label(rec.fraction), rec.threads, rec.param, recall, qps,
-               1e3 * rec.threads / qps, vs_array, reads, iops, depth, cores, rec.mismatches ? "  RESULTS DIFFER" : "");
+               1e3 * rec.threads / qps, vs_array, reads, iops, depth, disk ? fmt::format("{:.1f}", disk_depth) : "n/a",
+               cores, rec.mismatches ? "  RESULTS DIFFER" : "");
     if (json.is_open()) {
       std::string qps_runs;
       for (double ns : r.ns_per_op) qps_runs += (qps_runs.empty() ? "" : ",") + fmt::format("{:.1f}", 1e9 / ns);
@@ -386,11 +418,12 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
           R"("threads":{},"{}":{},"batch":{},"lookahead":{},"k":{},"page_size":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
-          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"cpu_cores":{:.2f},"result_mismatches":{},)"
+          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"disk_depth":{},"disk_iops":{},"cpu_cores":{:.2f},"result_mismatches":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
           rec.param, rec.batch, rec.index == "hnsw" ? rec.lookahead : 0, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
-          depth, cores, rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
+          depth, disk ? fmt::format("{:.2f}", disk_depth) : "null", disk ? fmt::format("{:.0f}", disk_iops) : "null",
+          cores, rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())
            << "\n";

@@ -13,7 +13,8 @@
 #      of the index (O_DIRECT), and usearch's memory-mapped view in a v1 memory cgroup
 #      limited to the same fraction of its index plus the interpreter's own footprint
 #      (measured first);
-#   5. the disk's 4 KB random-read IOPS at queue depth 1 and 2 (scripts/disk_iops.sh);
+#   5. the disk's 4 KB random-read IOPS at queue depths 1 to 64 (scripts/disk_iops.sh), the
+#      curve each larger-than-memory run is compared with at the device depth it kept;
 #   6. the Figure 11 ablation on HNSW;
 #   7. bench/report/vector_figures.py -> docs/vector.md and docs/vector/*.png.
 # Everything goes to OUTDIR (default ./vector-results): vector.jsonl, logs, the dataset cache
@@ -23,7 +24,7 @@
 # product) N=1000000 DIM=128 CLUSTERS=1000 QUERIES=1000 M=16
 # EFC=100 EF=16,32,64,128,256,512 (to recall 0.99 at 1M) NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
-# LTM_TRANSLATIONS=array,vmcache LTM_EF=50 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
+# LTM_TRANSLATIONS=array,vmcache LTM_EF=50 LTM_THREADS=THREADS LTM_REPEAT=3 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
 # PEER_LTM_READAHEAD_KB (read_ahead_kb of the index's disk during usearch's view runs; default: as is)
 # SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1. The disk's readahead (/sys/block/*/queue/read_ahead_kb)
 # decides how much usearch's mapped view reads per fault: report it with the results.
@@ -40,6 +41,7 @@ N=${N:-1000000} DIM=${DIM:-$DEFAULT_DIM} CLUSTERS=${CLUSTERS:-1000} QUERIES=${QU
 M=${M:-16} EFC=${EFC:-100} EF=${EF:-16,32,64,128,256,512} NPROBE=${NPROBE:-1,2,4,8,16,32}
 THREADS=${THREADS:-1,2} ROUNDS=${ROUNDS:-3} TRANSLATIONS=${TRANSLATIONS:-array}
 LTM_FRACTIONS=${LTM_FRACTIONS:-0.5,0.2,0.1} LTM_TRANSLATIONS=${LTM_TRANSLATIONS:-array,vmcache} LTM_EF=${LTM_EF:-50}
+LTM_THREADS=${LTM_THREADS:-$THREADS} LTM_REPEAT=${LTM_REPEAT:-3}
 
 bash "$ROOT/scripts/setup.sh"
 cmake -S "$ROOT" -B "$ROOT/build-vector" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCALICO_CHECKS_LEVEL=1 \
@@ -77,8 +79,8 @@ done
 
 if [ -z "${SKIP_LTM:-}" ]; then
   log "larger than memory: Calico (pool at $LTM_FRACTIONS of the index)"
-  "$BENCH" vector "${data[@]}" --index hnsw --ef "$LTM_EF" --threads "$THREADS" --translations "$LTM_TRANSLATIONS" \
-    --pool-fraction "$LTM_FRACTIONS" --repeat 1 --json "$JSON" 2>&1 | tee "$OUT/ltm.log"
+  "$BENCH" vector "${data[@]}" --index hnsw --ef "$LTM_EF" --threads "$LTM_THREADS" --translations "$LTM_TRANSLATIONS" \
+    --pool-fraction "$LTM_FRACTIONS" --repeat "$LTM_REPEAT" --json "$JSON" 2>&1 | tee "$OUT/ltm.log"
   if [ -z "${SKIP_PEERS:-}" ]; then
     log "larger than memory: usearch view (memory cgroup)"
     "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems usearch_view --threads 1 --ef "$LTM_EF" \
@@ -86,11 +88,11 @@ if [ -z "${SKIP_LTM:-}" ]; then
     # The mapped view can read megabytes per fault (readahead): a bounded number of queries
     # and a timeout per fraction keep the run finite; unfinished fractions are recorded.
     MAX_QUERIES=${PEER_LTM_QUERIES:-100} PEER_TIMEOUT=${PEER_LTM_TIMEOUT:-600} READAHEAD_KB=${PEER_LTM_READAHEAD_KB:-} \
-    bash "$ROOT/scripts/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$THREADS" "$M" "$EFC" \
+    bash "$ROOT/scripts/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$LTM_THREADS" "$M" "$EFC" \
       2>&1 | tee -a "$OUT/ltm.log"
   fi
   log "disk IOPS"
-  bash "$ROOT/scripts/disk_iops.sh" "$OUT" "$JSON"
+  QDS="1 2 4 8 16 32 64" bash "$ROOT/scripts/disk_iops.sh" "$OUT" "$JSON"
 fi
 
 if [ -z "${SKIP_ABLATION:-}" ]; then
@@ -101,8 +103,10 @@ if [ -z "${SKIP_ABLATION:-}" ]; then
 fi
 
 log "report"
+ltm_args=""
+[ -n "${SKIP_LTM:-}" ] || ltm_args=" LTM_FRACTIONS=$LTM_FRACTIONS LTM_THREADS=$LTM_THREADS"
 REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT/vector.jsonl
 mkdir -p "$ROOT/docs/$REPORT"
 cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"
 "$PY" "$ROOT/bench/report/vector_figures.py" "$JSON" --md "$ROOT/docs/$REPORT.md" --png-dir "$ROOT/docs/$REPORT" \
-  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} scripts/vector.sh"
+  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE$ltm_args${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} scripts/vector.sh"

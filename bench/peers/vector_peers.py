@@ -409,6 +409,19 @@ def read_bytes():
     return 0
 
 
+def disk_read_counters(path):
+    """(reads completed, ms spent by reads) of the block device holding path
+    (/sys/dev/block/MAJ:MIN/stat, as bench/disk_stats.h), or None: around a run they give the
+    device's IOPS and mean reads in flight (aqu-sz), whoever issued the reads."""
+    try:
+        st = os.stat(path)
+        with open(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/stat") as f:
+            fields = f.read().split()
+        return int(fields[0]), int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def rss_bytes():
     with open("/proc/self/status") as f:
         for line in f:
@@ -462,6 +475,7 @@ def main(argv):
         for threads in args.threads:
             times = {i: [] for i in range(len(points))}
             reads = {}
+            disk = {i: [] for i in range(len(points))}  # (device IOPS, device depth) per run
             recalls = {}
             for i, (s, p) in enumerate(points):
                 for _ in range(args.warmup):
@@ -469,6 +483,7 @@ def main(argv):
             for _ in range(args.repeat):  # interleaved: one batch of every point per round
                 for i, (s, p) in enumerate(points):
                     rb0 = read_bytes()
+                    d0 = disk_read_counters(args.index_dir or tmp)
                     start = time.perf_counter()
                     passes = 0
                     while True:  # one timed run: whole query sets until --min-seconds passed
@@ -477,6 +492,9 @@ def main(argv):
                         elapsed = time.perf_counter() - start
                         if elapsed >= args.min_seconds:
                             break
+                    d1 = disk_read_counters(args.index_dir or tmp)
+                    if d0 and d1:
+                        disk[i].append(((d1[0] - d0[0]) / elapsed, (d1[1] - d0[1]) / 1e3 / elapsed))
                     times[i].append(elapsed / passes)
                     reads.setdefault(i, []).append((read_bytes() - rb0) / 4096 / passes)
                     recalls[i] = recall_at_k(ids, gt)
@@ -488,6 +506,8 @@ def main(argv):
                        "qps_runs": qps_runs,
                        "reads_per_query": statistics.median(reads[i]) / len(queries),
                        "iops": statistics.median(r / t for r, t in zip(reads[i], times[i])),
+                       "disk_iops": round(statistics.median(x[0] for x in disk[i])) if disk[i] else None,
+                       "disk_depth": round(statistics.median(x[1] for x in disk[i]), 2) if disk[i] else None,
                        "build_s": build_s, "build_threads": build_threads,
                        "index_bytes": index_bytes, "dataset": dataset, "n": len(base), "dim": dim,
                        "queries": len(queries), "metric": metric, "repeat": args.repeat, "warmup": args.warmup,

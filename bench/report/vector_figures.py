@@ -42,7 +42,7 @@ def norm(r):
         return dict(system=system, index=index, translation=r["translation"],
                     fraction=float(r.get("pool_fraction", 0)), threads=int(r["threads"]), param=int(param),
                     recall=r["recall"], qps=r["qps"], reads=r.get("reads_per_query"), iops=r.get("iops"),
-                    build_s=r.get("build_s"), index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"),
+                    disk_iops=r.get("disk_iops"), disk_depth=r.get("disk_depth"), build_s=r.get("build_s"), index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"),
                     machine=r.get("machine", {}), dataset=r.get("dataset"), page_size=r.get("page_size"))
     if r.get("bench") == "vector_peers":
         p = r.get("params", {})
@@ -53,7 +53,8 @@ def norm(r):
             system = f"{system} (readahead {r['read_ahead_kb']} KB)"
         return dict(system=system, index=index, translation="", fraction=float(r.get("pool_fraction", 0)),
                     threads=int(r["threads"]), param=int(param), recall=r["recall"], qps=r["qps"],
-                    reads=r.get("reads_per_query"), iops=r.get("iops"), build_s=r.get("build_s"),
+                    reads=r.get("reads_per_query"), iops=r.get("iops"), disk_iops=r.get("disk_iops"),
+                    disk_depth=r.get("disk_depth"), build_s=r.get("build_s"),
                     index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"), machine=r.get("machine", {}),
                     read_ahead_kb=r.get("read_ahead_kb"))
     return None
@@ -90,7 +91,7 @@ def load(paths):
         m["qps"] = statistics.median(x["qps"] for x in rs)
         m["qps_lines"] = [x["qps"] for x in rs]
         m["recall"] = statistics.median(x["recall"] for x in rs)
-        for f in ("reads", "iops"):
+        for f in ("reads", "iops", "disk_iops", "disk_depth"):
             vals = [x[f] for x in rs if x.get(f) is not None]
             m[f] = statistics.median(vals) if vals else None
         points.append(m)
@@ -266,21 +267,44 @@ def translation_table(points, lines):
     lines.append("")
 
 
+def fio_at_depth(disk, depth):
+    """fio's IOPS at queue depth `depth` (scripts/disk_iops.sh points {iodepth: IOPS}),
+    interpolated linearly in log(depth); the first point below it, the last point above."""
+    if not disk or depth is None:
+        return None
+    qds = sorted(disk)
+    if depth <= qds[0]:
+        return disk[qds[0]]
+    if depth >= qds[-1]:
+        return disk[qds[-1]]
+    for lo, hi in zip(qds, qds[1:]):
+        if lo <= depth <= hi:
+            t = (math.log(depth) - math.log(lo)) / (math.log(hi) - math.log(lo))
+            return disk[lo] + t * (disk[hi] - disk[lo])
+    return None
+
+
 def ltm_table(points, disk, lines):
     s = [p for p in points if p["fraction"] > 0]
     if not s:
         return False
-    lines.append("| pool | system | threads | param | recall@10 | QPS | reads/query | IOPS |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("| pool | system | threads | param | recall@10 | QPS | reads/query | IOPS | device IOPS | "
+                 "device depth | fio at that depth | of fio |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in sorted(s, key=lambda p: (-p["fraction"], p["threads"], p["param"], label(p))):
         reads = f"{p['reads']:.1f}" if p.get("reads") is not None else "n/a"
         iops = f"{p['iops']:.0f}" if p.get("iops") is not None else "n/a"
+        dev_iops, depth = p.get("disk_iops"), p.get("disk_depth")
+        fio = fio_at_depth(disk, depth)
+        cells = [f"{dev_iops:.0f}" if dev_iops is not None else "n/a", f"{depth:.1f}" if depth is not None else "n/a",
+                 f"{fio:.0f}" if fio is not None else "n/a",
+                 f"{dev_iops / fio:.0%}" if fio and dev_iops is not None else "n/a"]
         lines.append(f"| {p['fraction'] * 100:.0f}% | {label(p)} | {p['threads']} | {p['param']} | "
-                     f"{p['recall']:.3f} | {p['qps']:.0f} | {reads} | {iops} |")
+                     f"{p['recall']:.3f} | {p['qps']:.0f} | {reads} | {iops} | " + " | ".join(cells) + " |")
     for u in unfinished:
         ra = f" (readahead {u['read_ahead_kb']} KB)" if u.get("read_ahead_kb") is not None else ""
         lines.append(f"| {float(u['pool_fraction']) * 100:.0f}% | {u['system']}{ra} | | | | did not finish "
-                     f"(stopped after {u['seconds']} s, exit {u['exit']}) | | |")
+                     f"(stopped after {u['seconds']} s, exit {u['exit']}) | | | | | | |")
     lines.append("")
     ra = sorted({p["read_ahead_kb"] for p in s if p.get("read_ahead_kb") is not None} |
                 {u["read_ahead_kb"] for u in unfinished if u.get("read_ahead_kb") is not None})
@@ -289,6 +313,11 @@ def ltm_table(points, disk, lines):
                      f"read_ahead_kb = {', '.join(str(x) for x in ra)} KB (scripts/vector_peer_ltm.sh READAHEAD_KB). "
                      "Calico's pool reads single pages with O_DIRECT.")
         lines.append("")
+    lines.append("IOPS: the reads the system asked for (Calico: page reads; usearch_view: bytes read / 4 KB). "
+                 "Device IOPS and depth: the block device's own counters over the run (/sys/dev/block/*/stat: "
+                 "reads completed, and their summed time in flight / wall time, iostat's aqu-sz). "
+                 "fio at that depth: fio's IOPS interpolated (log-linear) at the device depth the run kept.")
+    lines.append("")
     if disk:
         lines.append("Disk, 4 KB random reads with O_DIRECT (fio, scripts/disk_iops.sh): " +
                      ", ".join(f"queue depth {qd}: {iops:.0f} IOPS" for qd, iops in sorted(disk.items())) + ".")

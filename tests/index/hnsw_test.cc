@@ -147,7 +147,7 @@ TYPED_TEST_SUITE(HnswOnEveryTranslation, testing::EvictingPools, testing::PoolNa
 
 // 1,000 vectors of dim 16 (M 8: 29 nodes per 4 KB page, 35 level-0 pages plus the upper
 // region and the metadata) in a 36-frame pool: recall@10 >= 0.9 at ef 64 for L2; every read
-// mode and prefetch setting returns exactly the same lists; the structure holds.
+// mode, prefetch and read-ahead setting returns exactly the same lists; the structure holds.
 TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   TempDir dir;
   const std::vector<float> all = clustered(1100, kDim, 40, 1);
@@ -167,8 +167,10 @@ TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   for (size_t q = 0; q < got.size(); ++q) expect_valid(ref, &queries[q * kDim], got[q], 10);
   for (bool optimistic : {true, false}) {
     for (bool prefetch : {true, false}) {
-      EXPECT_EQ(search_all(h, queries, HnswSearchOptions{10, kSearchEf, optimistic, prefetch}), got)
-          << "optimistic " << optimistic << " prefetch " << prefetch;
+      for (uint32_t lookahead : {0u, 1u, 2u, 6u}) {
+        EXPECT_EQ(search_all(h, queries, HnswSearchOptions{10, kSearchEf, optimistic, prefetch, lookahead}), got)
+            << "optimistic " << optimistic << " prefetch " << prefetch << " lookahead " << lookahead;
+      }
     }
   }
   EXPECT_GT(testing::pages_pushed_out(pool->stats()), evictions_before_search) << "searches must evict too";
