@@ -26,7 +26,7 @@
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
 # LTM_TRANSLATIONS=array,vmcache LTM_EF=50 LTM_THREADS=THREADS LTM_REPEAT=3 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
 # PEER_LTM_READAHEAD_KB (read_ahead_kb of the index's disk during usearch's view runs; default: as is)
-# SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1. The disk's readahead (/sys/block/*/queue/read_ahead_kb)
+# SKIP_MEMORY=1 (only the larger-than-memory part, e.g. REPORT=vector_ltm) SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1. The disk's readahead (/sys/block/*/queue/read_ahead_kb)
 # decides how much usearch's mapped view reads per fault: report it with the results.
 # Needs a quiet machine; at the defaults about 1 hour on 2 cores (the builds take most), ~6 GB
 # of disk. The LTM part needs root and the cgroup v1 memory controller.
@@ -72,10 +72,12 @@ run_peers() {
   "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems hnswlib,faiss_hnsw,faiss_ivf,usearch \
     --threads "$THREADS" --repeat 1 --warmup 1 2>&1 | tee -a "$OUT/memory.log"
 }
-for ((r = 1; r <= ROUNDS; r++)); do
-  log "in memory, round $r of $ROUNDS"
-  if (( r % 2 )); then run_calico; run_peers; else run_peers; run_calico; fi
-done
+if [ -z "${SKIP_MEMORY:-}" ]; then
+  for ((r = 1; r <= ROUNDS; r++)); do
+    log "in memory, round $r of $ROUNDS"
+    if (( r % 2 )); then run_calico; run_peers; else run_peers; run_calico; fi
+  done
+fi
 
 if [ -z "${SKIP_LTM:-}" ]; then
   log "larger than memory: Calico (pool at $LTM_FRACTIONS of the index)"
@@ -109,4 +111,4 @@ REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT
 mkdir -p "$ROOT/docs/$REPORT"
 cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"
 "$PY" "$ROOT/bench/report/vector_figures.py" "$JSON" --md "$ROOT/docs/$REPORT.md" --png-dir "$ROOT/docs/$REPORT" \
-  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE$ltm_args${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} scripts/vector.sh"
+  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE$ltm_args${SKIP_MEMORY:+ SKIP_MEMORY=1}${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} scripts/vector.sh"

@@ -755,6 +755,11 @@ class BasicBufferPool {
   void complete_async(AsyncLane& lane, uint64_t slot, int result, uint64_t now_ns);
   // Reaps lane's completed reads (waiting for one when `wait`). Pre: lane.mutex held.
   void reap_lane(AsyncLane& lane, bool wait);
+  // Completes what is done in every busy lane but the caller's own (unless include_own: the
+  // caller then holds no lane), each only if its mutex is free at once (never waits): a
+  // thread that prefetched and then ended (or stopped prefetching) leaves completed reads
+  // whose frames nobody else would release.
+  void reap_other_lanes(bool include_own = false);
   void drain_async();
 
   io::IoRing& thread_ring();
@@ -793,6 +798,11 @@ class BasicBufferPool {
   // Prefetch reads: one ring per lane, a lane per thread (pool/async_lane.h).
   std::unique_ptr<AsyncLane[]> lanes_;  // kMaxAsyncLanes
   std::atomic<uint32_t> next_lane_{0};  // deals lanes to threads round-robin
+  // Bit i: lane i may have reads in flight (set by its submissions, cleared when a reap under
+  // its mutex leaves it idle), so that eviction can complete the reads of lanes whose
+  // threads went away (reap_other_lanes).
+  std::atomic<uint64_t> busy_lanes_{0};
+  static_assert(pool::kMaxAsyncLanes <= 64, "busy_lanes_ has one bit per lane");
 
   std::mutex flush_mutex_;
 

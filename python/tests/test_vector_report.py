@@ -58,3 +58,22 @@ def test_equal_recall_table_says_when_a_curve_starts_above_the_target():
     rows = [[c.strip() for c in l.split("|")[1:-1]] for l in lines[2:4]]
     assert rows[0][2] == "above at every point" and rows[0][3].startswith("5")  # 90 -> 40 at 0.90: ~52
     assert rows[1][2] == "not reached" and rows[1][3] == "not reached"
+
+
+def test_fio_at_depth_interpolates_in_log_depth_and_clamps_to_the_measured_range():
+    disk = {1: 20000.0, 4: 50000.0, 16: 80000.0}
+    assert vf.fio_at_depth(disk, 4) == pytest.approx(50000.0)
+    assert vf.fio_at_depth(disk, 2) == pytest.approx(35000.0)  # halfway between 1 and 4 in log(depth)
+    assert vf.fio_at_depth(disk, 8) == pytest.approx(65000.0)
+    assert vf.fio_at_depth(disk, 0.3) == 20000.0  # below the first depth: the first point
+    assert vf.fio_at_depth(disk, 40) == 80000.0  # above the last: the last point
+    assert vf.fio_at_depth({}, 4) is None and vf.fio_at_depth(disk, None) is None
+
+
+def test_ltm_table_gives_device_depth_and_the_fraction_of_fio():
+    p = dict(system="calico", index="hnsw", translation="array", fraction=0.2, threads=2, param=50, recall=0.96,
+             qps=170.0, reads=344.0, iops=58000.0, disk_iops=58500.0, disk_depth=8.0)
+    lines = []
+    assert vf.ltm_table([p], {1: 20000.0, 4: 50000.0, 16: 80000.0}, lines)
+    row = next(line for line in lines if line.startswith("| 20% |"))
+    assert row.endswith("| 58500 | 8.0 | 65000 | 90% |")

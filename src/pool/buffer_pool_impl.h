@@ -646,6 +646,7 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
     ++submitted;
   }
   if (submitted > 0) {
+    busy_lanes_.fetch_or(uint64_t{1} << lane_index, std::memory_order_relaxed);
     lane.ring->submit();
     counters_.prefetch_issued.fetch_add(submitted, std::memory_order_relaxed);
   }
@@ -687,6 +688,21 @@ void BasicBufferPool<T>::reap_lane(AsyncLane& lane, bool wait) {
         complete_async(lane, slot, res, now_ns);
       },
       wait);
+  if (lane.idle()) {
+    busy_lanes_.fetch_and(~(uint64_t{1} << (&lane - lanes_.get())), std::memory_order_relaxed);
+  }
+}
+
+template <class T>
+void BasicBufferPool<T>::reap_other_lanes(bool include_own) {
+  uint64_t busy = busy_lanes_.load(std::memory_order_relaxed);
+  if (!include_own) busy &= ~(uint64_t{1} << thread_lane());
+  while (busy != 0) {
+    const int i = __builtin_ctzll(busy);
+    busy &= busy - 1;
+    std::unique_lock lock(lanes_[i].mutex, std::try_to_lock);
+    if (lock.owns_lock()) reap_lane(lanes_[i], /*wait=*/false);
+  }
 }
 
 template <class T>

@@ -79,11 +79,9 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     }
     failed_rounds = 0;
     // Every frame is pinned, latched or loading. Pins are usually short: wait a bounded time
-    // (kPoolFullWaitMs) before reporting a full pool. Completed prefetches free up frames too.
-    for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
-      std::unique_lock lock(lanes_[i].mutex, std::try_to_lock);
-      if (lock.owns_lock()) reap_lane(lanes_[i], /*wait=*/false);
-    }
+    // (kPoolFullWaitMs) before reporting a full pool. Completed prefetches free up frames too
+    // (no lane is held here: prefetch_group asks may_fail and has returned above).
+    reap_other_lanes(/*include_own=*/true);
     if (std::chrono::steady_clock::now() > deadline) {
       throw Error(ErrorCode::kPoolFull, "all " + std::to_string(frames_.num_frames()) +
                                             " frames are pinned or latched");
@@ -105,6 +103,9 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure)
     return 0;
   }
   if (free_list_.size() > low_watermark_) return 1;  // another evictor just made room
+  // Reads other threads prefetched and never waited for hold their frames until someone
+  // reaps them: once per round, so that they become pages the hand can evict.
+  reap_other_lanes();
   if constexpr (kTierable) {
     if (far_ != nullptr) return make_room_tiered(ring, write_failure);
   }
