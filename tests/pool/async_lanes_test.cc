@@ -29,6 +29,14 @@ void fill(const TempDir& dir, BlockId pages) {
   testing::fill_space(*pool, pool->create_space("t"), pages, stamp_plus(0));
 }
 
+// Pins each page and checks its stamp (fill's pattern).
+void expect_pages_intact(BufferPool& pool, const std::vector<PageId>& pids) {
+  for (PageId pid : pids) {
+    SharedGuard g = pool.pin_shared(pid);
+    EXPECT_TRUE(bench::check_pattern(g.data(), pool.usable_page_size(), pid)) << "block " << pid.block();
+  }
+}
+
 TEST(AsyncLanes, PagesPrefetchedByOneThreadAreCompletedByAnother) {
   TempDir dir;
   fill(dir, 100);
@@ -40,10 +48,7 @@ TEST(AsyncLanes, PagesPrefetchedByOneThreadAreCompletedByAnother) {
   std::thread([&] { pool->prefetch_group(group); }).join();
   pool->check_invariants();
   EXPECT_EQ(pool->stats().prefetch_issued, group.size());
-  for (PageId pid : group) {
-    SharedGuard g = pool->pin_shared(pid);
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid)) << "block " << pid.block();
-  }
+  expect_pages_intact(*pool, group);
   const PoolStats st = pool->stats();
   EXPECT_EQ(st.faults, 0u) << "this thread waited for the other lane's reads, it did not read again";
   EXPECT_GT(st.read_inflight_ns, 0u);
@@ -143,10 +148,7 @@ TEST(AsyncLanes, ReadsOfAThreadThatEndedAreCompletedByEviction) {
   EXPECT_GT(pool->stats().evictions, 0u);
   EXPECT_TRUE(settled()) << "frames of completed prefetch reads were never given back";
   pool->check_invariants();
-  for (PageId pid : group) {
-    SharedGuard g = pool->pin_shared(pid);
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid));
-  }
+  expect_pages_intact(*pool, group);
 }
 
 }  // namespace
