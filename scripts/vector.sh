@@ -106,7 +106,7 @@ fi
 
 log "report"
 ltm_args=""
-[ -n "${SKIP_LTM:-}" ] || ltm_args=" LTM_FRACTIONS=$LTM_FRACTIONS LTM_THREADS=$LTM_THREADS"
+[ -n "${SKIP_LTM:-}" ] || ltm_args=" LTM_FRACTIONS=$LTM_FRACTIONS LTM_THREADS=$LTM_THREADS${PEER_LTM_READAHEAD_KB:+ PEER_LTM_READAHEAD_KB=$PEER_LTM_READAHEAD_KB}${PEER_LTM_QUERIES:+ PEER_LTM_QUERIES=$PEER_LTM_QUERIES}"
 REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT/vector.jsonl
 mkdir -p "$ROOT/docs/$REPORT"
 cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"

@@ -42,7 +42,8 @@ def norm(r):
         return dict(system=system, index=index, translation=r["translation"],
                     fraction=float(r.get("pool_fraction", 0)), threads=int(r["threads"]), param=int(param),
                     recall=r["recall"], qps=r["qps"], reads=r.get("reads_per_query"), iops=r.get("iops"),
-                    disk_iops=r.get("disk_iops"), disk_depth=r.get("disk_depth"), build_s=r.get("build_s"), index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"),
+                    disk_iops=r.get("disk_iops"), disk_depth=r.get("disk_depth"), cpu_cores=r.get("cpu_cores"),
+                    build_s=r.get("build_s"), index_bytes=r.get("index_bytes"), n=r.get("n"), dim=r.get("dim"),
                     machine=r.get("machine", {}), dataset=r.get("dataset"), page_size=r.get("page_size"))
     if r.get("bench") == "vector_peers":
         p = r.get("params", {})
@@ -91,7 +92,7 @@ def load(paths):
         m["qps"] = statistics.median(x["qps"] for x in rs)
         m["qps_lines"] = [x["qps"] for x in rs]
         m["recall"] = statistics.median(x["recall"] for x in rs)
-        for f in ("reads", "iops", "disk_iops", "disk_depth"):
+        for f in ("reads", "iops", "disk_iops", "disk_depth", "cpu_cores"):
             vals = [x[f] for x in rs if x.get(f) is not None]
             m[f] = statistics.median(vals) if vals else None
         points.append(m)
@@ -289,8 +290,8 @@ def ltm_table(points, disk, lines):
     if not s:
         return False
     lines.append("| pool | system | threads | param | recall@10 | QPS | reads/query | IOPS | device IOPS | "
-                 "device depth | fio at that depth | of fio |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "device depth | fio at that depth | of fio | CPU cores |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in sorted(s, key=lambda p: (-p["fraction"], p["threads"], p["param"], label(p))):
         reads = f"{p['reads']:.1f}" if p.get("reads") is not None else "n/a"
         iops = f"{p['iops']:.0f}" if p.get("iops") is not None else "n/a"
@@ -298,13 +299,14 @@ def ltm_table(points, disk, lines):
         fio = fio_at_depth(disk, depth)
         cells = [f"{dev_iops:.0f}" if dev_iops is not None else "n/a", f"{depth:.1f}" if depth is not None else "n/a",
                  f"{fio:.0f}" if fio is not None else "n/a",
-                 f"{dev_iops / fio:.0%}" if fio and dev_iops is not None else "n/a"]
+                 f"{dev_iops / fio:.0%}" if fio and dev_iops is not None else "n/a",
+                 f"{p['cpu_cores']:.2f}" if p.get("cpu_cores") is not None else "n/a"]
         lines.append(f"| {p['fraction'] * 100:.0f}% | {label(p)} | {p['threads']} | {p['param']} | "
                      f"{p['recall']:.3f} | {p['qps']:.0f} | {reads} | {iops} | " + " | ".join(cells) + " |")
     for u in unfinished:
         ra = f" (readahead {u['read_ahead_kb']} KB)" if u.get("read_ahead_kb") is not None else ""
         lines.append(f"| {float(u['pool_fraction']) * 100:.0f}% | {u['system']}{ra} | | | | did not finish "
-                     f"(stopped after {u['seconds']} s, exit {u['exit']}) | | | | | | |")
+                     f"(stopped after {u['seconds']} s, exit {u['exit']}) | | | | | | | |")
     lines.append("")
     ra = sorted({p["read_ahead_kb"] for p in s if p.get("read_ahead_kb") is not None} |
                 {u["read_ahead_kb"] for u in unfinished if u.get("read_ahead_kb") is not None})
@@ -316,7 +318,8 @@ def ltm_table(points, disk, lines):
     lines.append("IOPS: the reads the system asked for (Calico: page reads; usearch_view: bytes read / 4 KB). "
                  "Device IOPS and depth: the block device's own counters over the run (/sys/dev/block/*/stat: "
                  "reads completed, and their summed time in flight / wall time, iostat's aqu-sz). "
-                 "fio at that depth: fio's IOPS interpolated (log-linear) at the device depth the run kept.")
+                 "fio at that depth: fio's IOPS interpolated (log-linear) at the device depth the run kept. "
+                 "CPU cores: the process's user + system CPU seconds per wall second (Calico).")
     lines.append("")
     if disk:
         lines.append("Disk, 4 KB random reads with O_DIRECT (fio, scripts/disk_iops.sh): " +
@@ -403,30 +406,32 @@ def main():
     ]
     if a.note:
         lines += [a.note, ""]
-    lines += ["## Build", ""]
-    build_table(points, lines)
-    lines += ["## HNSW in memory", ""]
-    recall_qps_table(points, "hnsw", lines)
-    if plot_recall_qps(points, "hnsw", os.path.join(a.png_dir, "vector_hnsw_recall_qps.png")):
-        lines += [f"![HNSW recall vs QPS]({rel}/vector_hnsw_recall_qps.png)", ""]
-    lines += ["### At equal recall", ""]
-    equal_recall_table(points, "hnsw", lines)
-    lines += ["## IVF-Flat in memory", ""]
-    recall_qps_table(points, "ivf", lines)
-    if plot_recall_qps(points, "ivf", os.path.join(a.png_dir, "vector_ivf_recall_qps.png")):
-        lines += [f"![IVF recall vs QPS]({rel}/vector_ivf_recall_qps.png)", ""]
-    lines += ["### At equal recall", ""]
-    equal_recall_table(points, "ivf", lines)
-    lines += ["## Translations (Calico's indexes on every translation)", ""]
-    translation_table(points, lines)
-    lines += ["## Larger than memory", ""]
-    if not ltm_table(points, disk, lines):
-        lines += ["Not part of these results.", ""]
-    elif plot_ltm(points, os.path.join(a.png_dir, "vector_ltm.png")):
-        lines += [f"![HNSW larger than memory]({rel}/vector_ltm.png)", ""]
-    lines += ["## Ablation (calico.txt Figure 11, HNSW)", ""]
-    if not ablation_table(points, lines):
-        lines += ["Not part of these results.", ""]
+    def section(title, *fills):
+        """A heading and what `fills` add under it, or a line saying there is nothing."""
+        lines.extend([title, ""])
+        start = len(lines)
+        for fill in fills:
+            fill()
+        if len(lines) == start:
+            lines.extend(["Not part of these results.", ""])
+
+    def recall_plot(index, title):
+        png = f"vector_{index}_recall_qps.png"
+        if plot_recall_qps(points, index, os.path.join(a.png_dir, png)):
+            lines.extend([f"![{title} recall vs QPS]({rel}/{png})", ""])
+
+    def ltm():
+        if ltm_table(points, disk, lines) and plot_ltm(points, os.path.join(a.png_dir, "vector_ltm.png")):
+            lines.extend([f"![HNSW larger than memory]({rel}/vector_ltm.png)", ""])
+
+    section("## Build", lambda: build_table(points, lines))
+    section("## HNSW in memory", lambda: recall_qps_table(points, "hnsw", lines), lambda: recall_plot("hnsw", "HNSW"))
+    section("### At equal recall", lambda: equal_recall_table(points, "hnsw", lines))
+    section("## IVF-Flat in memory", lambda: recall_qps_table(points, "ivf", lines), lambda: recall_plot("ivf", "IVF"))
+    section("### At equal recall", lambda: equal_recall_table(points, "ivf", lines))
+    section("## Translations (Calico's indexes on every translation)", lambda: translation_table(points, lines))
+    section("## Larger than memory", ltm)
+    section("## Ablation (calico.txt Figure 11, HNSW)", lambda: ablation_table(points, lines))
     with open(a.md, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"vector_figures: wrote {a.md} and the PNGs in {a.png_dir}")

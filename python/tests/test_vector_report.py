@@ -72,8 +72,8 @@ def test_fio_at_depth_interpolates_in_log_depth_and_clamps_to_the_measured_range
 
 def test_ltm_table_gives_device_depth_and_the_fraction_of_fio():
     p = dict(system="calico", index="hnsw", translation="array", fraction=0.2, threads=2, param=50, recall=0.96,
-             qps=170.0, reads=344.0, iops=58000.0, disk_iops=58500.0, disk_depth=8.0)
+             qps=170.0, reads=344.0, iops=58000.0, disk_iops=58500.0, disk_depth=8.0, cpu_cores=0.4)
     lines = []
     assert vf.ltm_table([p], {1: 20000.0, 4: 50000.0, 16: 80000.0}, lines)
     row = next(line for line in lines if line.startswith("| 20% |"))
-    assert row.endswith("| 58500 | 8.0 | 65000 | 90% |")
+    assert row.endswith("| 58500 | 8.0 | 65000 | 90% | 0.40 |")
