@@ -125,8 +125,12 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
             // holds no latch during fn, so it re-latches the page itself and writes it), until
             // optimistic_read gives up and runs fn once more under a shared pin.
             int calls = 0;
+            uint64_t model_under_pin = 0;
             Snapshot snap = pool->optimistic_read(pid, [&](const std::byte* p) {
               Snapshot seen = read_snapshot(p, usable, pid);
+              // On the last call the shared pin holds writers off, so the model is stable
+              // here; after optimistic_read returns another worker may already write the page.
+              model_under_pin = model_of(si, b).load();
               if (++calls <= Pool::kOptimisticAttempts) {
                 ExclusiveGuard g = pool->pin_exclusive(pid);
                 const uint64_t expect = model_of(si, b).load();
@@ -136,9 +140,11 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
               }
               return seen;
             });
-            // The last call ran under the pin: the page and the model agree.
-            if (calls != Pool::kOptimisticAttempts + 1 || !snap.pattern_ok || snap.stamp != model_of(si, b).load()) {
-              fail("forced fallback: " + std::to_string(calls) + " calls, page " + std::to_string(b));
+            // The last call ran under the pin: the page and the model agreed then.
+            if (calls != Pool::kOptimisticAttempts + 1 || !snap.pattern_ok || snap.stamp != model_under_pin) {
+              fail("forced fallback: " + std::to_string(calls) + " calls, page " + std::to_string(b) +
+                   (snap.pattern_ok ? "" : ", torn") + ", stamp " + std::to_string(snap.stamp) + " model " +
+                   std::to_string(model_under_pin));
             }
             ++my.forced_fallbacks;
           } else if (dice < 95) {
