@@ -12,6 +12,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,16 @@ std::string errno_text(int err) {
 }
 
 bool retryable(int res) { return res == -EINTR || res == -EAGAIN; }
+
+// Orders a destroyed ring's accesses before those of any ring created later. liburing maps
+// the rings with raw system calls, so the kernel may hand a new ring the addresses of one
+// just unmapped by another thread, and nothing the program does orders the two threads'
+// accesses to that memory: ThreadSanitizer, which sees neither the munmap nor the mmap,
+// then reports the reuse as a race (a thread that ended and a running one, each with its
+// own thread_ring). The kernel does order them (the munmap returned before the mmap
+// reused the range); this release (destructor) / acquire (constructor) pair says so in
+// the program's own terms. One atomic operation per ring created or destroyed.
+std::atomic<uint64_t> rings_unmapped{0};
 
 bool peek_cqe(io_uring* ring, uint64_t* tag, int* res) {
   io_uring_cqe* cqe = nullptr;
@@ -81,6 +92,7 @@ IoRing::IoRing(unsigned depth, FaultInjector* faults) : depth_(depth), faults_(f
     throw Error(ErrorCode::kIoError, "io_uring gave " + std::to_string(got) + " entries, not " +
                                          std::to_string(depth));
   }
+  (void)rings_unmapped.load(std::memory_order_acquire);  // after every earlier ring's unmap
 }
 
 IoRing::~IoRing() {
@@ -95,6 +107,7 @@ IoRing::~IoRing() {
   }
   io_uring_queue_exit(ring_);
   delete ring_;
+  rings_unmapped.fetch_add(1, std::memory_order_release);
 }
 
 void IoRing::wait_cqe(uint64_t* tag, int* res) {
