@@ -345,6 +345,14 @@ class BasicBufferPool {
   // is free are skipped. offsets may be empty (offset 0 for all), else pids.size() long.
   // Returns the number of reads submitted (0 when every page was resident or in flight).
   size_t prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets = {});
+  // prefetch_group that also starts the optimistic read of the resident pages, so that a
+  // caller who then reads the whole group translates each page once, not twice. reads[i] is
+  // what read_optimistic(pids[i]) returns on its fast path (use it as such: validate), or
+  // has data == nullptr when the group started none for it: the page was evicted (and is
+  // now being read in), latched or CLOCK-marked, not in the space of the thread's last
+  // access, or the policy moves pages on access (predictive); then call read_optimistic.
+  // A started read counts as an access. reads.size() == pids.size() (else kInvalidArgument).
+  size_t read_group(std::span<const PageId> pids, std::span<const uint32_t> offsets, std::span<OptimisticRead> reads);
 
   // Reads blocks [first, first + count) of a space (clamped to its end) in ascending order
   // into free frames and waits for them: pg_prewarm. Nothing is evicted: it stops when the
@@ -518,6 +526,8 @@ class BasicBufferPool {
   // promote on access always take the loop.
   bool read_fast(PageId pid, OptimisticRead* r, uint32_t touch_offset);
   OptimisticRead read_optimistic_slow(PageId pid);
+  // prefetch_group and read_group; reads == nullptr: no reads started.
+  size_t prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets, OptimisticRead* reads);
   template <class Fn>
   auto optimistic_read_slow(PageId pid, Fn& fn, int attempts_made) -> std::invoke_result_t<Fn&, const std::byte*>;
 

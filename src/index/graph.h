@@ -19,6 +19,9 @@
 //   Invariants: degree <= kMaxDegree, every neighbour < nodes. The payload sits on its own
 //   cache lines, so a probe touches the neighbour's page, not the line holding its list.
 //
+// Prefetch with kOptimistic reads goes through read_group: the group prefetch also starts
+// the probes' reads, so that each probed page is translated once.
+//
 // Reads: kOptimistic uses read_optimistic + validate (no atomic write; the bytes read before
 // validation go through graph_racy_* functions, which bounds-check everything taken from the
 // page and are optimistic readers, pool/racy_read.h; after kOptimisticAttempts failed
@@ -100,7 +103,8 @@ struct GraphFormat {
 class BfsState {
  public:
   explicit BfsState(uint32_t nodes)
-      : seen_(nodes, 0), neighbours_(GraphFormat::kMaxDegree), offsets_(GraphFormat::kMaxDegree, GraphFormat::kPayloadOffset) {}
+      : seen_(nodes, 0), neighbours_(GraphFormat::kMaxDegree), offsets_(GraphFormat::kMaxDegree, GraphFormat::kPayloadOffset),
+        reads_(GraphFormat::kMaxDegree) {}
 
  private:
   template <class>
@@ -111,6 +115,7 @@ class BfsState {
   std::vector<uint32_t> neighbours_;  // kMaxDegree: the list being visited
   std::vector<uint32_t> offsets_;     // kMaxDegree x kPayloadOffset: prefetch offsets
   std::vector<PageId> group_;
+  std::vector<OptimisticRead> reads_;  // kMaxDegree: the group's reads (read_group)
 };
 
 namespace graph_detail {
@@ -228,7 +233,7 @@ class BasicGraph : public GraphFormat {
   }
 
   // The payload digest of `node` (equals probe_value(node)). Pre: node < nodes().
-  uint64_t probe(uint32_t node, GraphRead read) const {
+  [[gnu::always_inline]] uint64_t probe(uint32_t node, GraphRead read) const {
     CALICO_DCHECK(node < nodes_);
     if (read == GraphRead::kOptimistic) {
       return pool_->optimistic_read(
@@ -265,18 +270,32 @@ class BasicGraph : public GraphFormat {
       if (order != nullptr) order->push_back(u);
       const uint32_t degree = read_list(u, opt.read, st.neighbours_.data());
       const std::span<const uint32_t> list(st.neighbours_.data(), degree);
+      // Optimistic: the group also starts each resident page's read, so that a probe
+      // translates its page once (read_group), not once for the prefetch and again to read.
+      const bool group_reads = opt.prefetch && opt.read == GraphRead::kOptimistic;
       if (opt.prefetch) {
         st.group_.clear();
         for (uint32_t v : list) st.group_.push_back(page_of(v));
-        pool_->prefetch_group(st.group_, std::span<const uint32_t>(st.offsets_.data(), degree));
+        const std::span<const uint32_t> offsets(st.offsets_.data(), degree);
+        if (group_reads) {
+          pool_->read_group(st.group_, offsets, std::span<OptimisticRead>(st.reads_.data(), degree));
+        } else {
+          pool_->prefetch_group(st.group_, offsets);
+        }
       }
-      for (uint32_t v : list) {
-        res.digest = fold(res.digest, probe(v, opt.read));
+      auto probed = [&](uint32_t v, uint64_t value) {
+        res.digest = fold(res.digest, value);
         ++res.probes;
         if (st.seen_[v] != st.epoch_) {
           st.seen_[v] = st.epoch_;
           st.queue_.push_back(v);
         }
+      };
+      // Two loops, so that each keeps its probe inlined.
+      if (group_reads) {
+        for (uint32_t i = 0; i < degree; ++i) probed(list[i], probe_started(list[i], st.reads_[i]));
+      } else {
+        for (uint32_t v : list) probed(v, probe(v, opt.read));
       }
     }
     return res;
@@ -313,6 +332,17 @@ class BasicGraph : public GraphFormat {
     }
     return degree;
   }
+
+  // probe(node, kOptimistic) for a read that read_group started; r.data == nullptr (the
+  // group started none) or a failed validation: the page is read again (probe_again).
+  uint64_t probe_started(uint32_t node, const OptimisticRead& r) const {
+    if (r.data != nullptr) [[likely]] {
+      const uint64_t value = graph_detail::graph_racy_probe(r.data);
+      if (Pool::validate(r)) [[likely]] return value;
+    }
+    return probe_again(node);
+  }
+  [[gnu::noinline, gnu::cold]] uint64_t probe_again(uint32_t node) const { return probe(node, GraphRead::kOptimistic); }
 
   [[noreturn]] static void corrupt(PageId pid, const std::string& what) { corrupt_page("graph node page", what, pid); }
 

@@ -143,10 +143,11 @@ class alignas(64) HnswSearchState {
         query_(l.dim),
         vec_(l.dim),
         links_(2 * l.M),
-        ahead_(2 * l.M),
         fresh_(2 * l.M),
+        ahead_(2 * l.M),
         group_(2 * l.M),
         offsets_(2 * l.M),
+        reads_(2 * l.M),
         snapshot_(2 * l.M),
         rows_(size_t{2 * l.M + 1} * l.dim) {}
 
@@ -172,6 +173,7 @@ class alignas(64) HnswSearchState {
   uint32_t read_ahead_next_ = 0;
   std::vector<PageId> group_;                 // prefetch group
   std::vector<uint32_t> offsets_;
+  std::vector<OptimisticRead> reads_;         // the group's reads (read_group)
   // add() only: the layer result, the chosen neighbours, a list snapshot, merged lists,
   // candidate rows (vectors) for the heuristic.
   std::vector<vector::Neighbor> layer_, shrink_;
@@ -769,25 +771,33 @@ class BasicHnsw {
           st.group_[i] = page_of(st.fresh_[i]);
           st.offsets_[i] = layout_.vector_offset(st.fresh_[i]);
         }
-        const size_t issued = pool_->prefetch_group(std::span<const PageId>(st.group_.data(), fresh),
-                                                    std::span<const uint32_t>(st.offsets_.data(), fresh));
+        const std::span<const PageId> pids(st.group_.data(), fresh);
+        const std::span<const uint32_t> offsets(st.offsets_.data(), fresh);
+        // Optimistic: the group also starts the reads of the resident pages (st.reads_), so
+        // that each page is translated once.
+        const size_t issued = optimistic
+                                  ? pool_->read_group(pids, offsets, std::span<OptimisticRead>(st.reads_.data(), fresh))
+                                  : pool_->prefetch_group(pids, offsets);
         if (issued > 0 && lookahead > 0) read_ahead(lookahead, optimistic, st);
       }
       const bool pipelined = prefetch && optimistic && level == 0;
-      OptimisticRead next;
-      if (pipelined && fresh > 0) next = pool_->read_optimistic(page_of(st.fresh_[0]));
+      // st.reads_[i]: fresh_[i]'s read as the group started it, else started here.
+      auto start_read = [&](uint32_t i) -> const OptimisticRead& {
+        OptimisticRead& r = st.reads_[i];
+        if (r.data == nullptr) [[unlikely]] r = pool_->read_optimistic(page_of(st.fresh_[i]));
+        return r;
+      };
+      if (pipelined && fresh > 0) start_read(0);
       for (uint32_t i = 0; i < fresh; ++i) {
         const uint32_t v = st.fresh_[i];
         vector::Neighbor nb;
         const std::byte* frame = nullptr;  // v's page as read here (pipelined), for the row prefetch
         if (pipelined) {
-          // Software pipeline: start the next neighbour's read and prefetch every line of its
-          // vector (prefetch_group fetched only the first) before this one's distance.
-          const OptimisticRead r = next;
-          if (i + 1 < fresh) {
-            next = pool_->read_optimistic(page_of(st.fresh_[i + 1]));
-            prefetch_lines(next.data + layout_.vector_offset(st.fresh_[i + 1]));
-          }
+          // Software pipeline: the next neighbour's read is started, and every line of its
+          // vector prefetched (prefetch_group fetched only the first), before this one's
+          // distance.
+          const OptimisticRead& r = st.reads_[i];
+          if (i + 1 < fresh) prefetch_lines(start_read(i + 1).data + layout_.vector_offset(st.fresh_[i + 1]));
           nb = vector::Neighbor{distance_in(q, v, r, st), v};
           frame = r.data;
         } else {

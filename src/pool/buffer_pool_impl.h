@@ -528,14 +528,35 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
   if (!offsets.empty() && offsets.size() != pids.size()) {
     throw Error(ErrorCode::kInvalidArgument, "prefetch_group: offsets and pids differ in length");
   }
+  return prefetch_group(pids, offsets, nullptr);
+}
+
+template <class T>
+size_t BasicBufferPool<T>::read_group(std::span<const PageId> pids, std::span<const uint32_t> offsets,
+                                      std::span<OptimisticRead> reads) {
+  if ((!offsets.empty() && offsets.size() != pids.size()) || reads.size() != pids.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "read_group: pids, offsets and reads differ in length");
+  }
+  return prefetch_group(pids, offsets, reads.data());
+}
+
+template <class T>
+size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::span<const uint32_t> offsets,
+                                          OptimisticRead* reads) {
   constexpr size_t kMaxGroup = 256;  // bounds the stack arrays; larger groups are split
   if (pids.size() > kMaxGroup) {
     size_t submitted = 0;
     for (size_t i = 0; i < pids.size(); i += kMaxGroup) {
       size_t n = std::min(kMaxGroup, pids.size() - i);
-      submitted += prefetch_group(pids.subspan(i, n), offsets.empty() ? offsets : offsets.subspan(i, n));
+      submitted += prefetch_group(pids.subspan(i, n), offsets.empty() ? offsets : offsets.subspan(i, n),
+                                  reads == nullptr ? nullptr : reads + i);
     }
     return submitted;
+  }
+  if constexpr (T::kDirect) {
+    if (reads != nullptr) {  // nothing to share: the direct reads themselves
+      for (size_t i = 0; i < pids.size(); ++i) reads[i] = read_optimistic(pids[i]);
+    }
   }
   translation::Entry* entries[kMaxGroup];
   Space* spaces[kMaxGroup];
@@ -552,6 +573,12 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
   // The frame prediction of read_fast, where it holds.
   const bool predict = cache_ok && c.delta_stable;
   const uint32_t delta = c.frame_delta;
+  // Reads (read_group) are started from the words phase 2 loads, on the conditions of
+  // read_fast (a resident, unlatched, unmarked page of the fast tier, owned by its entry),
+  // for pages of the cached space (whose access counter is at hand). Policies that promote
+  // on access (every read may move the page) start none.
+  const bool start_reads = reads != nullptr && cache_ok && !T::kDirect && !pool::Predicting<T>;
+  uint64_t started = 0;
   // Phase 1: resolve and prefetch the translation entries (memory-level parallelism), and
   // the predicted frames, so that a correct guess needs no second round trip after the
   // entries arrive. Recycling tables: no entry is created here (the page may be skipped);
@@ -560,6 +587,7 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
     const PageId pid = pids[i];
     entries[i] = nullptr;
     spaces[i] = nullptr;
+    if (!T::kDirect && reads != nullptr) reads[i].data = nullptr;
     const bool in_cached = cache_ok && pid.space() == cached_id;
     Space* s = in_cached ? cached_space : live_space(pid.space());
     if (s == nullptr) continue;
@@ -584,13 +612,22 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
       missing[n_missing++] = static_cast<uint32_t>(i);
       continue;
     }
-    EntryWord w = translation::load(*entries[i], std::memory_order_relaxed);
+    EntryWord w = translation::load(*entries[i]);  // acquire: then the owner (entry.h R5)
     if (w.resident()) {
       // A hint only: a stale (recycled) entry prefetches a frame for nothing.
-      __builtin_prefetch(page_data(spaces[i], pids[i], w.frame()) + offset_of(i));
+      const std::byte* page = page_data(spaces[i], pids[i], w.frame());
+      __builtin_prefetch(page + offset_of(i));
+      if (start_reads && spaces[i] == cached_space && w.state() == translation::kUnlocked &&
+          owns(*entries[i], pids[i]) && !in_far_tier(w.frame())) {
+        reads[i] = OptimisticRead{page, entries[i], w, pids[i]};
+        ++started;
+      }
     } else if (w.evicted() || w.state() == translation::kGone) {
       missing[n_missing++] = static_cast<uint32_t>(i);
     }
+  }
+  if (started > 0) {  // the accesses read_fast would have counted, in one store
+    c.accesses->store(c.accesses->load(std::memory_order_relaxed) + started, std::memory_order_relaxed);
   }
   if (n_missing == 0) return 0;
   // Phase 3: one batch of asynchronous reads for the evicted pages, in this thread's lane.

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "pool/prediction.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 
@@ -391,6 +392,73 @@ TYPED_TEST(PrewarmOnEveryTranslation, FillsFreeFramesWithoutPushingPagesOut) {
     SharedGuard g = pool->pin_shared(PageId(s, b));
     EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b))) << "block " << b;
   }
+  pool->check_invariants();
+}
+
+// read_group on every translation: a read is started for each resident page, and only for
+// those (the evicted ones are prefetched, as by prefetch_group); a started read is the one
+// read_optimistic gives, counted as one access, and a later write invalidates it. Policies
+// that promote on access (predictive) start none.
+template <class Pool>
+class ReadGroupOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(ReadGroupOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+TYPED_TEST(ReadGroupOnEveryTranslation, StartsTheReadsOfResidentPagesAndPrefetchesTheRest) {
+  using Pool = TypeParam;
+  constexpr bool kStartsReads = !pool::Predicting<typename Pool::TranslationPolicy>;
+  TempDir dir;
+  {
+    auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
+    testing::fill_space(*pool, pool->create_space("t"), 200, stamp_plus(7));
+    pool->flush();
+  }
+  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));
+  const SpaceId s = pool->open_space("t");
+  const size_t usable = pool->usable_page_size();
+  std::vector<PageId> group;
+  for (BlockId b = 0; b < 40; ++b) group.push_back(PageId(s, b));
+  for (BlockId b = 0; b < 40; b += 2) pool->pin_shared(group[b]);  // the even blocks are resident
+  group.push_back(PageId(s, 5000));   // past the end
+  group.push_back(PageId(s + 9, 0));  // unknown space
+  std::vector<OptimisticRead> reads(group.size());
+  for (auto& r : reads) r.data = reinterpret_cast<const std::byte*>(1);  // read_group must clear the others
+  const PoolStats before = pool->stats();
+  pool->read_group(group, {}, reads);
+  uint64_t started = 0;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const OptimisticRead& r = reads[i];
+    if (r.data == nullptr) {
+      EXPECT_FALSE(kStartsReads && i < 40 && i % 2 == 0) << "resident block " << i << " was not started";
+      continue;
+    }
+    ++started;
+    ASSERT_TRUE(i < 40 && i % 2 == 0) << "a read started for block " << group[i].block() << ", not resident";
+    EXPECT_EQ(r.pid, group[i]);
+    EXPECT_TRUE(bench::check_pattern(r.data, usable, group[i]));
+    EXPECT_EQ(bench::pattern_stamp(r.data), 7 + i);
+    EXPECT_TRUE(Pool::validate(r));
+    EXPECT_EQ(pool->read_optimistic(group[i]).data, r.data) << "the frame read_optimistic gives";
+  }
+  EXPECT_EQ(started, kStartsReads ? 20u : 0u);
+  EXPECT_EQ(pool->stats().accesses - before.accesses, started + (kStartsReads ? started : 0))
+      << "a started read is one access (and each read_optimistic above one more)";
+  // The odd blocks were prefetched: reading them faults nothing.
+  EXPECT_EQ(pool->stats().prefetch_issued - before.prefetch_issued, 20u);
+  for (BlockId b = 1; b < 40; b += 2) {
+    SharedGuard g = pool->pin_shared(group[b]);
+    EXPECT_TRUE(bench::check_pattern(g.data(), usable, group[b]));
+  }
+  EXPECT_EQ(pool->stats().faults, before.faults) << "every odd page came from the group's prefetch";
+  // A write after the group invalidates its started read.
+  if constexpr (kStartsReads) {
+    { ExclusiveGuard g = pool->pin_exclusive(group[0]); }
+    EXPECT_FALSE(Pool::validate(reads[0]));
+    EXPECT_TRUE(Pool::validate(reads[2]));
+  }
+  std::vector<OptimisticRead> short_reads(3);
+  expect_error(ErrorCode::kInvalidArgument, [&] { pool->read_group(group, {}, short_reads); });
+  std::vector<uint32_t> short_offsets(2);
+  expect_error(ErrorCode::kInvalidArgument, [&] { pool->read_group(group, short_offsets, reads); });
   pool->check_invariants();
 }
 

@@ -1,6 +1,6 @@
 // Multi-threaded stress: more threads than cores on a pool of ~3% of the data, mixing
 // exclusive writes, shared reads, optimistic reads (2% of the operations forced onto the
-// pinned fallback), prefetch groups, flushes and space drops; every page is checked against
+// pinned fallback), prefetch groups, group reads (read_group), flushes and space drops; every page is checked against
 // a reference model during the run, at the end, and after a reopen from disk.
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "pool/prediction.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 
@@ -70,7 +71,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   std::atomic<uint64_t> transient{0};
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> failures{0}, ops{0}, writes{0}, optimistic{0}, forced_fallbacks{0}, prefetches{0}, drops{0},
-      transient_reads{0};
+      transient_reads{0}, group_reads{0};
   std::mutex failure_mutex;
   std::string first_failure;
   auto fail = [&](const std::string& what) {
@@ -85,11 +86,13 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
       const uint64_t seed = 77 + t;
       std::mt19937_64 rng(seed);
       std::vector<PageId> group(8);
+      std::vector<OptimisticRead> started(8);
       // Per-thread counts, summed at the end: a shared counter bumped after every operation
       // would order every thread's operations for ThreadSanitizer and hide the races it is
       // here to find.
       struct {
-        uint64_t ops = 0, writes = 0, optimistic = 0, forced_fallbacks = 0, prefetches = 0, transient_reads = 0;
+        uint64_t ops = 0, writes = 0, optimistic = 0, forced_fallbacks = 0, prefetches = 0, transient_reads = 0,
+                 group_reads = 0;
       } my;
       while (!stop.load(std::memory_order_relaxed)) {
         int si = static_cast<int>(rng() % spaces_n);
@@ -147,9 +150,28 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
                    std::to_string(model_under_pin));
             }
             ++my.forced_fallbacks;
-          } else if (dice < 95) {
+          } else if (dice < 90) {
             for (auto& p : group) p = PageId(spaces[rng() % spaces_n], static_cast<BlockId>(rng() % pages));
             pool->prefetch_group(group);
+            ++my.prefetches;
+          } else if (dice < 95) {
+            // A group in one space (as an index reads its neighbours) with its reads started:
+            // each started read that validates saw a whole page, the model's or an older one.
+            // The first page is read before (the node whose neighbours the group holds), so
+            // the thread's path cache is in the group's space and that page is resident.
+            for (auto& p : group) p = PageId(spaces[si], static_cast<BlockId>(rng() % pages));
+            (void)pool->read_optimistic(group[0]);
+            pool->read_group(group, {}, started);
+            for (size_t i = 0; i < group.size(); ++i) {
+              const OptimisticRead& r = started[i];
+              if (r.data == nullptr) continue;
+              Snapshot snap = read_snapshot(r.data, usable, group[i]);
+              if (!Pool::validate(r)) continue;
+              if (r.pid != group[i] || !snap.pattern_ok || snap.stamp > model_of(si, group[i].block()).load()) {
+                fail("read_group: validated a torn, foreign or future page " + std::to_string(group[i].block()));
+              }
+              ++my.group_reads;
+            }
             ++my.prefetches;
           } else {
             uint64_t tr = transient.load();
@@ -177,6 +199,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
       forced_fallbacks += my.forced_fallbacks;
       prefetches += my.prefetches;
       transient_reads += my.transient_reads;
+      group_reads += my.group_reads;
     });
   }
   // One thread creates, fills and drops spaces; another flushes now and then.
@@ -218,14 +241,20 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   EXPECT_GT(optimistic.load(), 100u);
   EXPECT_GT(forced_fallbacks.load(), 10u);
   EXPECT_GT(prefetches.load(), 10u);
+  if constexpr (pool::Predicting<typename Pool::TranslationPolicy>) {
+    EXPECT_EQ(group_reads.load(), 0u) << "a policy that promotes on access starts no group reads";
+  } else {
+    EXPECT_GT(group_reads.load(), 10u);
+  }
   EXPECT_GT(drops.load(), 2u);
   PoolStats st = pool->stats();
   EXPECT_GT(testing::pages_pushed_out(st), 1000u) << "the pool must be under pressure";
   EXPECT_GE(st.optimistic_fallbacks, forced_fallbacks.load()) << "every forced fallback is counted";
-  std::printf("stress: %lu ops (%lu writes, %lu optimistic, %lu prefetch groups, %lu transient reads), "
-              "%lu drops, %lu evictions, %lu punches, %lu optimistic fallbacks (%lu forced)\n",
+  std::printf("stress: %lu ops (%lu writes, %lu optimistic, %lu prefetch groups, %lu validated group reads, "
+              "%lu transient reads), %lu drops, %lu evictions, %lu punches, %lu optimistic fallbacks (%lu forced)\n",
               (unsigned long)ops.load(), (unsigned long)writes.load(), (unsigned long)optimistic.load(),
-              (unsigned long)prefetches.load(), (unsigned long)transient_reads.load(), (unsigned long)drops.load(),
+              (unsigned long)prefetches.load(), (unsigned long)group_reads.load(), (unsigned long)transient_reads.load(),
+              (unsigned long)drops.load(),
               (unsigned long)st.evictions, (unsigned long)st.punches, (unsigned long)st.optimistic_fallbacks,
               (unsigned long)forced_fallbacks.load());
 
