@@ -123,6 +123,9 @@ int main(int argc, char** argv) {
   CLI::App* mf = app.add_subcommand("micro-bfs", "graph BFS per translation, group prefetch off/on (calico.txt Table 4, Figure 1d, Table 6)");
   add_micro_options(mf, bfs.common);
   add_graph_options(mf, bfs);
+  mf->add_option("--prefetch", bfs.prefetch, "which BFS to run: without group prefetch, with it, or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"both", "off", "on"}));
 
   calico::bench::MicroBfsConfig abl;
   CLI::App* ma = app.add_subcommand("micro-ablation", "hash_open -> array 4 KB pinned -> + huge pages -> + optimistic -> "

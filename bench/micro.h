@@ -47,6 +47,7 @@ struct MicroBfsConfig {
   uint64_t visits = 10'000;     // nodes visited per query
   uint32_t queries = 20;        // BFS queries per run, from random roots
   uint64_t pool_mb = 0;         // 0: nodes x 4 KB + 25% + 64 MB
+  std::string prefetch = "both";  // micro-bfs: "off", "on" (group prefetch) or "both"
 };
 int run_micro_bfs(const MicroBfsConfig& cfg);
 // Figure 11 on the same graph: common.translations is ignored (the steps are fixed).

@@ -19,9 +19,10 @@ int run_micro_bfs(const MicroBfsConfig& cfg) {
   micro::check_memory_budget(names.size() * (graph_pool_mb(cfg) << 20), "micro-bfs");
   micro::print_banner("micro-bfs (calico.txt Table 4, Figure 1d, Table 6)",
                       fmt::format("BFS on {} nodes x {} random neighbours (4 KB page per node); {} queries of {} "
-                                  "visits per run; optimistic reads, group prefetch off/on; pool {} MB; {} repeats; "
+                                  "visits per run; optimistic reads, group prefetch {}; pool {} MB; {} repeats; "
                                   "translations: {}",
-                                  cfg.nodes, cfg.degree, cfg.queries, cfg.visits, graph_pool_mb(cfg), common.repeat,
+                                  cfg.nodes, cfg.degree, cfg.queries, cfg.visits,
+                                  cfg.prefetch == "both" ? "off/on" : cfg.prefetch, graph_pool_mb(cfg), common.repeat,
                                   fmt::join(names, ",")));
   const std::vector<uint32_t> roots = bfs_roots(cfg);
   BfsReference ref;
@@ -32,6 +33,7 @@ int run_micro_bfs(const MicroBfsConfig& cfg) {
       variants::with_pool_type(name, [&]<class Pool>() {
         auto t = load_graph<Pool>(cfg, name, /*huge_pages=*/true);  // both workloads share it
         for (bool prefetch : {false, true}) {
+          if (cfg.prefetch != "both" && prefetch != (cfg.prefetch == "on")) continue;
           cases.push_back(bfs_case(t, name, prefetch ? "bfs + group prefetch" : "bfs",
                                    {index::GraphRead::kOptimistic, prefetch, cfg.visits}, &roots, &ref));
         }

@@ -313,9 +313,9 @@ def counts_section(path):
           "each workload under cachegrind with 1 "
           "and with 3 timed rounds; the difference over the extra operations is one operation's cost, with "
           f"load, warm-up and setup cancelled. Cache model: {rows[0].get('cache_model')}. Scan: 256 MB, per "
-          "page (sequential and random order together); btree: 1M records, per lookup; bfs: 65536 nodes, per "
-          "visited node (without and with group prefetch together: cachegrind does not model a prefetch's "
-          "effect on time). *Δ array*: this translation minus array.\n"]
+          "page (sequential and random order together); btree: 1M records, per lookup; bfs and bfs-prefetch "
+          "(without and with group prefetch): 65536 nodes, per visited node (one list and 44 probes; "
+          "cachegrind does not model a prefetch's effect on time). *Δ array*: this translation minus array.\n"]
     for w in dict.fromkeys(r["workload"] for r in rows):
         ws = [r for r in rows if r["workload"] == w]
         arr = next((r for r in ws if r["translation"] == "array"), None)

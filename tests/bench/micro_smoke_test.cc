@@ -139,6 +139,23 @@ TEST(MicroSmoke, BfsVisitsTheExpectedCountWithAndWithoutPrefetch) {
   expect_timed(lines, 3 * 200);  // 44 random neighbours: connected, every query visits 200
 }
 
+TEST(MicroSmoke, BfsRunsOnlyTheAskedPrefetchMode) {
+  for (const std::string mode : {"off", "on"}) {
+    testing::TempDir dir;
+    bench::MicroBfsConfig cfg = tiny_graph(dir);
+    cfg.prefetch = mode;
+    ASSERT_EQ(bench::run_micro_bfs(cfg), 0);
+    auto lines = lines_with(cfg.common.json_path, R"("experiment":"bfs")");
+    ASSERT_EQ(lines.size(), 2u) << "2 translations, prefetch " << mode;
+    for (const auto& l : lines) {
+      EXPECT_NE(l.find(mode == "on" ? R"("workload":"bfs + group prefetch")" : R"("workload":"bfs")"),
+                std::string::npos)
+          << l;
+    }
+    expect_timed(lines, 3 * 200);
+  }
+}
+
 TEST(MicroSmoke, AblationStepsAgreeOnTheSearch) {
   testing::TempDir dir;
   bench::MicroBfsConfig cfg = tiny_graph(dir);
