@@ -203,6 +203,11 @@ struct OptimisticRead {
 //                         //   with kPromoteOneIn/kDemoteOneIn. Faults take the preferred frame
 //                         //   when free, pins prefetch it before the lookup, and hits move
 //                         //   pages into it (pool/promotion.h). Compiled out for the others.
+//   Table::kSparseGroups  // optional (absent = false; array_sparse): entries of sparse
+//                         //   groups live in a side table and move between it and the
+//                         //   array (pool/README.md, "Sparse groups"); the table then
+//                         //   provides find, is_side, owns, forget_side, the move steps,
+//                         //   and acquire_ref returning the representation it covers
 //     static constexpr bool kFrameHints;    // optional (absent = false): references carry
 //                         //   frame hints (LIPAH, src/translation/lipah.h). The pool then
 //                         //   keeps per frame a pointer to its page's entry and offers the

@@ -221,13 +221,17 @@ uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& han
   counters_.evictions.fetch_add(freed, std::memory_order_relaxed);
   if constexpr (kSparseGroups) {
     // Groups these evictions left with few references move to the side table (only tried:
-    // pool/sparse_moves.h). Victims of one group are adjacent in a batch only by chance, so
-    // a group may be tried twice; the second try stops at the group's flags or count.
-    for (const Victim& v : victims) {
+    // pool/sparse_moves.h), each group once per round.
+    for (size_t i = 0; i < victims.size(); ++i) {
+      const Victim& v = victims[i];
       auto& t = v.space->table;
-      if (v.write_failed || t.group_sparse(v.pid.block())) continue;
+      const uint64_t group = v.pid.raw / translation::kEntriesPerGroup;  // space and group
+      auto same_group = [&](const Victim& u) { return u.pid.raw / translation::kEntriesPerGroup == group; };
+      if (v.write_failed || std::any_of(victims.begin(), victims.begin() + i, same_group)) continue;
       const uint32_t count = t.group_count(v.pid.block());
-      if (count > 0 && count <= t.sparse_group_at()) try_sparsify(v.space, v.pid.block());
+      if (!t.group_sparse(v.pid.block()) && count > 0 && count <= t.sparse_group_at()) {
+        try_sparsify(v.space, v.pid.block());
+      }
     }
   }
   if constexpr (kTierable) {
