@@ -13,6 +13,7 @@
 
 #include "calico/buffer_pool.h"
 #include "pool/test_points.h"
+#include "support/pause_at.h"
 #include "support/test_util.h"
 #include "translation/sparse_array.h"
 
@@ -24,38 +25,10 @@ namespace calico {
 namespace {
 
 using SparsePool = BasicBufferPool<translation::SparseArrayTranslation>;
+using testing::expect_finishes;
+using testing::PauseAt;
 using testing::TempDir;
 constexpr uint64_t kGroup = 512;
-
-template <class F>
-void expect_finishes(std::future<F>& f, const char* what) {
-  if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
-    std::fprintf(stderr, "DEADLOCK: %s did not finish within 30 s\n", what);
-    std::fflush(stderr);
-    std::_Exit(1);
-  }
-}
-
-// Pauses one chosen thread the first time it reaches `point`, until resume().
-class PauseAt : public pool::TestPoints {
- public:
-  explicit PauseAt(Point point) : point_(point) {}
-  void pause_thread(std::thread::id id) { target_ = id; }
-  void at(Point point, PageId) override {
-    if (point != point_ || std::this_thread::get_id() != target_ || done_.exchange(true)) return;
-    paused_ = true;
-    while (!resumed_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  void wait_paused() const {
-    while (!paused_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  void resume() { resumed_ = true; }
-
- private:
-  const Point point_;
-  std::atomic<std::thread::id> target_{};
-  std::atomic<bool> done_{false}, paused_{false}, resumed_{false};
-};
 
 // A space of `pages` pages stamped with their block number, in a pool reopened empty (no
 // page resident, every group dense with count 0).
@@ -261,6 +234,58 @@ TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
   f.pool->check_invariants();
   for (uint64_t b = 0; b < 2 * kGroup; b += 7) f.touch(b);
   f.pool->check_invariants();
+}
+
+TEST(SparseGroups, FlushWritesAPageThatMovesDuringItsScan) {
+  PauseAt pause(pool::TestPoints::Point::kGroupMoveLatched);
+  Fixture f(64, 8, 16, kGroup, &pause);
+  for (uint64_t b : {1, 2}) f.touch(b);
+  {
+    ExclusiveGuard g = f.pool->pin_exclusive(f.pid(1));
+    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(1), 1 + 5);
+    g.mark_dirty();
+  }
+  const uint64_t written = f.pool->stats().write_backs;
+  auto mover = std::async(std::launch::async, [&] {
+    pause.pause_thread(std::this_thread::get_id());
+    return f.pool->try_sparse_group(f.pid(0));
+  });
+  pause.wait_paused();  // block 1 latched in the array by the mover
+  auto flusher = std::async(std::launch::async, [&] { f.pool->flush(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_NE(flusher.wait_for(std::chrono::seconds(0)), std::future_status::ready) << "flush waits for the move";
+  pause.resume();
+  expect_finishes(mover, "the mover");
+  EXPECT_TRUE(mover.get());
+  expect_finishes(flusher, "the flush");
+  flusher.get();
+  EXPECT_EQ(f.pool->stats().write_backs, written + 1) << "the dirty page was written through its new entry";
+  f.pool->check_invariants();
+  f.pool.reset();
+  f.options.test_points = nullptr;
+  f.pool = SparsePool::open(f.options);
+  f.touch(1, 5);
+}
+
+TEST(SparseGroups, PrefetchesAndAllocationsIntoASparseGroupGoToTheSideTable) {
+  Fixture f(64, 8, 16, 100);
+  f.touch(5);
+  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  const std::vector<PageId> ids{f.pid(3), f.pid(4), f.pid(5)};
+  EXPECT_EQ(f.pool->prefetch_group(ids), 2u) << "block 5 is resident (in the side table)";
+  for (uint64_t b : {3, 4, 5}) f.touch(b);
+  {
+    ExclusiveGuard g = f.pool->allocate(f.s);
+    ASSERT_EQ(g.page_id().block(), 100u);
+    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), g.page_id(), 100);
+    g.mark_dirty();
+  }
+  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  f.pool->check_invariants();  // count 4: four side entries
+  f.touch(100);
+  f.pool.reset();
+  f.pool = SparsePool::open(f.options);
+  f.touch(100);
 }
 
 TEST(SparseGroups, DropReturnsTheSideTable) {
