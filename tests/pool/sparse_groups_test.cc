@@ -14,6 +14,7 @@
 #include "calico/buffer_pool.h"
 #include "pool/test_points.h"
 #include "support/pause_at.h"
+#include "support/flusher.h"
 #include "support/test_util.h"
 #include "translation/sparse_array.h"
 
@@ -398,16 +399,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
       pinned_faults += my_pinned_faults;
     });
   }
-  std::thread flusher([&] {
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      try {
-        pool->flush();
-      } catch (const Error& e) {
-        fail(std::string("flush: ") + e.what());
-      }
-    }
-  });
+  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), fail);
   std::this_thread::sleep_for(std::chrono::seconds(CALICO_STRESS_SECONDS));
   stop = true;
   for (auto& w : workers) w.join();
