@@ -350,6 +350,7 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
                 pid);
   }
   if constexpr (kSparseGroups) {
+    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultLookedUp, pid);
     if (space->table.group_sparse(block) && space->table.group_count(block) >= space->table.dense_group_at()) {
       try_densify(space, block);  // only tries: the group stays sparse when it cannot move now
     }

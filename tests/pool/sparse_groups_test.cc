@@ -180,6 +180,48 @@ TEST(SparseGroups, AFaultWaitingOnAMoveResumesInTheSideTable) {
   for (uint64_t b : {1, 2, 7}) f.touch(b);
 }
 
+// A fault that looked its entry up before a move takes its reference after it: the
+// reference covers the other representation, so the fault gives it back and starts over
+// through the entry the page has now (acquire_ref_for). Without that it would write into the
+// punched array page of a sparse group, or into a side entry of a dense one.
+TEST(SparseGroups, AFaultThatLookedUpBeforeAMoveToTheSideTableStartsOverThere) {
+  PauseAt pause(pool::TestPoints::Point::kFaultLookedUp);
+  Fixture f(64, 8, 16, kGroup, &pause);
+  for (uint64_t b : {1, 2}) f.touch(b);
+  auto faulter = std::async(std::launch::async, [&] {
+    pause.pause_thread(std::this_thread::get_id());
+    f.touch(7);  // looks up block 7's array word, then pauses
+  });
+  pause.wait_paused();
+  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  pause.resume();
+  expect_finishes(faulter, "the faulter");
+  faulter.get();
+  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  f.pool->check_invariants();  // no array word of the sparse group written; count 3
+  for (uint64_t b : {1, 2, 7}) f.touch(b);
+}
+
+TEST(SparseGroups, AFaultThatLookedUpBeforeAMoveBackToTheArrayStartsOverThere) {
+  PauseAt pause(pool::TestPoints::Point::kFaultLookedUp);
+  Fixture f(64, 4, 8, kGroup, &pause);
+  f.touch(1);
+  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  auto faulter = std::async(std::launch::async, [&] {
+    pause.pause_thread(std::this_thread::get_id());
+    f.touch(40);  // looks up block 40's side entry (created zero), then pauses
+  });
+  pause.wait_paused();
+  for (uint64_t b = 10; b < 18; ++b) f.touch(b);  // 8 side entries, then the 9th fault moves the group back
+  ASSERT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  pause.resume();
+  expect_finishes(faulter, "the faulter");
+  faulter.get();
+  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  f.pool->check_invariants();  // block 40 in the array, no non-zero side entry left
+  for (uint64_t b : {1, 10, 17, 40}) f.touch(b);
+}
+
 TEST(SparseGroups, OptimisticReadsAcrossAMoveFailValidation) {
   Fixture f(64, 4, 8, kGroup);
   for (uint64_t b : {1, 2}) f.touch(b);
