@@ -63,6 +63,9 @@ struct MicroMemoryConfig {
   uint64_t moving_data_mb = 256;  // the moving hot set: initial B-tree size
   uint64_t moving_ops = 600'000;  // first third uniform reads, then YCSB-D (read latest, 5% inserts)
   uint32_t samples = 30;          // translation memory samples over the moving run
+  // array_sparse's thresholds (PoolOptions::sparse_group_at, dense_group_at).
+  uint32_t sparse_group_at = PoolOptions{}.sparse_group_at;
+  uint32_t dense_group_at = PoolOptions{}.dense_group_at;
 };
 int run_micro_memory(const MicroMemoryConfig& cfg);
 

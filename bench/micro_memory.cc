@@ -37,6 +37,8 @@ std::shared_ptr<YcsbTree<Pool>> load_tree(const MicroMemoryConfig& cfg, const st
   opt.page_size = 4096;
   opt.pool_bytes = cfg.pool_mb << 20;
   opt.max_blocks_per_space = micro::space_capacity(records / 8);  // >= the tree's pages (~records / 20)
+  opt.sparse_group_at = cfg.sparse_group_at;
+  opt.dense_group_at = cfg.dense_group_at;
   return load_ycsb_tree<Pool>(opt, records, cfg.value_bytes);
 }
 
@@ -45,10 +47,16 @@ std::shared_ptr<YcsbTree<Pool>> load_tree(const MicroMemoryConfig& cfg, const st
 //   holds at least one resident block: the least translation memory any array that returns
 //   whole OS pages of entries can hold for this resident set, so private - occupied is what
 //   punching left behind and occupied - 0 is what only a sparse representation could save.
+//   sparse_floor_bytes: the least for a representation that keeps a group's resident
+//   entries as 16-byte OwnedEntry (entry.h) with no index when that is below 4 KB:
+//   sum over groups of min(4 KB, 16 x resident). What array_sparse could reach at best.
+//   side_table_bytes, sparse_groups: array_sparse's side table (its allocated bytes, part of
+//   private_bytes) and its sparse groups (PoolStats; 0 for the others).
 struct MemoryPoint {
   uint64_t blocks = 0, private_bytes = 0, mincore_bytes = 0, reserved_bytes = 0, punches = 0, resident = 0;
   double hit_rate = 0;
-  uint64_t occupied_bytes = 0;
+  uint64_t side_table_bytes = 0, sparse_groups = 0;
+  uint64_t occupied_bytes = 0, sparse_floor_bytes = 0;
 
   static constexpr uint64_t kEntriesPerOsPage = 4096 / 8;
 
@@ -57,16 +65,17 @@ struct MemoryPoint {
     PoolStats s = pool.stats();
     MemoryPoint p{pool.space_blocks(space), s.translation_private_bytes, s.translation_mincore_bytes,
                   s.translation_reserved_bytes, s.punches, s.resident_pages,
-                  s.accesses ? static_cast<double>(s.hits) / static_cast<double>(s.accesses) : 0.0};
+                  s.accesses ? static_cast<double>(s.hits) / static_cast<double>(s.accesses) : 0.0,
+                  s.side_table_bytes, s.sparse_groups};
     // After the stats: frame_of counts as an access. Quiescent pool: no worker runs.
     for (uint64_t group = 0; group * kEntriesPerOsPage < p.blocks; ++group) {
       const uint64_t end = std::min(p.blocks, (group + 1) * kEntriesPerOsPage);
+      uint64_t resident = 0;
       for (uint64_t b = group * kEntriesPerOsPage; b < end; ++b) {
-        if (pool.frame_of(PageId(space, static_cast<BlockId>(b))) != kInvalidFrame) {
-          p.occupied_bytes += 4096;
-          break;
-        }
+        resident += pool.frame_of(PageId(space, static_cast<BlockId>(b))) != kInvalidFrame;
       }
+      p.occupied_bytes += resident > 0 ? 4096 : 0;
+      p.sparse_floor_bytes += std::min<uint64_t>(4096, 16 * resident);
     }
     return p;
   }
@@ -84,9 +93,11 @@ struct MemoryPoint {
   std::string json() const {
     return fmt::format(R"("blocks":{},"translation_private_bytes":{},"translation_mincore_bytes":{},)"
                        R"("translation_reserved_bytes":{},"punches":{},"flat_bytes":{},"reclaimed_fraction":{},)"
-                       R"("resident_pages":{},"hit_rate":{:.4f},"occupied_bytes":{})",
+                       R"("resident_pages":{},"hit_rate":{:.4f},"occupied_bytes":{},"sparse_floor_bytes":{},)"
+                       R"("side_table_bytes":{},"sparse_groups":{})",
                        blocks, private_bytes, mincore_bytes, reserved_bytes, punches, flat_bytes(),
-                       json_counter(reclaimed()), resident, hit_rate, occupied_bytes);
+                       json_counter(reclaimed()), resident, hit_rate, occupied_bytes, sparse_floor_bytes,
+                       side_table_bytes, sparse_groups);
   }
 };
 
@@ -115,9 +126,9 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
                   cfg.moving_data_mb, cfg.moving_ops, cfg.samples, fmt::join(names, ",")));
   const std::string params =
       fmt::format(R"("pool_mb":{},"page_size":4096,"key_bytes":{},"value_bytes":{},"theta":{},"sweep_lookups":{},)"
-                  R"("moving_data_mb":{},"moving_ops":{})",
+                  R"("moving_data_mb":{},"moving_ops":{},"sparse_group_at":{},"dense_group_at":{})",
                   cfg.pool_mb, kv::kKeyBytes, cfg.value_bytes, cfg.theta, cfg.sweep_lookups, cfg.moving_data_mb,
-                  cfg.moving_ops);
+                  cfg.moving_ops, cfg.sparse_group_at, cfg.dense_group_at);
   uint64_t failures = 0;
   unsigned skipped = 0;  // variants that failed to load (load_or_skip)
 
@@ -197,10 +208,14 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
         failures += bad;
         std::string line = fmt::format("{:<18}", name);
         for (const MemoryPoint& p : marks) line += fmt::format("{:>20}", p.cell());
-        fmt::print("{}   {} inserts, {} failures; least possible for 4 KB pages of entries: {} KB\n", line,
-                   next_key - records0, bad,
-                   fmt::join(marks | std::views::transform([](const MemoryPoint& p) { return p.occupied_bytes >> 10; }),
-                             " / "));
+        auto kb = [&](auto field) {
+          return fmt::join(marks | std::views::transform([&](const MemoryPoint& p) { return field(p) >> 10; }), " / ");
+        };
+        fmt::print("{}   {} inserts, {} failures; least possible for 4 KB pages of entries: {} KB; "
+                   "with 16-byte side entries: {} KB; side table: {} KB in {} sparse groups at the end\n",
+                   line, next_key - records0, bad, kb([](const MemoryPoint& p) { return p.occupied_bytes; }),
+                   kb([](const MemoryPoint& p) { return p.sparse_floor_bytes; }), marks.back().side_table_bytes >> 10,
+                   marks.back().sparse_groups);
         std::fflush(stdout);
         append_json(common, fmt::format(R"({{"experiment":"memory_moving","translation":"{}","params":{{{},)"
                                         R"("records":{},"uniform_ops":{}}},"samples":[{}],"failures":{},"machine":{{{}}}}})",

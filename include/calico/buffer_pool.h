@@ -82,6 +82,10 @@ inline constexpr bool kHasFrameHints = requires { requires T::kFrameHints; };
 // true; entry.h, "Recycled entries"; partitioned_table.h).
 template <class Table>
 inline constexpr bool kRecyclingTable = requires { requires Table::kRecyclesEntries; };
+// Whether Table keeps sparse groups in a side table (declares kSparseGroups = true:
+// array_sparse, translation/sparse_array.h; pool/README.md, "Sparse groups").
+template <class Table>
+inline constexpr bool kSparseGroupTable = requires { requires Table::kSparseGroups; };
 }  // namespace translation
 
 // SharedGuard: a shared pin. Movable; releases on destruction.
@@ -199,6 +203,11 @@ struct OptimisticRead {
 //                         //   with kPromoteOneIn/kDemoteOneIn. Faults take the preferred frame
 //                         //   when free, pins prefetch it before the lookup, and hits move
 //                         //   pages into it (pool/promotion.h). Compiled out for the others.
+//   Table::kSparseGroups  // optional (absent = false; array_sparse): entries of sparse
+//                         //   groups live in a side table and move between it and the
+//                         //   array (pool/README.md, "Sparse groups"); the table then
+//                         //   provides find, is_side, owns, forget_side, the move steps,
+//                         //   and acquire_ref returning the representation it covers
 //     static constexpr bool kFrameHints;    // optional (absent = false): references carry
 //                         //   frame hints (LIPAH, src/translation/lipah.h). The pool then
 //                         //   keeps per frame a pointer to its page's entry and offers the
@@ -216,6 +225,11 @@ class BasicBufferPool {
   static constexpr std::string_view kTranslationName = Translation::kName;
   static constexpr bool kFrameHints = translation::kHasFrameHints<Translation>;
   static constexpr bool kRecyclesEntries = translation::kRecyclingTable<typename Translation::Table>;
+  // A page's entry lives in the array or, for a sparse group, in a side table, and moves
+  // between them (array_sparse; pool/sparse_moves.h). Compiled out for every other policy.
+  static constexpr bool kSparseGroups = translation::kSparseGroupTable<typename Translation::Table>;
+  // Entries are found by a lookup that may miss and by pointers that may go stale.
+  static constexpr bool kLookedUpEntries = kRecyclesEntries || kSparseGroups;
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
   // Whether the pool can take a far tier (PoolOptions::far_tier, pool/tiering.h): only tiered
@@ -399,8 +413,18 @@ class BasicBufferPool {
     translation::Entry* e = find_entry_for(pid, &space);
     if (e == nullptr) return kInvalidFrame;
     translation::EntryWord w = translation::load(*e);
-    return owns(*e, pid) ? w.frame() : kInvalidFrame;
+    return owns(space, *e, pid) ? w.frame() : kInvalidFrame;
   }
+  // Sparse groups (array_sparse; pool/sparse_moves.h). Tests and diagnostics: tries to move
+  // pid's group into the side table now, as the evictor does after an eviction; false when
+  // refused (a page of the group latched, pinned or loading, a fault in flight in it, or the
+  // group not dense with 1 .. sparse_group_at references). Never waits for a latch.
+  // Errors: as pins (kUnknownSpace, kPageOutOfRange).
+  bool try_sparse_group(PageId pid)
+    requires translation::kSparseGroupTable<typename Translation::Table>;  // not kSparseGroups: clang 14 (fuzz build)
+  // Whether pid's group is sparse now (racy unless quiescent).
+  bool group_is_sparse(PageId pid)
+    requires translation::kSparseGroupTable<typename Translation::Table>;
   // Predictive translations (pool/prediction.h, pool/promotion.h): the frame a page should
   // live in, and how many pages were moved into (promoted) or out of (demoted) such frames.
   FrameId preferred_frame(PageId pid) const requires pool::Predicting<Translation> {
@@ -455,7 +479,7 @@ class BasicBufferPool {
   // As entry_for, but a recycling table inserts no entry: nullptr when pid has none (paths
   // that never fault, which must not create entries for pages that are not resident).
   translation::Entry* find_entry_for(PageId pid, Space** space_out) {
-    if constexpr (kRecyclesEntries) {
+    if constexpr (kLookedUpEntries) {
       Resolved r = resolve(pid.space());
       if (pid.block() >= r.capacity) [[unlikely]] throw_out_of_range(pid);
       *space_out = r.space;
@@ -467,31 +491,57 @@ class BasicBufferPool {
   // The entry of `block` if it has one, without inserting (recycling tables): for the scans
   // of frames (CLOCK, flush, drop), whose owner hint may name a page that just left.
   static translation::Entry* existing_entry(Space* s, BlockId block) {
-    if constexpr (kRecyclesEntries) {
+    if constexpr (kLookedUpEntries) {
       return s->table.find(block);
     } else {
       return &s->table.entry(block);
     }
   }
-  // Recycling tables (entry.h, R4/R5): whether e, reached through pid's lookup, belongs to pid
-  // now (exact while a latch on e is held). Always true, and compiled away, for the others.
-  static bool owns(const translation::Entry& e, PageId pid) {
+  // Recycling tables (entry.h, R4/R5): whether e, reached through pid's lookup in space s,
+  // belongs to pid now (exact while a latch on e is held); sparse groups: an array word is
+  // always its block's, a side entry is checked as a recycled one. Always true, and compiled
+  // away, for the others.
+  static bool owns(const Space* s, const translation::Entry& e, PageId pid) {
     if constexpr (kRecyclesEntries) {
+      (void)s;
       return translation::owned_by(e, pid.block());
+    } else if constexpr (kSparseGroups) {
+      return s->table.owns(e, pid.block());
     } else {
-      (void)e, (void)pid;
+      (void)s, (void)e, (void)pid;
       return true;
     }
   }
-  // Recycling tables: delete block's entry if it is zero (entry.h, R2). Called after every
-  // store of 0 into an entry (eviction, drop, a failed load) and when a fault gives up before
-  // latching, so that the table only holds pages in the pool. Nothing for the others.
-  static void forget(Space* s, BlockId block) {
+  // Recycling tables: delete block's entry if it is zero (entry.h, R2); sparse groups: the
+  // same for a side entry `e`. Called after every store of 0 into an entry (eviction, drop, a
+  // failed load) and when a fault gives up before latching, so that the table only holds
+  // pages in the pool. Nothing for the others.
+  static void forget(Space* s, BlockId block, const translation::Entry& e) {
     if constexpr (kRecyclesEntries) {
+      (void)e;
       s->table.forget(block);
+    } else if constexpr (kSparseGroups) {
+      if (s->table.is_side(e)) s->table.forget_side(block);
     } else {
-      (void)s, (void)block;
+      (void)s, (void)block, (void)e;
     }
+  }
+  // The hole-punch reference before a write out of zero into e, pid's entry as looked up.
+  // Sparse groups: false (no reference held) when e is not in the representation the
+  // reference covers (the group moved since the lookup): look pid up again.
+  bool acquire_ref_for(Space* s, BlockId block, const translation::Entry& e) {
+    if constexpr (kSparseGroups) {
+      if (s->table.acquire_ref(block) == s->table.is_side(e)) return true;
+      release_ref(s, block);
+      return false;
+    } else {
+      (void)e;
+      s->table.acquire_ref(block);
+      return true;
+    }
+  }
+  void release_ref(Space* s, BlockId block) {
+    if (s->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
   }
   // The access loops' slow path: the entry to retry with after wait_or_fault. Recycling
   // tables first check that e is still pid's (entry.h R4): a retired entry, or one recycled
@@ -501,7 +551,15 @@ class BasicBufferPool {
   // tables this is wait_or_fault alone.
   translation::Entry* retry(Space* space, PageId pid, translation::Entry* e, translation::EntryWord w, int* spins) {
     if constexpr (kRecyclesEntries) {
-      if (w.state() == translation::kGone || !owns(*e, pid)) return &space->table.entry(pid.block());
+      if (w.state() == translation::kGone || !owns(space, *e, pid)) return &space->table.entry(pid.block());
+    }
+    if constexpr (kSparseGroups) {
+      // A zero or retired entry may be one the group moved away from: look pid up again
+      // (after any move in progress), and fault only through the entry it has now.
+      if (w.evicted() || w.state() == translation::kGone || !owns(space, *e, pid)) {
+        translation::Entry* now = &space->table.entry(pid.block());
+        if (now != e) return now;
+      }
     }
     wait_or_fault(space, pid, *e, w, spins);
     return e;
@@ -589,6 +647,23 @@ class BasicBufferPool {
       (void)s, (void)pid, (void)f;
     }
   }
+
+  // --- sparse groups (array_sparse; pool/sparse_moves.h) ---
+  // Dense to sparse: the evictor, under evict_mutex_, after an eviction left pid's group
+  // with 1 .. sparse_group_at references. Sparse to dense: a fault into a sparse group whose
+  // count reached dense_group_at, under the space's fault_latch. Both only try (every latch
+  // by CAS, never a wait): false and nothing changed when any page of the group is latched,
+  // pinned or loading, or a fault is in flight in it. Return whether the group moved.
+  bool try_sparsify(Space* s, BlockId block)
+    requires translation::kSparseGroupTable<typename Translation::Table>;
+  bool try_densify(Space* s, BlockId block)
+    requires translation::kSparseGroupTable<typename Translation::Table>;
+  bool move_group(Space* s, BlockId block, bool to_sparse)
+    requires translation::kSparseGroupTable<typename Translation::Table>;
+  // check_invariants() for sparse groups (pool/sparse_moves.h). pending_pages: sorted raw
+  // page ids of the reads in flight.
+  void check_sparse_groups(const std::vector<uint64_t>& pending_pages) const
+    requires translation::kSparseGroupTable<typename Translation::Table>;
 
   // --- tiered memory (pool/tiering.h, pool/tier_moves.h) ---
   // Whether frame f is in the far tier. False for every frame without a far tier (fast_last_
@@ -862,7 +937,7 @@ inline SharedGuard BasicBufferPool<T>::pin_shared_at(PageId pid, FrameId* frame)
       if (far_hit(space, pid, *e, w, /*write=*/false)) continue;
     }
     if (translation::try_lock_shared(*e, w)) [[likely]] {
-      if (owns(*e, pid)) [[likely]] {
+      if (owns(space, *e, pid)) [[likely]] {
         *frame = w.frame();
         return SharedGuard(e, page_data(space, pid, w.frame()), pid);
       }
@@ -893,7 +968,7 @@ inline ExclusiveGuard BasicBufferPool<T>::pin_exclusive_at(PageId pid, FrameId* 
     }
     if (translation::try_lock_exclusive(*e, w)) [[likely]] {
       translation::EntryWord held = w.with_state(translation::kExclusive);
-      if (owns(*e, pid)) [[likely]] {
+      if (owns(space, *e, pid)) [[likely]] {
         *frame = w.frame();
         return ExclusiveGuard(e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
       }
@@ -918,7 +993,7 @@ inline ExclusiveGuard BasicBufferPool<T>::try_pin_exclusive(PageId pid) {
     if (!w.resident() || !w.unlatched()) break;
     if (translation::try_lock_exclusive(*e, w)) {
       translation::EntryWord held = w.with_state(translation::kExclusive);
-      if (!owns(*e, pid)) [[unlikely]] {
+      if (!owns(space, *e, pid)) [[unlikely]] {
         // Recycled for another page: pid was evicted meanwhile. Give the latch back unchanged.
         translation::unlock_exclusive(*e, held, /*bump_version=*/false);
         break;
@@ -1047,7 +1122,9 @@ template <class T>
     // Tiered pools: a page in the far tier takes the slow path (charged, maybe promoted).
     // One compare of the frame id against fast_last_ (the arena's last frame without a far
     // tier, so never true then); compiled away for policies that cannot take a far tier.
-    if (!w.resident() || w.state() != translation::kUnlocked || !owns(*e, pid) || in_far_tier(w.frame()))
+    // Flat entries are their block's (array_sparse: a non-zero array word is the entry).
+    if (!w.resident() || w.state() != translation::kUnlocked || (!T::kFlatEntries && !owns(space, *e, pid)) ||
+        in_far_tier(w.frame()))
         [[unlikely]] {
       return false;
     }
@@ -1074,7 +1151,7 @@ template <class T>
     translation::EntryWord w = translation::load(*e);  // acquire: then the owner (entry.h R5)
     if (promote_on_hit(space, pid, *e, w, predicted)) [[unlikely]] continue;
     if (w.resident() && w.state() != translation::kExclusive) [[likely]] {
-      if (!owns(*e, pid)) [[unlikely]] {
+      if (!owns(space, *e, pid)) [[unlikely]] {
         e = &space->table.entry(pid.block());  // recycled for another page: look up again
         continue;
       }

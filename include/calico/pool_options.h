@@ -55,6 +55,14 @@ struct PoolOptions {
   // (array_tiered) demotes eviction_batch pages per round and promotes one page per access.
   uint32_t demotion_batch = 512;   // 1 .. 65536
   uint32_t promotion_batch = 64;   // 1 .. 4096
+  // Sparse groups (translation array_sparse only, src/translation/sparse_array.h): a group of
+  // 512 entries (one 4 KB page of the array) left with at most sparse_group_at resident
+  // pages by an eviction moves them to a side table and is punched; a sparse group whose
+  // count has reached dense_group_at when a fault comes moves back. 1 <= sparse_group_at <
+  // dense_group_at <= 512. The defaults keep a sparse group below the page it replaces
+  // (about 50 bytes per side entry) and apart by 2x, so that groups do not flip constantly.
+  uint32_t sparse_group_at = 32;
+  uint32_t dense_group_at = 64;
   io::FaultInjector* fault_injector = nullptr;  // tests only
   pool::TestPoints* test_points = nullptr;      // tests only (pool/test_points.h)
 };
@@ -113,6 +121,15 @@ struct PoolStats {
                                      // it (page fault, zero fill)
   uint64_t migration_copy_ns = 0;    // the copies, bandwidth waits included
   uint64_t migration_discard_ns = 0; // MADV_DONTNEED of the sources
+  // Sparse groups (translation array_sparse; 0 for the others): groups whose entries are in
+  // the side table now; moves to it and back; moves refused because a page of the group was
+  // latched, pinned or loading, or a fault was in flight in it; the side table's allocated
+  // bytes (included in translation_private_bytes).
+  uint64_t sparse_groups = 0;
+  uint64_t sparse_moves = 0;
+  uint64_t dense_moves = 0;
+  uint64_t refused_group_moves = 0;
+  size_t side_table_bytes = 0;
 };
 
 struct SpaceInfo {

@@ -12,7 +12,7 @@ import calico
 import calico._calico as ext
 from conftest import POOL_BYTES, clustered
 
-VARIANTS = ["direct", "array", "array_tiered", "hash_chained", "hash_open", "hash_lockfree", "predictive",
+VARIANTS = ["direct", "array", "array_sparse", "array_tiered", "hash_chained", "hash_open", "hash_lockfree", "predictive",
             "vmcache", "vmcache_2m", "vmcache_n", "lipah"]
 
 

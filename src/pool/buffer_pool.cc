@@ -31,6 +31,9 @@ void validate_options(const PoolOptions& o) {
   }
   if (o.eviction_batch == 0 || o.eviction_batch > 1024) bad("eviction_batch is not in 1 .. 1024");
   if (o.async_depth == 0 || o.async_depth > 4096) bad("async_depth is not in 1 .. 4096");
+  if (o.sparse_group_at == 0 || o.sparse_group_at >= o.dense_group_at || o.dense_group_at > 512) {
+    bad("sparse_group_at and dense_group_at are not 1 <= sparse_group_at < dense_group_at <= 512");
+  }
   // Tiered memory (pool/tiering.h): fast and far frames share one arena and one frame-id
   // space, bounded as pool_bytes alone is.
   if (o.far_tier.frames > 0) {

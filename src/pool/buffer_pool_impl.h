@@ -281,7 +281,7 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
           waiting = true;
           continue;
         }
-        if (!owns(e, owner)) {  // recycled for another page: give it back, look again
+        if (!owns(s, e, owner)) {  // recycled for another page: give it back, look again
           translation::unlock_exclusive(e, w.with_state(kExclusive), /*bump_version=*/false);
           waiting = true;
           continue;
@@ -290,8 +290,8 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
         meta_[f].dirty.store(0, std::memory_order_relaxed);
         clear_owner(f);
         e.store(0, std::memory_order_release);
-        if (s->table.release_ref(owner.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-        forget(s, owner.block());
+        release_ref(s, owner.block());
+        forget(s, owner.block(), e);
         free_frame(f);
       }
     }
@@ -338,30 +338,40 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
   std::shared_lock fault_lock(space->fault_latch);
   BlockId block = pid.block();
   if (!space->alive.load(std::memory_order_acquire)) {
-    forget(space, block);  // the entry the lookup created (recycling tables)
+    forget(space, block, e);  // the entry the lookup created (recycling tables, side entries)
     throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(pid.space()) + " was dropped", pid);
   }
   uint64_t blocks = space->num_blocks.load(std::memory_order_acquire);
   if (block >= blocks) {
-    forget(space, block);
+    forget(space, block, e);
     throw Error(ErrorCode::kPageOutOfRange,
                 "block " + std::to_string(block) + " of space " + std::to_string(pid.space()) +
                     " (" + std::to_string(blocks) + " blocks)",
                 pid);
   }
-  space->table.acquire_ref(block);
+  if constexpr (kSparseGroups) {
+    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultLookedUp, pid);
+    if (space->table.group_sparse(block) && space->table.group_count(block) >= space->table.dense_group_at()) {
+      try_densify(space, block);  // only tries: the group stays sparse when it cannot move now
+    }
+  }
+  if (!acquire_ref_for(space, block, e)) {
+    forget(space, block, e);
+    return;  // the group moved since the lookup: the caller looks pid up again
+  }
+  if constexpr (kSparseGroups) {
+    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultRefTaken, pid);
+  }
   if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
-    if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    release_ref(space, block);
     return;  // another thread is loading it or has loaded it
   }
-  if constexpr (kRecyclesEntries) {
-    if (!owns(e, pid)) {
-      // Retired and recycled for another block between the lookup and the CAS (R4): give
-      // it back as it was; the caller sees the other owner and looks pid up again.
-      e.store(0, std::memory_order_release);
-      if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+  if (!owns(space, e, pid)) {
+    // Retired and recycled for another block between the lookup and the CAS (R4): give
+    // it back as it was; the caller sees the other owner and looks pid up again.
+    e.store(0, std::memory_order_release);
+    release_ref(space, block);
+    return;
   }
   FrameId f = kInvalidFrame;
   try {
@@ -380,8 +390,8 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
   } catch (...) {
     if (f != kInvalidFrame) free_list_.push(f);
     e.store(0, std::memory_order_release);
-    if (space->table.release_ref(block)) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-    forget(space, block);
+    release_ref(space, block);
+    forget(space, block, e);
     throw;
   }
   meta_[f].dirty.store(0, std::memory_order_relaxed);
@@ -432,18 +442,21 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
     }
     const PageId pid(id, static_cast<BlockId>(block));
     translation::Entry& e = space->table.entry(pid.block());
-    space->table.acquire_ref(pid.block());
+    if (!acquire_ref_for(space, pid.block(), e)) {  // the group moved since the lookup
+      forget(space, pid.block(), e);
+      continue;
+    }
     auto give_back = [&] {  // entry(b) back to evicted, as it was before our CAS
       e.store(0, std::memory_order_release);
-      if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      release_ref(space, pid.block());
     };
     if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
       // Another allocator holds this block and publishes it shortly, or it is resident.
-      if (space->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      release_ref(space, pid.block());
       if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
       continue;
     }
-    if (!owns(e, pid) || space->num_blocks.load(std::memory_order_acquire) != block) {
+    if (!owns(space, e, pid) || space->num_blocks.load(std::memory_order_acquire) != block) {
       // Recycled for another block since the lookup (R4), or (A1) an existing page.
       give_back();
       continue;
@@ -453,7 +466,7 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
       f = get_frame(/*may_fail=*/false, pid);  // A3
     } catch (...) {
       give_back();
-      forget(space, pid.block());
+      forget(space, pid.block(), e);
       throw;
     }
     std::memset(page_data(space, pid, f), 0, options_.page_size);
@@ -608,7 +621,7 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
   size_t n_missing = 0;
   for (size_t i = 0; i < pids.size(); ++i) {
     if (spaces[i] == nullptr) continue;
-    if (kRecyclesEntries && entries[i] == nullptr) {
+    if (kLookedUpEntries && entries[i] == nullptr) {
       missing[n_missing++] = static_cast<uint32_t>(i);
       continue;
     }
@@ -618,7 +631,7 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
       const std::byte* page = page_data(spaces[i], pids[i], w.frame());
       __builtin_prefetch(page + offset_of(i));
       if (start_reads && spaces[i] == cached_space && w.state() == translation::kUnlocked &&
-          owns(*entries[i], pids[i]) && !in_far_tier(w.frame())) {
+          owns(spaces[i], *entries[i], pids[i]) && !in_far_tier(w.frame())) {
         reads[i] = OptimisticRead{page, entries[i], w, pids[i]};
         ++started;
       }
@@ -650,15 +663,20 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
     }
     // Recycling tables: the entry is created (or found again) only now that the read will be
     // tried, and checked after the CAS (R4).
-    translation::Entry& e = kRecyclesEntries ? s->table.entry(pid.block()) : *entries[i];
-    s->table.acquire_ref(pid.block());
-    if (!translation::try_cas(e, EntryWord{0}, pending_word)) {
-      if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+    // Sparse groups: looked up again too (the phase-1 pointer may be the array word of a
+    // page that lives in the side table).
+    translation::Entry& e = kLookedUpEntries ? s->table.entry(pid.block()) : *entries[i];
+    if (!acquire_ref_for(s, pid.block(), e)) {  // the group moved since the lookup
+      forget(s, pid.block(), e);
       continue;
     }
-    if (!owns(e, pid)) {  // recycled for another block since the lookup: give it back
+    if (!translation::try_cas(e, EntryWord{0}, pending_word)) {
+      release_ref(s, pid.block());
+      continue;
+    }
+    if (!owns(s, e, pid)) {  // recycled for another block since the lookup: give it back
       e.store(0, std::memory_order_release);
-      if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      release_ref(s, pid.block());
       continue;
     }
     FrameId f = kInvalidFrame;
@@ -669,8 +687,8 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
     }
     if (f == kInvalidFrame) {
       e.store(0, std::memory_order_release);
-      if (s->table.release_ref(pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-      forget(s, pid.block());
+      release_ref(s, pid.block());
+      forget(s, pid.block(), e);
       break;  // no frame to spare: the rest would fail too
     }
     uint32_t slot = lane.free_slots.back();
@@ -696,7 +714,7 @@ void BasicBufferPool<T>::complete_async(AsyncLane& lane, uint64_t slot, int resu
   lane.free_slots.push_back(static_cast<uint32_t>(slot));
   counters_.read_inflight_ns.fetch_add(now_ns - p.submitted_ns, std::memory_order_relaxed);
   translation::Entry& e = *p.entry;
-  CALICO_DCHECK(translation::load(e).state() == kIoPending && owns(e, p.pid));
+  CALICO_DCHECK(translation::load(e).state() == kIoPending && owns(p.space, e, p.pid));
   std::byte* frame = page_data(p.space, p.pid, p.frame);
   bool ok = result == static_cast<int>(options_.page_size) &&
             io::verify_page(frame, options_.page_size, p.pid) == io::PageCheck::kOk;
@@ -709,8 +727,8 @@ void BasicBufferPool<T>::complete_async(AsyncLane& lane, uint64_t slot, int resu
     // The page stays evicted; a later pin reads it synchronously and reports the error.
     counters_.prefetch_failed.fetch_add(1, std::memory_order_relaxed);
     e.store(0, std::memory_order_release);
-    if (p.space->table.release_ref(p.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-    forget(p.space, p.pid.block());
+    release_ref(p.space, p.pid.block());
+    forget(p.space, p.pid.block(), e);
     free_list_.push(p.frame);
   }
 }
@@ -920,21 +938,33 @@ void BasicBufferPool<T>::flush() {
     if (s == nullptr) continue;
     translation::Entry* ep = existing_entry(s, pid.block());
     if (ep == nullptr) continue;  // evicted meanwhile (recycling tables)
-    translation::Entry& e = *ep;
     // A shared latch keeps writers and the evictor out while the page is written.
     bool latched = false;
     for (int spins = 0;;) {
-      EntryWord w = translation::load(e);
-      if (w.frame() != f) break;  // evicted meanwhile (and written back by the evictor)
+      EntryWord w = translation::load(*ep);
+      if (w.frame() != f) {
+        if constexpr (kSparseGroups) {
+          // The page may have moved between the array and the side table, still in f: its
+          // entry now is where the lookup (after any move in progress) says.
+          translation::Entry* now = existing_entry(s, pid.block());
+          if (now != nullptr && now != ep) {
+            ep = now;
+            continue;
+          }
+        }
+        break;  // evicted meanwhile (and written back by the evictor)
+      }
+      translation::Entry& e = *ep;
       if (translation::try_lock_shared(e, w)) {
         // Recycled for another page that now sits in f: its own owner is f's new owner, and
         // that page is written by the scan only if it is dirty, through its own entry.
-        if (owns(e, pid)) latched = true; else translation::unlock_shared(e);
+        if (owns(s, e, pid)) latched = true; else translation::unlock_shared(e);
         break;
       }
       if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
     }
     if (!latched) continue;
+    translation::Entry& e = *ep;
     if (meta_[f].dirty.load(std::memory_order_relaxed) == pool::kClean) {
       translation::unlock_shared(e);
       continue;
@@ -1051,6 +1081,13 @@ PoolStats BasicBufferPool<T>::stats() const {
     st.translation_mincore_bytes += s->table.mincore_bytes(blocks);
     st.translation_reserved_bytes += s->table.reserved_bytes();
     st.direct_io = st.direct_io && s->file.direct();
+    if constexpr (kSparseGroups) {
+      st.sparse_groups += static_cast<uint64_t>(std::max<int64_t>(s->table.sparse_groups(), 0));
+      st.sparse_moves += s->table.moves_to_sparse();
+      st.dense_moves += s->table.moves_to_dense();
+      st.refused_group_moves += s->table.refused_moves();
+      st.side_table_bytes += s->table.side_bytes();
+    }
   }
   return st;
 }
@@ -1072,7 +1109,7 @@ void BasicBufferPool<T>::check_invariants() const {
       const typename AsyncLane::PendingRead& p = lane.pending[slot];
       if (in_flight[p.frame]++) fail("frame " + std::to_string(p.frame) + " has two reads in flight");
       if (meta_[p.frame].owner.load() != 0) fail("frame " + std::to_string(p.frame) + " is read into while owned");
-      if (translation::load(*p.entry).raw != translation::io_pending_word(i).raw || !owns(*p.entry, p.pid) ||
+      if (translation::load(*p.entry).raw != translation::io_pending_word(i).raw || !owns(p.space, *p.entry, p.pid) ||
           existing_entry(p.space, p.pid.block()) != p.entry) {
         fail("a read in flight in lane " + std::to_string(i) + " for a page whose entry is not pending there");
       }
@@ -1108,7 +1145,7 @@ void BasicBufferPool<T>::check_invariants() const {
     if (s == nullptr) fail("frame " + std::to_string(f) + " belongs to a dropped space");
     translation::Entry* pe = existing_entry(s, pid.block());
     if (pe == nullptr) fail("frame " + std::to_string(f) + "'s page has no entry");
-    if (!owns(*pe, pid)) fail("frame " + std::to_string(f) + "'s page's entry belongs to another page");
+    if (!owns(s, *pe, pid)) fail("frame " + std::to_string(f) + "'s page's entry belongs to another page");
     EntryWord w = translation::load(*pe);
     if (w.frame() != f) fail("frame " + std::to_string(f) + " and its page's entry disagree");
     if constexpr (kFrameHints) {
@@ -1136,7 +1173,7 @@ void BasicBufferPool<T>::check_invariants() const {
       if (!s->alive.load()) continue;
       s->table.for_each_entry([&](BlockId b, const translation::Entry& e) {
         EntryWord w = translation::load(e);
-        if (kRecyclesEntries && (w.state() == translation::kGone || !owns(e, PageId(s->id, b)))) {
+        if (kRecyclesEntries && (w.state() == translation::kGone || !owns(s.get(), e, PageId(s->id, b)))) {
           fail("entry of block " + std::to_string(b) + " in space " + s->name + " is in the table but " +
                (w.state() == translation::kGone ? "retired" : "owned by another block"));
         }
@@ -1148,9 +1185,10 @@ void BasicBufferPool<T>::check_invariants() const {
     }
   }
 
+  if constexpr (kSparseGroups) check_sparse_groups(pending_pages);
   // Entries -> frames, and hole-punch counts: for tables that can enumerate their entries
   // by block without creating them (arrays).
-  if constexpr (requires(typename T::Table& t) { t.group_count(BlockId{}); }) {
+  if constexpr (!kSparseGroups && requires(typename T::Table& t) { t.group_count(BlockId{}); }) {
   std::lock_guard lock(spaces_mutex_);
   for (const auto& s : spaces_) {
     if (!s->alive.load()) continue;
@@ -1182,4 +1220,5 @@ void BasicBufferPool<T>::check_invariants() const {
 
 }  // namespace calico
 
-#include "pool/eviction.h"  // CLOCK eviction and get_frame
+#include "pool/eviction.h"       // CLOCK eviction and get_frame
+#include "pool/sparse_moves.h"   // sparse groups (array_sparse)

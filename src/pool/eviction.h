@@ -131,7 +131,7 @@ void BasicBufferPool<T>::collect_victims(pool::ClockHand& hand, FrameId range_fr
     if (w.state() == kUnlocked) {
       translation::try_cas(*e, w, w.with_state(kMarked));
     } else if (w.state() == kMarked && translation::try_cas(*e, w, w.with_state(kExclusive))) {
-      if (!owns(*e, pid)) [[unlikely]] {  // recycled for the page now in f: not ours to evict
+      if (!owns(s, *e, pid)) [[unlikely]] {  // recycled for the page now in f: not ours to evict
         translation::unlock_exclusive(*e, w.with_state(kExclusive), /*bump_version=*/false);
         continue;
       }
@@ -209,8 +209,8 @@ uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& han
     m.dirty.store(pool::kClean, std::memory_order_relaxed);
     clear_owner(v.frame);
     e.store(0, std::memory_order_release);
-    if (v.space->table.release_ref(v.pid.block())) counters_.punches.fetch_add(1, std::memory_order_relaxed);
-    forget(v.space, v.pid.block());
+    release_ref(v.space, v.pid.block());
+    forget(v.space, v.pid.block(), e);
     if constexpr (!T::kPagesInPlace && CALICO_CHECKS_LEVEL >= 2) {
       // Poison: a reader that skipped validation now sees garbage, not a plausible page.
       std::memset(frames_.frame(v.frame), 0xA5, options_.page_size);
@@ -219,6 +219,21 @@ uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& han
     ++freed;
   }
   counters_.evictions.fetch_add(freed, std::memory_order_relaxed);
+  if constexpr (kSparseGroups) {
+    // Groups these evictions left with few references move to the side table (only tried:
+    // pool/sparse_moves.h), each group once per round.
+    for (size_t i = 0; i < victims.size(); ++i) {
+      const Victim& v = victims[i];
+      auto& t = v.space->table;
+      const uint64_t group = v.pid.raw / translation::kEntriesPerGroup;  // space and group
+      auto same_group = [&](const Victim& u) { return u.pid.raw / translation::kEntriesPerGroup == group; };
+      if (v.write_failed || std::any_of(victims.begin(), victims.begin() + i, same_group)) continue;
+      const uint32_t count = t.group_count(v.pid.block());
+      if (!t.group_sparse(v.pid.block()) && count > 0 && count <= t.sparse_group_at()) {
+        try_sparsify(v.space, v.pid.block());
+      }
+    }
+  }
   if constexpr (kTierable) {
     if (far_ != nullptr) far_->evictions[tier].fetch_add(freed, std::memory_order_relaxed);
   }

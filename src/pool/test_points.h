@@ -13,6 +13,11 @@ class TestPoints {
   enum class Point {
     kAllocateResolved,   // allocate(): the space resolved, its fault latch not yet taken
     kAllocateBlockRead,  // allocate(): num_blocks read as pid.block(), its entry not yet latched
+    // Sparse groups (array_sparse only; pool/sparse_moves.h):
+    kFaultLookedUp,      // fault(): pid's entry looked up, its group reference not yet taken
+    kFaultRefTaken,      // fault(): pid's group reference taken, its entry not yet latched
+    kGroupMoveLatched,   // a group move: the move flag set and every resident page of pid's
+                         // group latched, nothing moved yet (pid: the group's first block)
   };
   virtual ~TestPoints() = default;
   // Called by the thread at `point`; may block it. `pid` is the page concerned, if any.

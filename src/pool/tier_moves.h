@@ -116,7 +116,7 @@ bool BasicBufferPool<T>::try_promote_far(Space* space, PageId pid, translation::
     return false;
   }
   EntryWord held = seen.with_state(translation::kExclusive);
-  if (!owns(e, pid)) [[unlikely]] {  // recycled for another page: not ours to move
+  if (!owns(space, e, pid)) [[unlikely]] {  // recycled for another page: not ours to move
     translation::unlock_exclusive(e, held, /*bump_version=*/false);
     free_list_.push(to);
     return false;
@@ -184,7 +184,7 @@ bool BasicBufferPool<T>::move_to_tier(PageId pid, int tier) {
   translation::Entry* e = find_entry_for(pid, &space);
   if (far_ == nullptr || e == nullptr) return false;
   EntryWord w = translation::load(*e);
-  if (!w.resident() || !owns(*e, pid)) return false;
+  if (!w.resident() || !owns(space, *e, pid)) return false;
   if (in_far_tier(w.frame()) == (tier == 1)) return true;
   if (tier == 0) return try_promote_far(space, pid, *e, w);
   // One demotion, of this page: as demote_locked.
@@ -200,7 +200,7 @@ bool BasicBufferPool<T>::move_to_tier(PageId pid, int tier) {
     return false;
   }
   EntryWord held = w.with_state(translation::kExclusive);
-  if (!owns(*e, pid) || meta_[held.frame()].dirty.load(std::memory_order_relaxed) == pool::kWrittenUnsynced) {
+  if (!owns(space, *e, pid) || meta_[held.frame()].dirty.load(std::memory_order_relaxed) == pool::kWrittenUnsynced) {
     translation::unlock_exclusive(*e, held, /*bump_version=*/false);
     far_->free.push(to);
     return false;
@@ -349,7 +349,7 @@ bool BasicBufferPool<T>::promote_batch(std::vector<PageId>& batch, PageId wanted
       if (!w.resident() || !in_far_tier(w.frame()) || !w.unlatched()) continue;
       if (!translation::try_lock_exclusive(*e, w)) continue;
       EntryWord held = w.with_state(translation::kExclusive);
-      if (!owns(*e, pid)) [[unlikely]] {
+      if (!owns(space, *e, pid)) [[unlikely]] {
         translation::unlock_exclusive(*e, held, /*bump_version=*/false);
         continue;
       }

@@ -65,11 +65,13 @@
 
 namespace calico::translation {
 
-template <class Store>
+// PartitionBits: 6 (64 partitions, as shards go) for the hash translations; fewer where the
+// table is off the hot path and its fixed size matters (the side table of sparse_array.h).
+template <class Store, unsigned PartitionBits = 6>
 class PartitionedTable {
  public:
-  static constexpr unsigned kPartitionBits = 6;
-  static constexpr size_t kPartitions = size_t{1} << kPartitionBits;  // 64, as shards go
+  static constexpr unsigned kPartitionBits = PartitionBits;
+  static constexpr size_t kPartitions = size_t{1} << kPartitionBits;
 
   // capacity: the space's block limit (entry() is never asked for a block at or past it).
   // Errors: kInvalidArgument (capacity not in 1 .. 2^32).

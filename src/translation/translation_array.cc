@@ -22,16 +22,17 @@ TranslationArray::TranslationArray(uint64_t capacity) : capacity_(capacity) {
 }
 
 bool TranslationArray::release_ref(BlockId block) {
-  size_t group_offset = static_cast<size_t>(block / kEntriesPerGroup) * memory::kOsPageBytes;
-  return release_punch_ref(counter(block), [&] {
-    // Count 0 under the punch lock: every entry of the group is zero (invariant I1).
-    if constexpr (CALICO_PARANOID) {
-      for (size_t i = 0; i < kEntriesPerGroup; ++i) {
-        CALICO_CHECK(entries_[block / kEntriesPerGroup * kEntriesPerGroup + i].load() == 0);
-      }
+  // Count 0 under the punch lock: every entry of the group is zero (invariant I1).
+  return release_punch_ref(counter(block), [&] { punch_group(block); });
+}
+
+void TranslationArray::punch_group(BlockId block) {
+  if constexpr (CALICO_PARANOID) {
+    for (size_t i = 0; i < kEntriesPerGroup; ++i) {
+      CALICO_CHECK(entries_[block / kEntriesPerGroup * kEntriesPerGroup + i].load() == 0);
     }
-    entry_region_.punch(group_offset, memory::kOsPageBytes);
-  });
+  }
+  entry_region_.punch(static_cast<size_t>(block / kEntriesPerGroup) * memory::kOsPageBytes, memory::kOsPageBytes);
 }
 
 void TranslationArray::reset() {

@@ -46,6 +46,12 @@ class TranslationArray {
     return counter(block).load(std::memory_order_acquire) & kPunchCountMask;
   }
 
+  // For tables built on the array (sparse_array.h): the counter of `block`'s group, and the
+  // punch of that group's page of entries. Pre (punch_group): every entry of the group is
+  // zero and nobody writes one (the caller holds the group's punch lock or its move flag).
+  PunchCounter& counter(BlockId block) const { return counters_[block / kEntriesPerGroup]; }
+  void punch_group(BlockId block);
+
   // Drops every entry and counter page: memory and page tables go back to the OS; the
   // array then reads all-zero. Pre: no references held, no thread writes concurrently.
   void reset();
@@ -57,7 +63,6 @@ class TranslationArray {
   size_t reserved_bytes() const { return entry_region_.size() + counter_region_.size(); }
 
  private:
-  PunchCounter& counter(BlockId block) const { return counters_[block / kEntriesPerGroup]; }
   size_t counter_bytes(uint64_t limit_blocks) const;
 
   uint64_t capacity_;

@@ -20,6 +20,7 @@
 #include "translation/hash_open.h"
 #include "translation/predictive.h"
 #include "translation/lipah.h"
+#include "translation/sparse_array.h"
 #include "translation/vmcache.h"
 #include "translation/vmcache_n.h"
 
@@ -30,7 +31,7 @@ struct TranslationList {};
 
 // Every translation, in report order: the ceiling first, then Calico, then the competitors.
 using AllTranslations = TranslationList<translation::DirectTranslation, translation::ArrayTranslation,
-                                        translation::TieredArrayTranslation,
+                                        translation::SparseArrayTranslation, translation::TieredArrayTranslation,
                                         translation::HashChainedTranslation, translation::HashOpenTranslation,
                                         translation::HashLockFreeTranslation, translation::PredictiveTranslation,
                                         translation::VmcacheTranslation, translation::Vmcache2mTranslation,

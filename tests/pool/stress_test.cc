@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "pool/prediction.h"
+#include "support/flusher.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 
@@ -219,16 +220,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
       }
     }
   });
-  std::thread flusher([&] {
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(150));
-      try {
-        pool->flush();
-      } catch (const Error& e) {
-        fail(std::string("flush: ") + e.what());
-      }
-    }
-  });
+  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(150), fail);
 
   std::this_thread::sleep_for(std::chrono::seconds(CALICO_STRESS_SECONDS));
   stop = true;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "pool/buffer_pool_impl.h"
+#include "support/flusher.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "translation/hash_chained.h"
@@ -244,16 +245,7 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
       }
     });
   }
-  std::thread flusher([&] {
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      try {
-        pool->flush();
-      } catch (const Error& e) {
-        fail(std::string("flush: ") + e.what());
-      }
-    }
-  });
+  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), fail);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   stop = true;
   for (auto& w : workers) w.join();
