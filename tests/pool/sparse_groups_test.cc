@@ -368,7 +368,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   std::vector<std::atomic<uint64_t>> model(pages);  // changed only under the page's exclusive latch
 
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failures{0}, ops{0}, pinned_faults{0};
+  std::atomic<uint64_t> failures{0}, ops{0}, pinned_faults{0}, group_reads{0};
   std::mutex failure_mutex;
   std::string first_failure;
   auto fail = [&](const std::string& what) {
@@ -386,9 +386,10 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
       std::mt19937_64 rng(1234 + t);
-      uint64_t my_ops = 0, my_pinned_faults = 0;
+      uint64_t my_ops = 0, my_pinned_faults = 0, my_group_reads = 0;
       uint64_t hot = rng() % groups;
       std::vector<PageId> group(8);
+      std::vector<OptimisticRead> started(8);
       // 70% of the accesses fall in 48 pages of a hot group that moves every 300 operations,
       // so hot groups fill up (and move back to the array) and cold ones drain (and move out).
       auto pick = [&] {
@@ -426,9 +427,26 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
               ++my_pinned_faults;
             }
             check_pinned(held.data(), pid, "held pin");
-          } else if (dice < 96) {
+          } else if (dice < 92) {
             for (auto& p : group) p = pick();
             pool->prefetch_group(group);
+          } else if (dice < 96) {
+            // A group with its reads started (read_group), after a read of the space that puts
+            // the thread's path cache in it: a read validated across a move is checked here.
+            for (auto& p : group) p = pick();
+            (void)pool->read_optimistic(group[0]);
+            pool->read_group(group, {}, started);
+            for (size_t i = 0; i < group.size(); ++i) {
+              OptimisticRead& r = started[i];
+              if (r.data == nullptr) continue;
+              uint64_t stamp = 0;
+              const bool pattern_ok = bench::check_pattern_racy(r.data, usable, group[i], &stamp);
+              if (!pool->validate(r)) continue;
+              if (r.pid != group[i] || !pattern_ok || stamp > model[group[i].block()].load()) {
+                fail("read_group validated a torn, foreign or future page " + std::to_string(group[i].block()));
+              }
+              ++my_group_reads;
+            }
           } else {
             pool->try_sparse_group(pid);  // as the evictor would, at any moment
           }
@@ -439,6 +457,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
       }
       ops += my_ops;
       pinned_faults += my_pinned_faults;
+      group_reads += my_group_reads;
     });
   }
   std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), fail);
@@ -449,9 +468,10 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
 
   EXPECT_EQ(failures.load(), 0u) << first_failure;
   const PoolStats st = pool->stats();
-  std::printf("sparse stress: %lu ops (%lu faults under a pin), %lu evictions, %lu moves to the side table, "
+  std::printf("sparse stress: %lu ops (%lu faults under a pin, %lu validated group reads), %lu evictions, %lu moves to the side table, "
               "%lu back, %lu refused, %lu sparse groups now, %lu side table bytes\n",
-              (unsigned long)ops.load(), (unsigned long)pinned_faults.load(), (unsigned long)st.evictions,
+              (unsigned long)ops.load(), (unsigned long)pinned_faults.load(), (unsigned long)group_reads.load(),
+              (unsigned long)st.evictions,
               (unsigned long)st.sparse_moves, (unsigned long)st.dense_moves, (unsigned long)st.refused_group_moves,
               (unsigned long)st.sparse_groups, (unsigned long)st.side_table_bytes);
   EXPECT_GT(st.evictions, 1000u) << "the pool must be under pressure";
@@ -459,6 +479,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   EXPECT_GT(st.dense_moves, 20u);
   EXPECT_GT(st.refused_group_moves, 0u);
   EXPECT_GT(pinned_faults.load(), 100u);
+  EXPECT_GT(group_reads.load(), 10u) << "reads of dense groups are started by read_group";
   pool->check_invariants();
   testing::expect_space(*pool, s, pages, [&](uint64_t b) { return model[b].load(); });
   pool.reset();

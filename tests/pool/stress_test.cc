@@ -54,6 +54,11 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   const uint32_t frames = 180;  // 3% of the 6000 permanent pages
   PoolOptions o = testing::pool_options<Pool>(dir.path(), frames);
   o.eviction_batch = 16;
+  // array_sparse: ~15 resident pages per 512-page group here, below the default thresholds,
+  // would keep every group in the side table and read_group would start no reads; low
+  // thresholds keep the groups dense (they flip in SparseGroups.Stress*).
+  o.sparse_group_at = 4;
+  o.dense_group_at = 8;
   auto pool = Pool::open(o);
   const size_t usable = pool->usable_page_size();
 
