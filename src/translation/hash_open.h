@@ -16,11 +16,13 @@
 // The alternative, a 4-byte slab index instead of the pointer, would shrink a slot from 16
 // to 8 bytes but add a dependent load of the chunk's address to every lookup.
 //
-// Memory (counted by CountingAllocator) follows the entries alive at the peak, about the
-// pool's frames (resident, loading and prefetched pages; partitioned_table.h): per slot 16
-// bytes (4-byte key padded, 8-byte pointer) and 1 control byte, at a load factor between
-// 7/16 and 7/8 (absl grows at 7/8, doubles, and never shrinks on erase); per entry 16 bytes
-// of slab and 8 of free list. So 42 to 63 bytes per live entry.
+// Memory (counted by CountingAllocator): per slot 16 bytes (4-byte key padded, 8-byte
+// pointer) and 1 control byte, at a load factor between 1/4 and 7/8 (absl grows at 7/8 and
+// doubles; shrink_map() rehashes a map a quarter full to fit), so the slots follow the
+// entries alive now; per entry 16 bytes of slab and 8 of free list, which follow the entries
+// alive at the peak (about the pool's frames: resident, loading and prefetched pages). So 42
+// to 63 bytes per live entry at the peak, and 24 per entry of the peak plus 19 to 68 per
+// entry alive after it.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -28,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <new>
 #include <string_view>
 #include <utility>
 
@@ -70,6 +73,7 @@ class OpenStore {
     OwnedEntry* e = it->second;
     map_.erase(it);
     slab_.give_back(*e);
+    shrink_map();
     return true;
   }
   size_t size() const { return map_.size(); }
@@ -80,6 +84,21 @@ class OpenStore {
   }
 
  private:
+  // The map follows its content (absl keeps its capacity on erase): once a quarter full it
+  // is rehashed to fit, so that a table left by a moving hot set (array_sparse's side table
+  // on read-latest) returns its slots. Amortised O(1): a shrunk map is at least 7/16 full,
+  // so the next shrink waits for 3/4 of its entries to go. Only the 17-byte slots are
+  // returned; the slab's entries are type-stable (entry_slab.h). Optional: skipped if the
+  // smaller array cannot be allocated.
+  void shrink_map() noexcept {
+    constexpr size_t kKeepCapacity = 127;  // a handful of entries never rehashes
+    if (map_.capacity() <= kKeepCapacity || map_.size() * 4 >= map_.capacity()) return;
+    try {
+      map_.rehash(0);
+    } catch (const std::bad_alloc&) {
+    }
+  }
+
   using Allocator = CountingAllocator<std::pair<const BlockId, OwnedEntry*>>;
   absl::flat_hash_map<BlockId, OwnedEntry*, BlockHash, std::equal_to<BlockId>, Allocator> map_;
   EntrySlab slab_;

@@ -210,6 +210,41 @@ TEST(HashOpen, MemoryIsSlotsControlBytesAndSlab) {
   EXPECT_LE(bytes, size_t{n} * 24 + 64 * 512 * 24 + size_t{n} * 17 * 16 / 7 + 64 * 64);
 }
 
+// The map's slots follow its content; the slab's entries (and their free-list room) stay.
+TEST(HashOpen, MapShrinksWhenAQuarterFullAndTheSlabStays) {
+  PartitionedTable<OpenStore> t(kCapacity, no_options());
+  const uint32_t n = kKeys;
+  const size_t base = t.private_bytes(0);
+  const size_t grown = grown_bytes(t, n);
+  // Retire 7/8 of the entries (zero: as evicted pages), keep every 8th.
+  for (BlockId b = 0; b < n; ++b) {
+    if (b % 8 != 0) {
+      ASSERT_TRUE(t.forget(b));
+    }
+  }
+  EXPECT_EQ(t.size(), n / 8);
+  const size_t shrunk = t.private_bytes(0) - base;
+  // Before: at least n slots of 17 bytes at load 7/8 or less. After: a map rehashed when a
+  // quarter full, so at most 4 slots per kept entry (and the 127-slot floor per partition).
+  // The slab and its free list (24 bytes per entry created) stay.
+  EXPECT_LE(shrunk, size_t{n} * 24 + 64 * 512 * 24 + size_t{n} / 8 * 4 * 17 + 64 * 128 * 17);
+  EXPECT_GE(grown - shrunk, size_t{n} * 17 * 8 / 7 - size_t{n} / 8 * 4 * 17 - 64 * 128 * 17);
+  // The kept entries are still found, still theirs; the retired blocks are gone.
+  for (BlockId b = 0; b < n; ++b) {
+    Entry* e = t.find(b);
+    if (b % 8 == 0) {
+      ASSERT_NE(e, nullptr) << "block " << b;
+      ASSERT_TRUE(owned_by(*e, b));
+    } else {
+      ASSERT_EQ(e, nullptr) << "block " << b;
+    }
+  }
+  // Inserting them again recycles the slab's entries: the map regrows, the slab does not.
+  for (BlockId b = 0; b < n; ++b) t.entry(b);
+  EXPECT_EQ(t.free_size(), 0u);
+  EXPECT_LE(t.private_bytes(0) - base, grown + 64 * 512 * 24);
+}
+
 template <class Table>
 void reset_retires_entries_and_keeps_memory() {
   Table t(kCapacity, no_options());
@@ -217,7 +252,8 @@ void reset_retires_entries_and_keeps_memory() {
   for (BlockId b = 0; b < 1000; ++b) got.push_back(&t.entry(b));
   const size_t bytes = t.private_bytes(0);
   t.reset();
-  // The memory stays (stale threads may hold the entries); each old pointer reads kGone, so
+  // The memory stays (stale threads may hold the entries; hash_open's maps of ~16 entries
+  // are below the size it shrinks); each old pointer reads kGone, so
   // its holder looks the block up again. Only the free lists may grow (hash_chained keeps a
   // 32-byte node handle per free node, in a vector grown 2x + 16 per partition).
   const size_t after_reset = t.private_bytes(0);
