@@ -208,8 +208,10 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
         failures += bad;
         std::string line = fmt::format("{:<18}", name);
         for (const MemoryPoint& p : marks) line += fmt::format("{:>20}", p.cell());
+        // The view outlives this call (it is formatted later): it holds field by value.
         auto kb = [&](auto field) {
-          return fmt::join(marks | std::views::transform([&](const MemoryPoint& p) { return field(p) >> 10; }), " / ");
+          return fmt::join(marks | std::views::transform([field](const MemoryPoint& p) { return field(p) >> 10; }),
+                           " / ");
         };
         fmt::print("{}   {} inserts, {} failures; least possible for 4 KB pages of entries: {} KB; "
                    "with 16-byte side entries: {} KB; side table: {} KB in {} sparse groups at the end\n",
