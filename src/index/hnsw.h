@@ -119,7 +119,7 @@ struct HnswSearchStats {
 template <class Pool>
 class BasicHnsw;
 
-// A search's scratch space: visited marks (epochs, one u32 per node of the capacity),
+// A search's scratch space: visited marks (epochs, one byte per node of the capacity),
 // candidate and result heaps, buffers for a list, a vector and a prefetch group. One per
 // thread, reused, so that a search allocates nothing once the heaps have grown to ef.
 // Cache-line aligned: a search writes its heaps' bounds and counters on every step, and
@@ -152,8 +152,8 @@ class alignas(64) HnswSearchState {
         rows_(size_t{2 * l.M + 1} * l.dim) {}
 
   // Starts a new visited set; returns the epoch that marks "visited".
-  uint32_t next_epoch() {
-    if (++epoch_ == 0) {  // wrapped: forget every old mark
+  uint8_t next_epoch() {
+    if (++epoch_ == 0) {  // wrapped: forget every old mark (once every 255 layer searches)
       std::fill(visited_.begin(), visited_.end(), 0);
       epoch_ = 1;
     }
@@ -161,8 +161,12 @@ class alignas(64) HnswSearchState {
   }
 
   uint32_t capacity_, dim_, M_;  // the index it was made for (buffers are sized by them)
-  std::vector<uint32_t> visited_;  // visited_[v] == epoch_: seen in the current layer search
-  uint32_t epoch_ = 0;
+  // visited_[v] == epoch_: seen in the current layer search. One byte per node, as faiss's
+  // VisitedTable: the marks a search tests are random, and at 4 bytes per node (800 KB for
+  // 200K nodes) they missed the L2 cache beside the vectors streaming through it; the test
+  // was half of search_layer's time (perf, embedding set, ef 16).
+  std::vector<uint8_t> visited_;
+  uint8_t epoch_ = 0;
   std::vector<vector::Neighbor> candidates_;  // min-heap (std::greater)
   std::vector<vector::Neighbor> results_;     // max-heap (std::less), at most ef
   std::vector<float> query_;                  // the (normalised) query or new vector
@@ -333,10 +337,10 @@ class BasicHnsw {
     // id on a level above id's is reported when id's list on that level is read.
     uint32_t cur = ms.entry;
     float cur_d = distance_to(q, cur, true, st);
-    for (uint32_t l = ms.max_level; l > level; --l) greedy_step(q, l, true, st, &cur, &cur_d);
+    for (uint32_t l = ms.max_level; l > level; --l) greedy_step(q, l, true, true, st, &cur, &cur_d);
     st.layer_.assign(1, vector::Neighbor{cur_d, cur});
     for (uint32_t l = std::min(level, ms.max_level) + 1; l-- > 0;) {
-      const uint32_t epoch = st.next_epoch();
+      const uint8_t epoch = st.next_epoch();
       st.visited_[id] = epoch;  // never find the node itself (others may link it already)
       st.results_.clear();
       for (const vector::Neighbor& n : st.layer_) {
@@ -377,8 +381,8 @@ class BasicHnsw {
     const float* query = st.query_.data();
     uint32_t cur = ms.entry;
     float cur_d = distance_to(query, cur, opt.optimistic, st);
-    for (uint32_t l = ms.max_level; l > 0; --l) greedy_step(query, l, opt.optimistic, st, &cur, &cur_d);
-    const uint32_t epoch = st.next_epoch();
+    for (uint32_t l = ms.max_level; l > 0; --l) greedy_step(query, l, opt.optimistic, opt.prefetch, st, &cur, &cur_d);
+    const uint8_t epoch = st.next_epoch();
     st.visited_[cur] = epoch;
     st.results_.assign(1, vector::Neighbor{cur_d, cur});
     search_layer(query, 0, std::max(opt.ef, opt.k), opt.optimistic, opt.prefetch, opt.lookahead, st);
@@ -497,6 +501,8 @@ class BasicHnsw {
         params_(p),
         layout_(l),
         dist_(vector::distance_kernel(p.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct : p.metric)),
+        gather_(vector::distance_gather_kernel(p.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct
+                                                                                   : p.metric)),
         shared_(std::make_unique<Shared>()) {
     CALICO_CHECK(l.per_page > 0 && l.links_base + l.per_page * l.row_bytes <= l.usable);
     CALICO_CHECK(l.lists_per_page * l.unit_bytes <= l.usable && l.max_level_cap >= 1);
@@ -688,20 +694,62 @@ class BasicHnsw {
 
   // One level of greedy descent: moves (*cur, *cur_d) to the closest neighbour on `level`
   // until none is closer. Ends: (distance, id) strictly decreases over a finite set.
-  void greedy_step(const float* q, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* cur,
-                   float* cur_d) const {
+  void greedy_step(const float* q, uint32_t level, bool optimistic, bool prefetch, HnswSearchState& st,
+                   uint32_t* cur, float* cur_d) const {
     for (bool changed = true; changed;) {
       changed = false;
       const uint32_t n = read_links(*cur, level, optimistic, st, st.links_.data());
       ++st.stats_.expanded;
-      for (uint32_t i = 0; i < n; ++i) {
-        const uint32_t v = st.links_[i];
-        const float d = distance_to(q, v, optimistic, st);
+      auto closer = [&](uint32_t v, float d) {
         if (vector::Neighbor{d, v} < vector::Neighbor{*cur_d, *cur}) {
           *cur = v;
           *cur_d = d;
           changed = true;
         }
+      };
+      if (optimistic && prefetch) {
+        std::fill_n(st.reads_.begin(), n, OptimisticRead{});
+        score_in_place(q, st.links_.data(), n, st, [&](uint32_t i, float d, const std::byte*) { closer(st.links_[i], d); });
+      } else {
+        for (uint32_t i = 0; i < n; ++i) closer(st.links_[i], distance_to(q, st.links_[i], optimistic, st));
+      }
+    }
+  }
+
+  // Scores ids[0 .. n) against q in place on their frames, read optimistically: st.reads_[i]
+  // is ids[i]'s page read if already started (read_group), else data == nullptr and it is
+  // started here. Four vectors per kernel call (gather_: four vectors loading at once), and
+  // the next four's reads started and their vectors prefetched before; each value is then
+  // validated against its own read, and recomputed from a copy on a failure.
+  // fn(i, distance, frame of the read) for each i in order.
+  template <class Fn>
+  void score_in_place(const float* q, const uint32_t* ids, uint32_t n, HnswSearchState& st, Fn&& fn) const {
+    auto start_read = [&](uint32_t i) -> const OptimisticRead& {
+      OptimisticRead& r = st.reads_[i];
+      if (r.data == nullptr) r = pool_->read_optimistic(page_of(ids[i]));
+      return r;
+    };
+    for (uint32_t i = 0; i < n; i += 4) {
+      const uint32_t live = std::min<uint32_t>(4, n - i);
+      const float* vs[4];
+      for (uint32_t j = 0; j < live; ++j) {
+        vs[j] = reinterpret_cast<const float*>(start_read(i + j).data + layout_.vector_offset(ids[i + j]));
+      }
+      for (uint32_t j = i + 4; j < std::min<uint32_t>(i + 8, n); ++j) {
+        prefetch_lines(start_read(j).data + layout_.vector_offset(ids[j]));
+      }
+      float d[4];
+      gather_(q, vs, live, params_.dim, d);
+      st.stats_.distances += live;
+      for (uint32_t j = 0; j < live; ++j) {
+        const OptimisticRead& r = st.reads_[i + j];
+        float dj = d[j];
+        if (!Pool::validate(r)) [[unlikely]] {
+          ++st.stats_.retries;
+          read_vector(ids[i + j], true, st, st.vec_.data());
+          dj = dist_(q, st.vec_.data(), params_.dim);
+        }
+        fn(i + j, ordered(dj), r.data);
       }
     }
   }
@@ -711,7 +759,7 @@ class BasicHnsw {
   // some of the next best) that were not read ahead lately. Marks nothing visited: the
   // candidates are expanded as usual later, their pages then resident or in flight.
   void read_ahead(uint32_t count, bool optimistic, HnswSearchState& st) const {
-    const uint32_t epoch = st.epoch_;
+    const uint8_t epoch = st.epoch_;
     uint32_t members = 0;
     for (uint32_t j = 0; j < count && j < st.candidates_.size(); ++j) {
       const uint32_t id = st.candidates_[j].id;
@@ -747,7 +795,7 @@ class BasicHnsw {
       std::pop_heap(res.begin(), res.end());
       res.pop_back();
     }
-    const uint32_t epoch = st.epoch_;
+    const uint8_t epoch = st.epoch_;
     while (!cand.empty()) {
       const vector::Neighbor c = cand.front();
       std::pop_heap(cand.begin(), cand.end(), std::greater<>());
@@ -780,33 +828,13 @@ class BasicHnsw {
                                   : pool_->prefetch_group(pids, offsets);
         if (issued > 0 && lookahead > 0) read_ahead(lookahead, optimistic, st);
       }
-      const bool pipelined = prefetch && optimistic && level == 0;
-      // st.reads_[i]: fresh_[i]'s read as the group started it, else started here.
-      auto start_read = [&](uint32_t i) -> const OptimisticRead& {
-        OptimisticRead& r = st.reads_[i];
-        if (r.data == nullptr) [[unlikely]] r = pool_->read_optimistic(page_of(st.fresh_[i]));
-        return r;
-      };
-      if (pipelined && fresh > 0) start_read(0);
-      for (uint32_t i = 0; i < fresh; ++i) {
-        const uint32_t v = st.fresh_[i];
-        vector::Neighbor nb;
-        const std::byte* frame = nullptr;  // v's page as read here (pipelined), for the row prefetch
-        if (pipelined) {
-          // Software pipeline: the next neighbour's read is started, and every line of its
-          // vector prefetched (prefetch_group fetched only the first), before this one's
-          // distance.
-          const OptimisticRead& r = st.reads_[i];
-          if (i + 1 < fresh) prefetch_lines(start_read(i + 1).data + layout_.vector_offset(st.fresh_[i + 1]));
-          nb = vector::Neighbor{distance_in(q, v, r, st), v};
-          frame = r.data;
-        } else {
-          nb = vector::Neighbor{distance_to(q, v, optimistic, st), v};
-        }
+      // v becomes a candidate if it is closer than the worst kept result; a candidate is likely
+      // expanded soon: its link row is started from `frame`, v's page as read (no second
+      // translation; hnswlib prefetches its next candidate's list the same way; a hint: the
+      // frame may have changed since, then a wasted line).
+      auto offer = [&](uint32_t v, float d, const std::byte* frame) {
+        const vector::Neighbor nb{d, v};
         if (res.size() < ef || nb < res.front()) {
-          // v becomes a candidate, likely expanded soon: start its link row now, from the
-          // frame just read (no second translation). hnswlib prefetches its next candidate's
-          // list the same way. A hint: the frame may have changed since (then a wasted line).
           if (frame != nullptr) prefetch_row(frame, v);
           cand.push_back(nb);
           std::push_heap(cand.begin(), cand.end(), std::greater<>());
@@ -817,6 +845,13 @@ class BasicHnsw {
             res.pop_back();
           }
         }
+      };
+      if (prefetch && optimistic) {
+        if (level != 0) std::fill_n(st.reads_.begin(), fresh, OptimisticRead{});  // else as read_group started them
+        score_in_place(q, st.fresh_.data(), fresh, st,
+                       [&](uint32_t i, float d, const std::byte* frame) { offer(st.fresh_[i], d, frame); });
+      } else {
+        for (uint32_t i = 0; i < fresh; ++i) offer(st.fresh_[i], distance_to(q, st.fresh_[i], optimistic, st), nullptr);
       }
     }
   }
@@ -962,6 +997,7 @@ class BasicHnsw {
   HnswParams params_;
   HnswLayout layout_;
   vector::DistanceFn dist_;
+  vector::DistanceGatherFn gather_;  // dist_ four vectors at a time, bit for bit
   std::unique_ptr<Shared> shared_;
 };
 

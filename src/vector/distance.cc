@@ -158,119 +158,135 @@ inline size_t group_of_four(const float* b, size_t stride, size_t v, size_t n, c
   return live;
 }
 
-// The many-vector kernels: four vectors per step, each accumulated exactly as the
-// one-vector kernel above accumulates it (same chunks, same accumulators, same tree), so
-// out[i] is bit-identical to the one-vector value. The loops over the four vectors are
-// unrolled by pragma: -O2 (RelWithDebInfo) does not unroll them by itself and then keeps
-// the eight accumulators on the stack, a load and a store around every FMA (measured: the
-// IVF scan at 0.65x of the -O3 build).
+// The four-vector kernels: out[j] = distance(a, bv[j]) for j < live, the four vectors in one
+// pass over a, each accumulated exactly as the one-vector kernel above accumulates it (same
+// chunks, same accumulators, same tree), so every value is bit-identical to the one-vector
+// value. bv holds four pointers (a short group repeats its last one); only live values are
+// stored. Four independent streams also keep four vectors' cache misses in flight at once,
+// where the one-vector kernel waits on one. The loops over the four vectors are unrolled by
+// pragma: -O2 (RelWithDebInfo) does not unroll them by itself and then keeps the eight
+// accumulators on the stack, a load and a store around every FMA (measured: the IVF scan at
+// 0.65x of the -O3 build).
 template <bool kL2>
-CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) void many_avx2(const float* a, const float* b,
-                                                                            size_t stride, size_t n, size_t dim,
-                                                                            float* out) {
-  for (size_t v = 0; v < n; v += 4) {
-    const float* bv[4];
-    const size_t live = group_of_four(b, stride, v, n, bv);
-    __m256 s0[4], s1[4];
+CALICO_OPTIMISTIC_READER __attribute__((target("avx2,fma"))) inline void four_avx2(const float* a, const float* const bv[4],
+                                                                                   size_t live, size_t dim, float* out) {
+  __m256 s0[4], s1[4];
+  #pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= dim; i += 16) {
+    const __m256 a0 = _mm256_loadu_ps(a + i), a1 = _mm256_loadu_ps(a + i + 8);
     #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 16 <= dim; i += 16) {
-      const __m256 a0 = _mm256_loadu_ps(a + i), a1 = _mm256_loadu_ps(a + i + 8);
-      #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kL2) {
-          const __m256 d0 = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
-          const __m256 d1 = _mm256_sub_ps(a1, _mm256_loadu_ps(bv[j] + i + 8));
-          s0[j] = _mm256_fmadd_ps(d0, d0, s0[j]);
-          s1[j] = _mm256_fmadd_ps(d1, d1, s1[j]);
-        } else {
-          s0[j] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(bv[j] + i), s0[j]);
-          s1[j] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(bv[j] + i + 8), s1[j]);
-        }
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (kL2) {
+        const __m256 d0 = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
+        const __m256 d1 = _mm256_sub_ps(a1, _mm256_loadu_ps(bv[j] + i + 8));
+        s0[j] = _mm256_fmadd_ps(d0, d0, s0[j]);
+        s1[j] = _mm256_fmadd_ps(d1, d1, s1[j]);
+      } else {
+        s0[j] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(bv[j] + i), s0[j]);
+        s1[j] = _mm256_fmadd_ps(a1, _mm256_loadu_ps(bv[j] + i + 8), s1[j]);
       }
     }
-    for (; i + 8 <= dim; i += 8) {
-      const __m256 a0 = _mm256_loadu_ps(a + i);
-      #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kL2) {
-          const __m256 d = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
-          s0[j] = _mm256_fmadd_ps(d, d, s0[j]);
-        } else {
-          s0[j] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(bv[j] + i), s0[j]);
-        }
+  }
+  for (; i + 8 <= dim; i += 8) {
+    const __m256 a0 = _mm256_loadu_ps(a + i);
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (kL2) {
+        const __m256 d = _mm256_sub_ps(a0, _mm256_loadu_ps(bv[j] + i));
+        s0[j] = _mm256_fmadd_ps(d, d, s0[j]);
+      } else {
+        s0[j] = _mm256_fmadd_ps(a0, _mm256_loadu_ps(bv[j] + i), s0[j]);
       }
     }
-    alignas(16) float r[4];
-    _mm_store_ps(r, reduce4(fold256(_mm256_add_ps(s0[0], s1[0])), fold256(_mm256_add_ps(s0[1], s1[1])),
-                            fold256(_mm256_add_ps(s0[2], s1[2])), fold256(_mm256_add_ps(s0[3], s1[3]))));
-    for (size_t j = 0; j < live; ++j) {
-      float s = r[j];
-      for (size_t t = i; t < dim; ++t) {
-        if constexpr (kL2) {
-          float d = a[t] - bv[j][t];
-          s += d * d;
-        } else {
-          s += a[t] * bv[j][t];
-        }
+  }
+  alignas(16) float r[4];
+  _mm_store_ps(r, reduce4(fold256(_mm256_add_ps(s0[0], s1[0])), fold256(_mm256_add_ps(s0[1], s1[1])),
+                          fold256(_mm256_add_ps(s0[2], s1[2])), fold256(_mm256_add_ps(s0[3], s1[3]))));
+  for (size_t j = 0; j < live; ++j) {
+    float s = r[j];
+    for (size_t t = i; t < dim; ++t) {
+      if constexpr (kL2) {
+        float d = a[t] - bv[j][t];
+        s += d * d;
+      } else {
+        s += a[t] * bv[j][t];
       }
-      out[v + j] = kL2 ? s : 1.0f - s;
     }
+    out[j] = kL2 ? s : 1.0f - s;
   }
 }
 
 template <bool kL2>
-CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) void many_avx512(const float* a, const float* b,
-                                                                             size_t stride, size_t n, size_t dim,
-                                                                             float* out) {
-  for (size_t v = 0; v < n; v += 4) {
-    const float* bv[4];
-    const size_t live = group_of_four(b, stride, v, n, bv);
-    __m512 s0[4], s1[4];
+CALICO_OPTIMISTIC_READER __attribute__((target("avx512f,avx2,fma"))) inline void four_avx512(const float* a,
+                                                                                             const float* const bv[4],
+                                                                                             size_t live, size_t dim,
+                                                                                             float* out) {
+  __m512 s0[4], s1[4];
+  #pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm512_setzero_ps();
+  size_t i = 0;
+  for (; i + 32 <= dim; i += 32) {
+    const __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
     #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) s0[j] = s1[j] = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= dim; i += 32) {
-      const __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
-      #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kL2) {
-          const __m512 d0 = _mm512_sub_ps(a0, _mm512_loadu_ps(bv[j] + i));
-          const __m512 d1 = _mm512_sub_ps(a1, _mm512_loadu_ps(bv[j] + i + 16));
-          s0[j] = _mm512_fmadd_ps(d0, d0, s0[j]);
-          s1[j] = _mm512_fmadd_ps(d1, d1, s1[j]);
-        } else {
-          s0[j] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(bv[j] + i), s0[j]);
-          s1[j] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(bv[j] + i + 16), s1[j]);
-        }
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (kL2) {
+        const __m512 d0 = _mm512_sub_ps(a0, _mm512_loadu_ps(bv[j] + i));
+        const __m512 d1 = _mm512_sub_ps(a1, _mm512_loadu_ps(bv[j] + i + 16));
+        s0[j] = _mm512_fmadd_ps(d0, d0, s0[j]);
+        s1[j] = _mm512_fmadd_ps(d1, d1, s1[j]);
+      } else {
+        s0[j] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(bv[j] + i), s0[j]);
+        s1[j] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(bv[j] + i + 16), s1[j]);
       }
     }
-    #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) s0[j] = _mm512_add_ps(s0[j], s1[j]);
-    for (; i < dim; i += 16) {
-      const __mmask16 m = dim - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (dim - i)) - 1);
-      const __m512 a0 = _mm512_maskz_loadu_ps(m, a + i);
-      #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (kL2) {
-          const __m512 d = _mm512_sub_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i));
-          s0[j] = _mm512_fmadd_ps(d, d, s0[j]);
-        } else {
-          s0[j] = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i), s0[j]);
-        }
-      }
-    }
-    alignas(16) float r[4];
-    _mm_store_ps(r, reduce4(fold512(s0[0]), fold512(s0[1]), fold512(s0[2]), fold512(s0[3])));
-    for (size_t j = 0; j < live; ++j) out[v + j] = kL2 ? r[j] : 1.0f - r[j];
   }
+  #pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) s0[j] = _mm512_add_ps(s0[j], s1[j]);
+  for (; i < dim; i += 16) {
+    const __mmask16 m = dim - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (dim - i)) - 1);
+    const __m512 a0 = _mm512_maskz_loadu_ps(m, a + i);
+    #pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (kL2) {
+        const __m512 d = _mm512_sub_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i));
+        s0[j] = _mm512_fmadd_ps(d, d, s0[j]);
+      } else {
+        s0[j] = _mm512_fmadd_ps(a0, _mm512_maskz_loadu_ps(m, bv[j] + i), s0[j]);
+      }
+    }
+  }
+  alignas(16) float r[4];
+  _mm_store_ps(r, reduce4(fold512(s0[0]), fold512(s0[1]), fold512(s0[2]), fold512(s0[3])));
+  for (size_t j = 0; j < live; ++j) out[j] = kL2 ? r[j] : 1.0f - r[j];
 }
 
 template <bool kL2>
-CALICO_OPTIMISTIC_READER void many_scalar(const float* a, const float* b, size_t stride, size_t n, size_t dim,
-                                          float* out) {
-  for (size_t v = 0; v < n; ++v) out[v] = kL2 ? l2_scalar(a, b + v * stride, dim) : ip_scalar(a, b + v * stride, dim);
+CALICO_OPTIMISTIC_READER inline void four_scalar(const float* a, const float* const bv[4], size_t live, size_t dim,
+                                                 float* out) {
+  for (size_t j = 0; j < live; ++j) out[j] = kL2 ? l2_scalar(a, bv[j], dim) : ip_scalar(a, bv[j], dim);
+}
+
+// distance_many_kernel and distance_gather_kernel of one four-vector kernel: groups of four
+// vectors, found by stride or by pointer.
+template <auto kFour>
+CALICO_OPTIMISTIC_READER void many(const float* a, const float* b, size_t stride, size_t n, size_t dim, float* out) {
+  for (size_t v = 0; v < n; v += 4) {
+    const float* bv[4];
+    const size_t live = group_of_four(b, stride, v, n, bv);
+    kFour(a, bv, live, dim, out + v);
+  }
+}
+
+template <auto kFour>
+CALICO_OPTIMISTIC_READER void gather(const float* a, const float* const* b, size_t n, size_t dim, float* out) {
+  for (size_t v = 0; v < n; v += 4) {
+    const size_t live = std::min<size_t>(4, n - v);
+    const float* bv[4];
+    for (size_t j = 0; j < 4; ++j) bv[j] = b[v + std::min(j, live - 1)];
+    kFour(a, bv, live, dim, out + v);
+  }
 }
 
 // The best level this CPU runs, capped by CALICO_SIMD.
@@ -324,16 +340,28 @@ DistanceFn distance_kernel_at(Metric m, SimdLevel level) {
 DistanceManyFn distance_many_kernel_at(Metric m, SimdLevel level) {
   const bool l2 = m == Metric::kL2;
   switch (level) {
-    case SimdLevel::kAvx512: return l2 ? many_avx512<true> : many_avx512<false>;
-    case SimdLevel::kAvx2: return l2 ? many_avx2<true> : many_avx2<false>;
+    case SimdLevel::kAvx512: return l2 ? many<four_avx512<true>> : many<four_avx512<false>>;
+    case SimdLevel::kAvx2: return l2 ? many<four_avx2<true>> : many<four_avx2<false>>;
     case SimdLevel::kScalar: break;
   }
-  return l2 ? many_scalar<true> : many_scalar<false>;
+  return l2 ? many<four_scalar<true>> : many<four_scalar<false>>;
+}
+
+DistanceGatherFn distance_gather_kernel_at(Metric m, SimdLevel level) {
+  const bool l2 = m == Metric::kL2;
+  switch (level) {
+    case SimdLevel::kAvx512: return l2 ? gather<four_avx512<true>> : gather<four_avx512<false>>;
+    case SimdLevel::kAvx2: return l2 ? gather<four_avx2<true>> : gather<four_avx2<false>>;
+    case SimdLevel::kScalar: break;
+  }
+  return l2 ? gather<four_scalar<true>> : gather<four_scalar<false>>;
 }
 
 DistanceFn distance_kernel(Metric m) { return distance_kernel_at(m, level()); }
 
 DistanceManyFn distance_many_kernel(Metric m) { return distance_many_kernel_at(m, level()); }
+
+DistanceGatherFn distance_gather_kernel(Metric m) { return distance_gather_kernel_at(m, level()); }
 
 std::string_view simd_level() { return simd_level_name(level()); }
 

@@ -35,6 +35,12 @@ DistanceFn distance_kernel(Metric m);
 using DistanceManyFn = void (*)(const float* a, const float* b, size_t stride, size_t n, size_t dim, float* out);
 DistanceManyFn distance_many_kernel(Metric m);
 
+// out[i] = distance_kernel(m)(a, b[i], dim) for i < n, bit for bit, four vectors per pass
+// over a as distance_many_kernel: one call scores vectors that lie anywhere (an HNSW node's
+// neighbours, each on its own page), and keeps four of them loading at once.
+using DistanceGatherFn = void (*)(const float* a, const float* const* b, size_t n, size_t dim, float* out);
+DistanceGatherFn distance_gather_kernel(Metric m);
+
 // The instruction set the kernels use: "avx512", "avx2" or "scalar". CALICO_SIMD=scalar|avx2
 // in the environment caps it (for tests and ablations); it is read once.
 std::string_view simd_level();

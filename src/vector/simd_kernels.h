@@ -5,6 +5,7 @@
 //   supported_simd_levels()          the levels this CPU runs, scalar first
 //   distance_kernel_at(m, level)     distance_kernel(m) of that level
 //   distance_many_kernel_at(m, level)
+//   distance_gather_kernel_at(m, level)
 //
 // Pre: level is in supported_simd_levels() (another level's instructions would fault).
 // Defined in distance.cc, beside the kernels.
@@ -23,5 +24,6 @@ std::vector<SimdLevel> supported_simd_levels();
 std::string_view simd_level_name(SimdLevel level);
 DistanceFn distance_kernel_at(Metric m, SimdLevel level);
 DistanceManyFn distance_many_kernel_at(Metric m, SimdLevel level);
+DistanceGatherFn distance_gather_kernel_at(Metric m, SimdLevel level);
 
 }  // namespace calico::vector

@@ -217,6 +217,32 @@ TEST(Hnsw, DirectPoolMatchesArrayPool) {
   EXPECT_GE(recall(got, exact_all(ref, queries, 10)), 0.9);
 }
 
+// One search state reused for 700 searches finds exactly what a fresh state finds for each
+// query. Its one-byte visited epochs wrap at searches 255 and 510 and must be cleared then:
+// query a runs at searches 0, 255 and 510 (the same epoch, 1), and query b, far from a, in
+// between, so that the marks a's first search left stay, and would hide a's neighbours.
+TEST(Hnsw, ReusedSearchStateMatchesAFreshOneAcrossEpochWraps) {
+  const std::vector<float> all = clustered(1100, kDim, 20, 9);
+  const std::vector<float> data(all.begin(), all.begin() + 1000 * kDim);
+  const Reference ref(data, kDim, Metric::kL2);
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  auto h = build(*pool, ref, data, kM, kEfConstruction);
+  const float* a = &all[size_t{1000} * kDim];
+  std::vector<float> b(a, a + kDim);
+  for (float& x : b) x = -x;
+  HnswSearchState reused(h);
+  std::vector<Neighbor> got, want;
+  for (uint32_t i = 0; i < 700; ++i) {
+    const float* q = i % 255 == 0 ? a : b.data();
+    const HnswSearchOptions opt{10, kSearchEf, true, i % 2 == 0};
+    h.search(q, opt, reused, &got);
+    HnswSearchState fresh(h);
+    h.search(q, opt, fresh, &want);
+    ASSERT_EQ(got, want) << "search " << i;
+  }
+}
+
 // Three threads add (interleaved ids) while two search, in a pool of `frames` frames; every result must
 // name a node with its exact distance; afterwards the structure and the recall hold.
 template <class Pool>

@@ -44,6 +44,7 @@ TEST(Distance, KernelsMatchScalarOnEveryTail) {
     EXPECT_EQ(simd_level(), simd_level_name(best));
     EXPECT_EQ(distance_kernel(Metric::kL2), distance_kernel_at(Metric::kL2, best));
     EXPECT_EQ(distance_many_kernel(Metric::kInnerProduct), distance_many_kernel_at(Metric::kInnerProduct, best));
+    EXPECT_EQ(distance_gather_kernel(Metric::kL2), distance_gather_kernel_at(Metric::kL2, best));
   }
 }
 
@@ -108,6 +109,43 @@ TEST(Distance, ManyKernelIsBitIdenticalToOneVectorKernel) {
           }
           ASSERT_EQ(out[n], -7.0f) << "wrote past n";
         }
+      }
+    }
+  }
+}
+
+// The gather kernels too (HNSW scores a node's neighbours, each vector on its own page,
+// and must rank exactly as the one-vector kernel it uses elsewhere): vectors in separate
+// allocations at any alignment, the same vector twice in a group, every count up to 9.
+TEST(Distance, GatherKernelIsBitIdenticalToOneVectorKernel) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> g(0, 3);
+  std::vector<size_t> dims;
+  for (size_t d = 1; d <= 70; ++d) dims.push_back(d);
+  for (size_t d : {96, 100, 128, 384, 768}) dims.push_back(d);
+  for (const auto& [m, level] : every_metric_and_level()) {
+    const DistanceFn one = distance_kernel_at(m, level);
+    const DistanceGatherFn gather = distance_gather_kernel_at(m, level);
+    for (size_t dim : dims) {
+      std::vector<float> a(dim);
+      for (float& x : a) x = g(rng);
+      for (size_t n = 0; n <= 9; ++n) {
+        std::vector<std::vector<float>> rows(n, std::vector<float>(dim + 3));
+        std::vector<const float*> b(n);
+        for (size_t i = 0; i < n; ++i) {
+          for (float& x : rows[i]) x = g(rng);
+          b[i] = rows[i].data() + i % 4;  // 0, 4, 8 or 12 bytes past the allocation's alignment
+        }
+        if (n >= 3) b[2] = b[0];
+        std::vector<float> out(n + 1, -7.0f);
+        gather(a.data(), b.data(), n, dim, out.data());
+        for (size_t i = 0; i < n; ++i) {
+          const float want = one(a.data(), b[i], dim);
+          ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0)
+              << "metric " << metric_name(m) << " dim " << dim << " n " << n << " row " << i << ": " << out[i]
+              << " vs " << want << " (" << simd_level_name(level) << ")";
+        }
+        ASSERT_EQ(out[n], -7.0f) << "wrote past n";
       }
     }
   }
