@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
   mm->add_option("--theta", mem.theta, "Zipf skew of the size sweep's lookups and of read-latest")->capture_default_str()->check(CLI::Range(0.01, 0.999));
   mm->add_option("--sweep-lookups", mem.sweep_lookups, "YCSB-C lookups per size")->capture_default_str();
   mm->add_option("--moving-data-mb", mem.moving_data_mb, "initial B+tree size of the moving hot set")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  mm->add_option("--moving-ops", mem.moving_ops, "operations of the moving hot set (1/3 uniform, then YCSB-D)")->capture_default_str();
+  mm->add_option("--moving-ops", mem.moving_ops, "operations of the moving hot set (uniform reads, then YCSB-D)")->capture_default_str();
+  mm->add_option("--moving-uniform", mem.moving_uniform, "fraction of the moving hot set's operations that are uniform reads, first (0: YCSB-D right after the load, as the paper's)")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   mm->add_option("--samples", mem.samples, "translation memory samples over the moving run")->capture_default_str()->check(CLI::Range(1u, 100000u));
   mm->add_option("--sparse-group-at", mem.sparse_group_at, "array_sparse: a group left with this many resident pages moves to the side table")->capture_default_str()->check(CLI::Range(1u, 511u));
   mm->add_option("--dense-group-at", mem.dense_group_at, "array_sparse: a sparse group with this many moves back to the array")->capture_default_str()->check(CLI::Range(2u, 512u));

@@ -61,7 +61,8 @@ struct MicroMemoryConfig {
   double theta = 0.99;            // the size sweep's Zipf (YCSB-C, scrambled)
   uint64_t sweep_lookups = 200'000;
   uint64_t moving_data_mb = 256;  // the moving hot set: initial B-tree size
-  uint64_t moving_ops = 600'000;  // first third uniform reads, then YCSB-D (read latest, 5% inserts)
+  uint64_t moving_ops = 600'000;  // first uniform reads (moving_uniform of them), then YCSB-D (read latest, 5% inserts)
+  double moving_uniform = 1.0 / 3;  // fraction of moving_ops that are uniform reads (0: YCSB-D from the load on)
   uint32_t samples = 30;          // translation memory samples over the moving run
   // array_sparse's thresholds (PoolOptions::sparse_group_at, dense_group_at).
   uint32_t sparse_group_at = PoolOptions{}.sparse_group_at;

@@ -3,7 +3,8 @@
 // space, punched entry pages) on a B+tree larger than the pool:
 //   size sweep   for each data size: bulk-load, then YCSB-C lookups (scrambled Zipf: hot keys
 //                spread over the key space, the worst case for reclaiming), then measure;
-//   moving       one tree: a third of the operations uniform reads (every region warm), then
+//   moving       one tree: a fraction of the operations uniform reads (every region warm;
+//                --moving-uniform, a third by default, 0 for the paper's YCSB-D), then
 //                YCSB-D (95% reads of the latest keys, Zipf over recency; 5% inserts of new
 //                keys), sampled over time: the hot set moves to the newest pages and cold
 //                translation memory can be returned.
@@ -120,10 +121,10 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
   micro::print_banner(
       "micro-memory (calico.txt Figure 10)",
       fmt::format("B+tree of {}-byte records on a {} MB pool (4 KB pages); size sweep {} MB with {} YCSB-C lookups "
-                  "(Zipf {}); moving hot set on {} MB: {} ops (1/3 uniform reads, then YCSB-D), {} samples; "
+                  "(Zipf {}); moving hot set on {} MB: {} ops ({:.0f}% uniform reads, then YCSB-D), {} samples; "
                   "translations: {}",
                   record_bytes, cfg.pool_mb, fmt::join(cfg.data_mb, "/"), cfg.sweep_lookups, cfg.theta,
-                  cfg.moving_data_mb, cfg.moving_ops, cfg.samples, fmt::join(names, ",")));
+                  cfg.moving_data_mb, cfg.moving_ops, 100 * cfg.moving_uniform, cfg.samples, fmt::join(names, ",")));
   const std::string params =
       fmt::format(R"("pool_mb":{},"page_size":4096,"key_bytes":{},"value_bytes":{},"theta":{},"sweep_lookups":{},)"
                   R"("moving_data_mb":{},"moving_ops":{},"sparse_group_at":{},"dense_group_at":{})",
@@ -168,9 +169,9 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
 
   // --- moving hot set -------------------------------------------------------------------
   const uint64_t records0 = std::max<uint64_t>((cfg.moving_data_mb << 20) / record_bytes, 2);
-  const uint64_t uniform_ops = cfg.moving_ops / 3;
+  const auto uniform_ops = static_cast<uint64_t>(double(cfg.moving_ops) * cfg.moving_uniform);
   const uint64_t every = std::max<uint64_t>(cfg.moving_ops / std::max<uint32_t>(cfg.samples, 1), 1);
-  fmt::print("\nmoving hot set: private KB at start / after the uniform third / at the end (reclaimed)\n");
+  fmt::print("\nmoving hot set: private KB at start / after the uniform reads / at the end (reclaimed)\n");
   for (const std::string& name : names) {
     skipped += !micro::load_or_skip("micro-memory", name, common, [&] {
       variants::with_pool_type(name, [&]<class Pool>() {
@@ -187,7 +188,11 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
           MemoryPoint p = MemoryPoint::of(*t->pool, t->tree->space());
           samples += fmt::format(R"({}{{"op":{},"phase":"{}",{}}})", samples.empty() ? "" : ",", op,
                                  op <= uniform_ops ? "uniform" : "latest", p.json());
-          if (op == 0 || op == uniform_ops || op == cfg.moving_ops) marks.push_back(p);
+          // Three marks: the start, the end of the uniform reads (the start again when there
+          // are none), the end.
+          if (op == 0) marks.push_back(p);
+          if (op == uniform_ops) marks.push_back(p);
+          if (op == cfg.moving_ops) marks.push_back(p);
         };
         sample(0);
         for (uint64_t op = 1; op <= cfg.moving_ops; ++op) {

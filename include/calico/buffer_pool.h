@@ -804,14 +804,17 @@ class BasicBufferPool {
   // when the far tier can take none. Pre: evict_mutex_ held, far_ set.
   uint32_t make_room_tiered(io::IoRing& ring, WriteFailure* write_failure);
   // This thread's counters in this pool (registered on first use). Only this thread writes
-  // them (relaxed load + store, no atomic read-modify-write); stats() sums them.
-  struct ThreadCounter {
+  // them (relaxed load + store, no atomic read-modify-write); stats() sums them. A cache
+  // line of its own: read_fast bumps `accesses` on every hit, and two threads' counters
+  // allocated side by side would share a line that both write.
+  struct alignas(64) ThreadCounter {
     std::thread::id thread;
     std::atomic<uint64_t> accesses{0};     // translation lookups (entry_for)
     std::atomic<uint64_t> hint_hits{0};    // hinted accesses that skipped the translation
     std::atomic<uint64_t> hint_misses{0};  // hinted accesses that fell back to it
     std::atomic<uint64_t> far_hits{0};     // accesses that found their page in the far tier
   };
+  static_assert(sizeof(ThreadCounter) % 64 == 0, "one cache line per thread's counters");
   ThreadCounter* thread_counter() {
     struct Registered {
       uint64_t pool_uid = 0;

@@ -202,8 +202,7 @@ void BasicBufferPool<T>::check_sparse_groups(const std::vector<uint64_t>& pendin
       }
       if (sparse) {
         auto it = side_resident.find(g);
-        resident = it == side_resident.end() ? 0 : it->second;
-        if (resident == 0) fail("sparse group " + std::to_string(g) + " of space " + s->name + " has no entry");
+        resident = it == side_resident.end() ? 0 : it->second;  // 0: emptied, and sparse still
       }
       if (translation::group_count_of(word) != resident) {
         fail("hole-punch count " + std::to_string(translation::group_count_of(word)) + " != " +

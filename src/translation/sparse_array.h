@@ -86,7 +86,7 @@ class SparseTranslationArray {
   // array. release_ref returns true when it punched the array page.
   bool acquire_ref(BlockId block) const { return acquire_group_ref(array_.counter(block)); }
   bool release_ref(BlockId block) {
-    return counted(release_group_ref(array_.counter(block), [&] { array_.punch_group(block); }));
+    return release_group_ref(array_.counter(block), [&] { array_.punch_group(block); }) == GroupRelease::kPunched;
   }
 
   // --- moves (the pool's movers, pool/sparse_moves.h) -------------------------------------
@@ -105,7 +105,7 @@ class SparseTranslationArray {
   // Returns true when it punched (the move's count fell to zero meanwhile).
   bool abort_move(BlockId block) {
     refused_moves_.fetch_add(1, std::memory_order_relaxed);
-    return counted(abort_group_move(array_.counter(block), [&] { array_.punch_group(block); }));
+    return abort_group_move(array_.counter(block), [&] { array_.punch_group(block); }) == GroupRelease::kPunched;
   }
   // The side entry of `block`, created zero if none (the mover stores the moved word).
   Entry& side_insert(BlockId block) { return side_.entry(block); }
@@ -147,11 +147,6 @@ class SparseTranslationArray {
     }
   }
 
-  // Whether a release (or an aborted move) punched; counts a sparse group that emptied.
-  bool counted(GroupRelease r) {
-    if (r == GroupRelease::kSparseCleared) sparse_groups_.fetch_sub(1, std::memory_order_relaxed);
-    return r == GroupRelease::kPunched;
-  }
 
   mutable TranslationArray array_;
   // 8 partitions (1 KB of latches and maps per space): side lookups are the slow path of
@@ -159,7 +154,7 @@ class SparseTranslationArray {
   mutable PartitionedTable<OpenStore, 3> side_;
   const uint32_t sparse_at_;
   const uint32_t dense_at_;
-  std::atomic<int64_t> sparse_groups_{0};  // groups with kSparse set now
+  std::atomic<int64_t> sparse_groups_{0};  // groups with kSparse set now (empty ones included)
   std::atomic<uint64_t> moves_to_sparse_{0}, moves_to_dense_{0}, refused_moves_{0};
 };
 

@@ -23,12 +23,16 @@
 //               whether kSparse was set (the representation the reference covers).
 //   release:    CAS count -> count - 1, flags kept. The last reference of a dense group
 //               (count 1, no flag) punches the array page as hole_punch_counter.h does; the
-//               last one of a sparse group clears kSparse (the array page is already punched
-//               and zero: the group is an empty dense group again). While kMoving is set the
-//               release only counts down: the mover then does what the last release would.
+//               last one of a sparse group leaves it sparse and empty (its array page is
+//               already punched): a group that emptied out of the side table is cold, and
+//               the few pages that fault back into it later (a read-latest tail, scattered
+//               Zipf hits) go to the side table instead of bringing back a 4 KB page for
+//               each; once dense_at of them are resident, a fault moves the group back.
+//               While kMoving is set the release only counts down: the mover then does what
+//               the last release would.
 //   begin_move: CAS to kMoving from a quiet word of the wanted representation and count.
 //   end_move:   the mover's store of the new word; an aborted move whose count fell to 0
-//               meanwhile punches (dense) or clears kSparse (sparse).
+//               meanwhile punches (dense) or leaves the group sparse and empty (sparse).
 // Movers never wait while holding kMoving (they only try latches), so acquirers' waits end.
 #pragma once
 
@@ -64,7 +68,7 @@ inline bool acquire_group_ref(PunchCounter& c) {
 }
 
 // What a release or an aborted move did beyond counting down.
-enum class GroupRelease { kCounted, kPunched, kSparseCleared };
+enum class GroupRelease { kCounted, kPunched };
 
 // Gives one reference back; punch() runs under kPunchLock when it was a dense group's last.
 // Pre: the caller holds a reference and its entry is zero.
@@ -78,10 +82,6 @@ GroupRelease release_group_ref(PunchCounter& c, PunchFn&& punch) {
         punch();
         c.store(0, std::memory_order_release);
         return GroupRelease::kPunched;
-      }
-    } else if (v == (kGroupSparse | 1)) {  // a sparse group's last: empty and dense again
-      if (c.compare_exchange_weak(v, 0, std::memory_order_acq_rel, std::memory_order_acquire)) {
-        return GroupRelease::kSparseCleared;
       }
     } else if (c.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return GroupRelease::kCounted;
@@ -109,7 +109,7 @@ inline void commit_group_move(PunchCounter& c, bool sparse) {
 
 // Ends a move the caller began without moving anything. Releases that came meanwhile only
 // counted down; if they left no reference, does what the last one would have done (punch()
-// for a dense group, clear kSparse for a sparse one).
+// for a dense group; a sparse one stays sparse and empty).
 template <class PunchFn>
 GroupRelease abort_group_move(PunchCounter& c, PunchFn&& punch) {
   uint32_t v = c.load(std::memory_order_acquire);
@@ -119,8 +119,8 @@ GroupRelease abort_group_move(PunchCounter& c, PunchFn&& punch) {
       // No reference: no acquirer gets past kMoving, so the group is ours until the store.
       const bool dense = (v & kGroupSparse) == 0;
       if (dense) punch();
-      c.store(0, std::memory_order_release);
-      return dense ? GroupRelease::kPunched : GroupRelease::kSparseCleared;
+      c.store(v & kGroupSparse, std::memory_order_release);
+      return dense ? GroupRelease::kPunched : GroupRelease::kCounted;
     }
     if (c.compare_exchange_weak(v, v & ~kGroupMoving, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return GroupRelease::kCounted;

@@ -279,6 +279,33 @@ TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
   f.pool->check_invariants();
 }
 
+// A sparse group that empties (its last page evicted) stays sparse: a page that faults back
+// into it later goes to the side table, and its array page stays punched. (Before, the group
+// became dense again, and one hot page brought back a 4 KB page of entries: read-latest's
+// scattered tail kept most of the array resident.)
+TEST(SparseGroups, AnEmptiedSparseGroupStaysSparseAndItsNextFaultGoesToTheSideTable) {
+  Fixture f(64, 8, 16, 2 * kGroup);
+  f.touch(5);
+  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  for (int round = 0; round < 3 && f.pool->frame_of(f.pid(5)) != kInvalidFrame; ++round) {
+    for (uint64_t b = kGroup; b < kGroup + 200; ++b) f.touch(b);  // pushes block 5 out
+  }
+  ASSERT_EQ(f.pool->frame_of(f.pid(5)), kInvalidFrame);
+  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0))) << "emptied, and still sparse";
+  f.pool->check_invariants();
+  const PoolStats before = f.pool->stats();
+  f.touch(7);
+  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0))) << "the fault went to the side table";
+  EXPECT_NE(f.pool->frame_of(f.pid(7)), kInvalidFrame);
+  EXPECT_EQ(f.optimistic_stamp(7), 7u);
+  f.pool->check_invariants();
+  EXPECT_EQ(f.pool->stats().sparse_moves, before.sparse_moves);
+  for (uint64_t b = 0; b < 40; ++b) f.touch(b);  // dense_group_at (16) resident: back to the array
+  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_GT(f.pool->stats().dense_moves, before.dense_moves);
+  f.pool->check_invariants();
+}
+
 TEST(SparseGroups, FlushWritesAPageThatMovesDuringItsScan) {
   PauseAt pause(pool::TestPoints::Point::kGroupMoveLatched);
   Fixture f(64, 8, 16, kGroup, &pause);
