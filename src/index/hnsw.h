@@ -271,6 +271,7 @@ class BasicHnsw {
       throw bad("parameters out of range");
     }
     const HnswLayout l = HnswLayout::make(static_cast<uint32_t>(pool.usable_page_size()), m.dim, m.M, m.capacity);
+    if (l.per_page == 0) throw bad("a node of dim " + std::to_string(m.dim) + " and M " + std::to_string(m.M) + " does not fit a page");
     if (l.per_page != m.per_page || l.vec_stride != m.vec_stride || l.l0_pages != m.l0_pages ||
         l.max_level_cap != m.max_level_cap || uint64_t{l.upper_base} + m.upper_pages > blocks ||
         uint64_t{m.upper_units} > uint64_t{m.upper_pages} * l.lists_per_page || m.size > m.capacity ||

@@ -417,6 +417,22 @@ TEST(Hnsw, BadInputIsRejectedAndLeavesTheIndexIntact) {
     g.mark_dirty();
   }
   expect_error(ErrorCode::kInvalidArgument, [&] { H::open(*pool, "small"); });
+  {  // a dimension whose node does not fit a page, with every derived field as the layout
+     // of such a node has it (0) and an empty index: consistent, but no index can have it.
+     // A fuzzer's find: open() aborted on the constructor's layout check instead of throwing.
+    ExclusiveGuard g = pool->pin_exclusive(PageId(small.space(), 0));
+    auto put = [&](size_t offset, uint32_t v) { std::memcpy(g.data() + offset, &v, 4); };
+    put(offsetof(index::HnswMeta, dim), 100000);
+    for (size_t off : {offsetof(index::HnswMeta, per_page), offsetof(index::HnswMeta, vec_stride),
+                       offsetof(index::HnswMeta, l0_pages), offsetof(index::HnswMeta, max_level_cap),
+                       offsetof(index::HnswMeta, size), offsetof(index::HnswMeta, upper_units),
+                       offsetof(index::HnswMeta, upper_pages), offsetof(index::HnswMeta, max_level)}) {
+      put(off, 0);
+    }
+    put(offsetof(index::HnswMeta, entry), index::HnswMeta::kNone);
+    g.mark_dirty();
+  }
+  expect_error(ErrorCode::kInvalidArgument, [&] { H::open(*pool, "small"); });
   EXPECT_NO_THROW(H::open(*pool, "l2"));
 }
 
