@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -78,36 +79,55 @@ TEST(Distance, ParseMetric) {
   EXPECT_FALSE(simd_level().empty());
 }
 
-// The many-vector kernels equal the one-vector kernel of their level bit for bit (the IVF
-// scans score a page with one call and must rank exactly as the reference), at every level
-// this CPU runs (distance_kernel() uses only the best), for every length up to 70 and the
-// usual ones, every count of vectors (full groups of four and every remainder), strides
-// with an id word between rows (as on a posting page) and without.
-TEST(Distance, ManyKernelIsBitIdenticalToOneVectorKernel) {
-  std::mt19937 rng(11);
-  std::normal_distribution<float> g(0, 3);
+// The lengths the bit-identity tests below cover: every length up to 70 (every tail of the
+// 8-, 16- and 32-wide loops) and the usual ones.
+std::vector<size_t> bit_identity_dims() {
   std::vector<size_t> dims;
   for (size_t d = 1; d <= 70; ++d) dims.push_back(d);
   for (size_t d : {96, 100, 128, 384, 768}) dims.push_back(d);
+  return dims;
+}
+
+// out[i] is one(a, rows[i], dim) bit for bit for every i < rows.size(), and out[rows.size()]
+// still holds the -7 it was filled with (nothing written past n).
+void expect_bit_identical(DistanceFn one, const float* a, const std::vector<const float*>& rows, size_t dim,
+                          const std::vector<float>& out, const std::string& context) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const float want = one(a, rows[i], dim);
+    ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0)
+        << context << " dim " << dim << " n " << rows.size() << " row " << i << ": " << out[i] << " vs " << want;
+  }
+  ASSERT_EQ(out[rows.size()], -7.0f) << context << ": wrote past n";
+}
+
+std::string kernel_name(Metric m, SimdLevel level) {
+  return "metric " + std::string(metric_name(m)) + " (" + std::string(simd_level_name(level)) + ")";
+}
+
+// The many-vector kernels equal the one-vector kernel of their level bit for bit (the IVF
+// scans score a page with one call and must rank exactly as the reference), at every level
+// this CPU runs (distance_kernel() uses only the best), for every count of vectors (full
+// groups of four and every remainder), strides with an id word between rows (as on a
+// posting page) and without.
+TEST(Distance, ManyKernelIsBitIdenticalToOneVectorKernel) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> g(0, 3);
   for (const auto& [m, level] : every_metric_and_level()) {
     const DistanceFn one = distance_kernel_at(m, level);
     const DistanceManyFn many = distance_many_kernel_at(m, level);
-    for (size_t dim : dims) {
+    for (size_t dim : bit_identity_dims()) {
       std::vector<float> a(dim);
       for (float& x : a) x = g(rng);
       for (size_t stride : {dim, dim + 1}) {
         for (size_t n = 0; n <= 9; ++n) {
           std::vector<float> b(n * stride + 1);
           for (float& x : b) x = g(rng);
+          std::vector<const float*> rows(n);
+          for (size_t i = 0; i < n; ++i) rows[i] = b.data() + 1 + i * stride;
           std::vector<float> out(n + 1, -7.0f);
           many(a.data(), b.data() + 1, stride, n, dim, out.data());
-          for (size_t i = 0; i < n; ++i) {
-            const float want = one(a.data(), b.data() + 1 + i * stride, dim);
-            ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0)
-                << "metric " << metric_name(m) << " dim " << dim << " stride " << stride << " n " << n << " row " << i
-                << ": " << out[i] << " vs " << want << " (" << simd_level_name(level) << ")";
-          }
-          ASSERT_EQ(out[n], -7.0f) << "wrote past n";
+          ASSERT_NO_FATAL_FAILURE(expect_bit_identical(
+              one, a.data(), rows, dim, out, kernel_name(m, level) + " stride " + std::to_string(stride)));
         }
       }
     }
@@ -120,32 +140,23 @@ TEST(Distance, ManyKernelIsBitIdenticalToOneVectorKernel) {
 TEST(Distance, GatherKernelIsBitIdenticalToOneVectorKernel) {
   std::mt19937 rng(12);
   std::normal_distribution<float> g(0, 3);
-  std::vector<size_t> dims;
-  for (size_t d = 1; d <= 70; ++d) dims.push_back(d);
-  for (size_t d : {96, 100, 128, 384, 768}) dims.push_back(d);
   for (const auto& [m, level] : every_metric_and_level()) {
     const DistanceFn one = distance_kernel_at(m, level);
     const DistanceGatherFn gather = distance_gather_kernel_at(m, level);
-    for (size_t dim : dims) {
+    for (size_t dim : bit_identity_dims()) {
       std::vector<float> a(dim);
       for (float& x : a) x = g(rng);
       for (size_t n = 0; n <= 9; ++n) {
-        std::vector<std::vector<float>> rows(n, std::vector<float>(dim + 3));
-        std::vector<const float*> b(n);
+        std::vector<std::vector<float>> storage(n, std::vector<float>(dim + 3));
+        std::vector<const float*> rows(n);
         for (size_t i = 0; i < n; ++i) {
-          for (float& x : rows[i]) x = g(rng);
-          b[i] = rows[i].data() + i % 4;  // 0, 4, 8 or 12 bytes past the allocation's alignment
+          for (float& x : storage[i]) x = g(rng);
+          rows[i] = storage[i].data() + i % 4;  // 0, 4, 8 or 12 bytes past the allocation's alignment
         }
-        if (n >= 3) b[2] = b[0];
+        if (n >= 3) rows[2] = rows[0];
         std::vector<float> out(n + 1, -7.0f);
-        gather(a.data(), b.data(), n, dim, out.data());
-        for (size_t i = 0; i < n; ++i) {
-          const float want = one(a.data(), b[i], dim);
-          ASSERT_EQ(std::memcmp(&out[i], &want, 4), 0)
-              << "metric " << metric_name(m) << " dim " << dim << " n " << n << " row " << i << ": " << out[i]
-              << " vs " << want << " (" << simd_level_name(level) << ")";
-        }
-        ASSERT_EQ(out[n], -7.0f) << "wrote past n";
+        gather(a.data(), rows.data(), n, dim, out.data());
+        ASSERT_NO_FATAL_FAILURE(expect_bit_identical(one, a.data(), rows, dim, out, kernel_name(m, level)));
       }
     }
   }
