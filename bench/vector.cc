@@ -309,10 +309,20 @@ struct CaseRecord {
   // per run, from the device's counters (disk_stats.h; empty when it has none): reads it
   // completed per second, and its mean reads in flight (aqu-sz)
   std::vector<double> disk_iops, disk_depth;
+  // after the last run (PoolStats): the frame arena's bytes, and those on 2 MB huge pages
+  // (smaps' AnonHugePages). With huge pages requested, a shortfall means the kernel had no
+  // free huge pages (memory fragmented by what ran before), and TLB misses slow the run.
+  uint64_t frame_bytes = 0, frame_huge_bytes = 0;
   uint64_t mismatches = 0;
 };
 
 static_assert(index::HnswSearchOptions{}.lookahead == 2, "VectorConfig::lookahead's default is the index's");
+
+// A flag for the table when huge pages were asked for and under 90% of the frames got them.
+std::string huge_page_shortfall(const CaseRecord& rec) {
+  if (!rec.huge_pages || rec.frame_bytes == 0 || rec.frame_huge_bytes * 10 >= rec.frame_bytes * 9) return "";
+  return fmt::format("  FRAMES {:.0f}% ON HUGE PAGES", 100.0 * double(rec.frame_huge_bytes) / double(rec.frame_bytes));
+}
 
 // User + system CPU seconds of the whole process so far.
 double process_cpu_seconds() {
@@ -352,6 +362,8 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
     rec->seconds.push_back(seconds_since(t0));
     rec->cores.push_back((process_cpu_seconds() - cpu0) / rec->seconds.back());
     const PoolStats after = t->pool->stats();
+    rec->frame_bytes = after.frame_bytes;
+    rec->frame_huge_bytes = after.frame_huge_page_bytes;
     rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
     rec->depth.push_back(1e-9 * double(after.read_inflight_ns - before.read_inflight_ns) / rec->seconds.back());
     if (const auto disk1 = bench::disk_read_counters(t->dir); disk0 && disk1) {
@@ -407,10 +419,10 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
         vs_array = fmt::format("{:.2f}x", micro::paired_speedup(results[j], r));
       }
     }
-    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f} {:>6.1f} {:>6} {:>6.2f}{}\n",
+    fmt::print("{:<6} {:<18} {:>5} {:>3} {:>7} {:>9.4f} {:>11.0f} {:>9.3f} {:>9} {:>10.1f} {:>9.0f} {:>6.1f} {:>6} {:>6.2f}{}{}\n",
                rec.index, rec.translation, fraction_label(rec.fraction), rec.threads, rec.param, recall, qps,
                1e3 * rec.threads / qps, vs_array, reads, iops, depth, disk ? fmt::format("{:.1f}", disk_depth) : "n/a",
-               cores, rec.mismatches ? "  RESULTS DIFFER" : "");
+               cores, rec.mismatches ? "  RESULTS DIFFER" : "", huge_page_shortfall(rec));
     if (json.is_open()) {
       std::string qps_runs;
       for (double ns : r.ns_per_op) qps_runs += (qps_runs.empty() ? "" : ",") + fmt::format("{:.1f}", 1e9 / ns);
@@ -418,12 +430,12 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
           R"("threads":{},"{}":{},"batch":{},"lookahead":{},"k":{},"page_size":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
-          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"disk_depth":{},"disk_iops":{},"cpu_cores":{:.2f},"result_mismatches":{},)"
+          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"disk_depth":{},"disk_iops":{},"cpu_cores":{:.2f},"result_mismatches":{},"frame_bytes":{},"frame_huge_page_bytes":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
           rec.param, rec.batch, rec.index == "hnsw" ? rec.lookahead : 0, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
           depth, disk ? fmt::format("{:.2f}", disk_depth) : "null", disk ? fmt::format("{:.0f}", disk_iops) : "null",
-          cores, rec.mismatches, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
+          cores, rec.mismatches, rec.frame_bytes, rec.frame_huge_bytes, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
           machine_json())
            << "\n";
