@@ -303,15 +303,18 @@ struct CaseRecord {
   uint32_t lookahead = index::HnswSearchOptions{}.lookahead;  // HNSW only
   bool optimistic = true, prefetch = true, huge_pages = true;
   std::vector<std::vector<Neighbor>> results, first;
-  std::vector<double> reads, seconds;
-  std::vector<double> depth;  // per run: mean page reads in flight (PoolStats::read_inflight_ns / wall)
-  std::vector<double> cores;  // per run: process CPU seconds (user + system) per wall second
-  // per run, from the device's counters (disk_stats.h; empty when it has none): reads it
-  // completed per second, and its mean reads in flight (aqu-sz)
-  std::vector<double> disk_iops, disk_depth;
+  // Per pass over the query set (the first is the warm-up; a timed run repeats passes until
+  // it lasted min_seconds, see timed_runs()): wall seconds, the pool's page reads, the
+  // seconds its reads spent in flight, summed (PoolStats::read_inflight_ns), and the
+  // process's CPU seconds (user + system).
+  std::vector<double> seconds, reads, inflight_seconds, cpu_seconds;
+  // Per pass, from the device's counters (disk_stats.h; empty when it has none): the reads
+  // it completed and the seconds they spent in flight, summed (iostat's aqu-sz numerator).
+  std::vector<double> disk_reads, disk_busy_seconds;
   // after the last run (PoolStats): the frame arena's bytes, and those on 2 MB huge pages
   // (smaps' AnonHugePages). With huge pages requested, a shortfall means the kernel had no
   // free huge pages (memory fragmented by what ran before), and TLB misses slow the run.
+  // Both 0 for policies whose pages live in place (vmcache: its own mapping, not the arena).
   uint64_t frame_bytes = 0, frame_huge_bytes = 0;
   uint64_t mismatches = 0;
 };
@@ -360,15 +363,17 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
     work(0);
     for (std::thread& w : workers) w.join();
     rec->seconds.push_back(seconds_since(t0));
-    rec->cores.push_back((process_cpu_seconds() - cpu0) / rec->seconds.back());
+    rec->cpu_seconds.push_back(process_cpu_seconds() - cpu0);
     const PoolStats after = t->pool->stats();
-    rec->frame_bytes = after.frame_bytes;
-    rec->frame_huge_bytes = after.frame_huge_page_bytes;
+    if constexpr (!Pool::TranslationPolicy::kPagesInPlace) {  // vmcache's pages live in its own mapping
+      rec->frame_bytes = after.frame_bytes;
+      rec->frame_huge_bytes = after.frame_huge_page_bytes;
+    }
     rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
-    rec->depth.push_back(1e-9 * double(after.read_inflight_ns - before.read_inflight_ns) / rec->seconds.back());
+    rec->inflight_seconds.push_back(1e-9 * double(after.read_inflight_ns - before.read_inflight_ns));
     if (const auto disk1 = bench::disk_read_counters(t->dir); disk0 && disk1) {
-      rec->disk_iops.push_back(double(disk1->reads - disk0->reads) / rec->seconds.back());
-      rec->disk_depth.push_back(1e-3 * double(disk1->read_ms - disk0->read_ms) / rec->seconds.back());
+      rec->disk_reads.push_back(double(disk1->reads - disk0->reads));
+      rec->disk_busy_seconds.push_back(1e-3 * double(disk1->read_ms - disk0->read_ms));
     }
     micro::RunOutcome out{nq, 0, rec->seconds.back()};
     if (rec->first.empty()) {
@@ -387,9 +392,35 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
 std::string fraction_label(double f) { return f == 0 ? "mem" : fmt::format("{:.0f}%", f * 100); }
 
 // The medians over the timed runs (the last `repeat` of each record; the first is the warm-up).
-double timed_median(const std::vector<double>& v, unsigned repeat) {
-  std::vector<double> tail(v.end() - std::min<size_t>(v.size(), repeat), v.end());
-  return micro::median(tail);
+// The passes [begin, end) of each timed run of a case, replaying the harness's loop
+// (micro_harness.cc: pass 0 is the warm-up; a run repeats passes until their seconds add up
+// to min_seconds). An in-memory pass lasts milliseconds, too short for getrusage's CPU
+// times, so every figure below is taken over whole runs.
+std::vector<std::pair<size_t, size_t>> timed_runs(const std::vector<double>& seconds, unsigned repeat,
+                                                  double min_seconds) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t i = 1;
+  for (unsigned r = 0; r < repeat && i < seconds.size(); ++r) {
+    const size_t begin = i;
+    double s = 0;
+    do {
+      s += seconds[i++];
+    } while (s < min_seconds && i < seconds.size());
+    runs.emplace_back(begin, i);
+  }
+  return runs;
+}
+
+// The median over the runs of sum(amount) / sum(per) over each run's passes.
+double run_median(const std::vector<double>& amount, const std::vector<double>& per,
+                  const std::vector<std::pair<size_t, size_t>>& runs) {
+  std::vector<double> v;
+  for (const auto& [begin, end] : runs) {
+    double a = 0, p = 0;
+    for (size_t i = begin; i < end && i < amount.size(); ++i) a += amount[i], p += per[i];
+    if (p > 0) v.push_back(a / p);
+  }
+  return v.empty() ? 0 : micro::median(v);
 }
 
 void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
@@ -405,13 +436,15 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
     const CaseRecord& rec = *recs[i];
     const double recall = data::recall_at_k(rec.first, ds.ground_truth, c.k);
     const double qps = 1e9 / r.median_ns;
-    const double reads = timed_median(rec.reads, c.repeat) / double(ds.queries.rows);
-    const double secs = timed_median(rec.seconds, c.repeat);
-    const double iops = timed_median(rec.reads, c.repeat) / secs;
-    const double depth = timed_median(rec.depth, c.repeat), cores = timed_median(rec.cores, c.repeat);
-    const bool disk = !rec.disk_depth.empty();
-    const double disk_depth = disk ? timed_median(rec.disk_depth, c.repeat) : 0;
-    const double disk_iops = disk ? timed_median(rec.disk_iops, c.repeat) : 0;
+    const auto runs = timed_runs(rec.seconds, c.repeat, c.min_seconds);
+    const std::vector<double> queries(rec.seconds.size(), double(ds.queries.rows));
+    const double reads = run_median(rec.reads, queries, runs);
+    const double iops = run_median(rec.reads, rec.seconds, runs);
+    const double depth = run_median(rec.inflight_seconds, rec.seconds, runs);
+    const double cores = run_median(rec.cpu_seconds, rec.seconds, runs);
+    const bool disk = !rec.disk_reads.empty();
+    const double disk_depth = disk ? run_median(rec.disk_busy_seconds, rec.seconds, runs) : 0;
+    const double disk_iops = disk ? run_median(rec.disk_reads, rec.seconds, runs) : 0;
     std::string vs_array = "";
     for (size_t j = 0; j < results.size(); ++j) {
       const CaseRecord& o = *recs[j];
