@@ -392,37 +392,6 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
 std::string fraction_label(double f) { return f == 0 ? "mem" : fmt::format("{:.0f}%", f * 100); }
 
 // The medians over the timed runs (the last `repeat` of each record; the first is the warm-up).
-// The passes [begin, end) of each timed run of a case, replaying the harness's loop
-// (micro_harness.cc: pass 0 is the warm-up; a run repeats passes until their seconds add up
-// to min_seconds). An in-memory pass lasts milliseconds, too short for getrusage's CPU
-// times, so every figure below is taken over whole runs.
-std::vector<std::pair<size_t, size_t>> timed_runs(const std::vector<double>& seconds, unsigned repeat,
-                                                  double min_seconds) {
-  std::vector<std::pair<size_t, size_t>> runs;
-  size_t i = 1;
-  for (unsigned r = 0; r < repeat && i < seconds.size(); ++r) {
-    const size_t begin = i;
-    double s = 0;
-    do {
-      s += seconds[i++];
-    } while (s < min_seconds && i < seconds.size());
-    runs.emplace_back(begin, i);
-  }
-  return runs;
-}
-
-// The median over the runs of sum(amount) / sum(per) over each run's passes.
-double run_median(const std::vector<double>& amount, const std::vector<double>& per,
-                  const std::vector<std::pair<size_t, size_t>>& runs) {
-  std::vector<double> v;
-  for (const auto& [begin, end] : runs) {
-    double a = 0, p = 0;
-    for (size_t i = begin; i < end && i < amount.size(); ++i) a += amount[i], p += per[i];
-    if (p > 0) v.push_back(a / p);
-  }
-  return v.empty() ? 0 : micro::median(v);
-}
-
 void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
             const data::Dataset& ds, const VectorConfig& c, const std::string& extra_json,
             const std::vector<BuiltIndex>& built, const std::vector<std::string>& index_names) {
@@ -559,6 +528,33 @@ void run_ablation(const VectorConfig& c, const data::Dataset& ds, const BuiltInd
 }
 
 }  // namespace
+
+std::vector<std::pair<size_t, size_t>> timed_runs(const std::vector<double>& seconds, unsigned repeat,
+                                                  double min_seconds) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t i = 1;
+  for (unsigned r = 0; r < repeat && i < seconds.size(); ++r) {
+    const size_t begin = i;
+    double s = 0;
+    do {
+      s += seconds[i++];
+    } while (s < min_seconds && i < seconds.size());
+    runs.emplace_back(begin, i);
+  }
+  return runs;
+}
+
+double run_median(const std::vector<double>& amount, const std::vector<double>& per,
+                  const std::vector<std::pair<size_t, size_t>>& runs) {
+  std::vector<double> v;
+  for (const auto& [begin, end] : runs) {
+    double a = 0, p = 0;
+    for (size_t i = begin; i < end && i < amount.size(); ++i) a += amount[i], p += per[i];
+    if (p > 0) v.push_back(a / p);
+  }
+  return v.empty() ? 0 : micro::median(v);
+}
+
 
 int run_vector(const VectorConfig& c) {
   if (c.k == 0) throw Error(ErrorCode::kInvalidArgument, "--k must be at least 1");

@@ -27,8 +27,10 @@
 // the same case). Bad options throw calico::Error / std::runtime_error.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace calico::bench {
@@ -86,5 +88,16 @@ struct VectorConfig {
 };
 
 int run_vector(const VectorConfig& cfg);
+
+// The passes [begin, end) of each of `repeat` timed runs of one case, from the seconds of
+// every pass in order, replaying the harness's loop (micro_harness.cc: pass 0 is the
+// warm-up; a run repeats passes until their seconds add up to min_seconds). An in-memory
+// pass lasts milliseconds, too short for getrusage's CPU times, so the bench's reads,
+// depths and CPU are taken over whole runs.
+std::vector<std::pair<size_t, size_t>> timed_runs(const std::vector<double>& seconds, unsigned repeat,
+                                                  double min_seconds);
+// The median over `runs` of sum(amount) / sum(per) over each run's passes (0: no run).
+double run_median(const std::vector<double>& amount, const std::vector<double>& per,
+                  const std::vector<std::pair<size_t, size_t>>& runs);
 
 }  // namespace calico::bench

@@ -197,6 +197,30 @@ TEST(MicroSmoke, UnknownTranslationIsAnError) {
             std::vector<std::string>{"array"});
 }
 
+// The vector bench's figures are taken over whole timed runs. Pass 0 is the warm-up; each
+// run takes passes until their seconds reach min_seconds, as the harness does. A run's
+// figure is sum(amount) / sum(seconds) over its passes, and the median is over the runs.
+// Before this, the figures came from the last `repeat` passes alone, so an in-memory
+// thread that ran flat out could show 0.35 cores.
+TEST(VectorRuns, FiguresAreTakenOverWholeTimedRuns) {
+  const std::vector<double> seconds{0.5, 0.1, 0.1, 0.1, 0.2, 0.15, 0.4};
+  const auto runs = bench::timed_runs(seconds, 3, 0.3);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0], std::make_pair(size_t{1}, size_t{4}));  // 0.1 + 0.1 + 0.1 reaches 0.3
+  EXPECT_EQ(runs[1], std::make_pair(size_t{4}, size_t{6}));  // 0.2 + 0.15
+  EXPECT_EQ(runs[2], std::make_pair(size_t{6}, size_t{7}));  // 0.4 alone
+  // CPU seconds per pass: the last pass of run 0 shows none (a coarse clock), the run 0.2 / 0.3.
+  const std::vector<double> cpu{0.5, 0.1, 0.1, 0.0, 0.2, 0.15, 0.2};
+  EXPECT_NEAR(bench::run_median(cpu, seconds, {runs[0]}), 2.0 / 3.0, 1e-12);
+  // Per run: 0.2 / 0.3, 0.35 / 0.35 and 0.2 / 0.4; the median is 0.2 / 0.3.
+  EXPECT_NEAR(bench::run_median(cpu, seconds, runs), 2.0 / 3.0, 1e-12);
+  // Runs beyond the passes recorded are not invented; min_seconds 0 makes one pass a run.
+  EXPECT_EQ(bench::timed_runs(seconds, 9, 0.3).size(), 3u);
+  EXPECT_EQ(bench::timed_runs(seconds, 9, 0).size(), 6u);
+  EXPECT_EQ(bench::timed_runs({0.5}, 2, 0.3).size(), 0u);
+  EXPECT_EQ(bench::run_median(cpu, seconds, {}), 0.0);
+}
+
 // The vector bench end to end on a tiny clustered set: both indexes build (each at its own
 // page size, kept in its own directory), every timed run returns the same neighbours as the
 // first, recall is high at the largest parameter, and each JSON line names its page size.
