@@ -391,7 +391,6 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
 
 std::string fraction_label(double f) { return f == 0 ? "mem" : fmt::format("{:.0f}%", f * 100); }
 
-// The medians over the timed runs (the last `repeat` of each record; the first is the warm-up).
 void report(const std::vector<micro::Result>& results, const std::vector<std::shared_ptr<CaseRecord>>& recs,
             const data::Dataset& ds, const VectorConfig& c, const std::string& extra_json,
             const std::vector<BuiltIndex>& built, const std::vector<std::string>& index_names) {
@@ -554,7 +553,6 @@ double run_median(const std::vector<double>& amount, const std::vector<double>& 
   }
   return v.empty() ? 0 : micro::median(v);
 }
-
 
 int run_vector(const VectorConfig& c) {
   if (c.k == 0) throw Error(ErrorCode::kInvalidArgument, "--k must be at least 1");

@@ -19,12 +19,20 @@ case "$cmd" in
     [[ "$mb" =~ ^[0-9]+$ ]] && (( mb >= 64 )) || { echo "ram_disk: MB must be a whole number >= 64, got '$mb'" >&2; exit 2; }
     [ "$(id -u)" -eq 0 ] || { echo "ram_disk: needs root (losetup, mount)" >&2; exit 2; }
     if mountpoint -q "$dir"; then echo "ram_disk: $dir is already a mount point" >&2; exit 2; fi
+    # Mounting over a directory hides what it holds: only an empty or new one is taken.
+    if [ -e "$dir" ] && { [ ! -d "$dir" ] || [ -n "$(ls -A "$dir")" ]; }; then
+      echo "ram_disk: $dir exists and is not an empty directory" >&2; exit 2
+    fi
     mkdir -p "$dir" "$backing_dir"
     img="$backing_dir/$(echo "$dir" | tr / _).img"
+    dev=""
+    # A failure after this point gives back what was made: no loop device or RAM is left.
+    trap '[ -n "$dev" ] && losetup -d "$dev" 2>/dev/null; rm -f "$img"' ERR
     truncate -s "${mb}M" "$img"
     dev=$(losetup --find --show "$img")
     mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev"
     mount "$dev" "$dir"
+    trap - ERR
     echo "ram_disk: $dir on $dev ($mb MB, backed by $img)"
     ;;
   down)
