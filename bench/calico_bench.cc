@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   v->add_option("--nlist", vec.nlist, "IVF lists (0: 4 sqrt(n) rounded down to a power of two)")->capture_default_str();
   v->add_option("--nprobe", vec.nprobe, "IVF nprobe sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
   v->add_option("--ivf-batch", vec.ivf_batch, "IVF queries per search_batch call (1: one search per query)")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
+  v->add_option("--hnsw-batch", vec.hnsw_batch, fmt::format("HNSW queries in flight per thread (search_batch; 1: one search at a time; comma list: a sweep; at most {})", calico::bench::kMaxHnswBatch))->delimiter(',')->capture_default_str()->check(CLI::Range(1u, calico::bench::kMaxHnswBatch));
   v->add_option("--k", vec.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--translations", vec.translations, fmt::format("translation variants, comma list (known: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
   v->add_option("--threads", vec.threads, "search threads (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 256));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -51,7 +53,13 @@ struct HnswKind {
   static constexpr const char* kParam = "ef";
   template <class Pool>
   using Index = index::BasicHnsw<Pool>;
-  using State = index::HnswSearchState;
+  // A thread's search states: one per query it has in flight (--hnsw-batch).
+  struct State : std::vector<index::HnswSearchState> {
+    template <class Ix>
+    explicit State(const Ix& ix) {
+      emplace_back(ix);
+    }
+  };
   static uint64_t estimate_bytes(const VectorConfig& c, uint64_t n, uint32_t dim) {
     return n * (uint64_t{dim} * 4 + uint64_t{c.M} * 8 + 96);
   }
@@ -62,12 +70,20 @@ struct HnswKind {
     return fmt::format(R"("M":{},"ef_construction":{})", c.M, c.ef_construction);
   }
   static const std::vector<uint32_t>& sweep(const VectorConfig& c) { return c.ef; }
-  static uint32_t batch(const VectorConfig&) { return 1; }
-  // Searches queries [q0, q0 + n) one at a time.
+  static std::vector<uint32_t> batches(const VectorConfig& c) { return c.hnsw_batch; }
+  // Searches queries [q0, q0 + n): one at a time when n == 1, else n in flight at once
+  // (search_batch), with one state per query in flight (made by the first, untimed, pass).
   template <class Ix, class Opts>
   static void search_block(const Ix& ix, const data::Dataset& ds, uint64_t q0, uint64_t n, const Opts& o, State& st,
                            std::vector<Neighbor>* out) {
-    for (uint64_t i = 0; i < n; ++i) ix.search(ds.queries.row(q0 + i), o, st, &out[i]);
+    if (n == 1) {
+      ix.search(ds.queries.row(q0), o, st.front(), out);
+      return;
+    }
+    while (st.size() < n) st.emplace_back(ix);
+    std::array<const float*, kMaxHnswBatch> qs;
+    for (uint64_t i = 0; i < n; ++i) qs[i] = ds.queries.row(q0 + i);
+    ix.search_batch(std::span<const float* const>(qs.data(), n), o, std::span(st.data(), n), std::span(out, n));
   }
   static std::vector<uint32_t> lookaheads(const VectorConfig& c) { return c.lookahead; }
   static index::HnswSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch,
@@ -127,7 +143,7 @@ struct IvfKind {
     return fmt::format(R"("nlist":{})", nlist(c, n));
   }
   static const std::vector<uint32_t>& sweep(const VectorConfig& c) { return c.nprobe; }
-  static uint32_t batch(const VectorConfig& c) { return c.ivf_batch; }
+  static std::vector<uint32_t> batches(const VectorConfig& c) { return {c.ivf_batch}; }
   // Searches queries [q0, q0 + n): one search_batch (the centroids ranked by one sgemm) when
   // n > 1, as faiss searches a batch.
   template <class Ix, class Opts>
@@ -299,7 +315,7 @@ struct CaseRecord {
   uint64_t pool_bytes = 0;
   unsigned threads = 1;
   uint32_t param = 0;
-  uint32_t batch = 1;  // queries per search call (IVF search_batch)
+  uint32_t batch = 1;  // queries per search call (search_batch: IVF ranks them at once, HNSW has them in flight)
   uint32_t lookahead = index::HnswSearchOptions{}.lookahead;  // HNSW only
   bool optimistic = true, prefetch = true, huge_pages = true;
   std::vector<std::vector<Neighbor>> results, first;
@@ -308,6 +324,7 @@ struct CaseRecord {
   // seconds its reads spent in flight, summed (PoolStats::read_inflight_ns), and the
   // process's CPU seconds (user + system).
   std::vector<double> seconds, reads, inflight_seconds, cpu_seconds;
+  std::vector<double> faults;  // per pass: the reads that were faults (the thread waited for each)
   // Per pass, from the device's counters (disk_stats.h; empty when it has none): the reads
   // it completed and the seconds they spent in flight, summed (iostat's aqu-sz numerator).
   std::vector<double> disk_reads, disk_busy_seconds;
@@ -370,6 +387,7 @@ micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Datas
       rec->frame_huge_bytes = after.frame_huge_page_bytes;
     }
     rec->reads.push_back(double(after.faults - before.faults) + double(after.prefetch_issued - before.prefetch_issued));
+    rec->faults.push_back(double(after.faults - before.faults));
     rec->inflight_seconds.push_back(1e-9 * double(after.read_inflight_ns - before.read_inflight_ns));
     if (const auto disk1 = bench::disk_read_counters(t->dir); disk0 && disk1) {
       rec->disk_reads.push_back(double(disk1->reads - disk0->reads));
@@ -407,6 +425,7 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
     const auto runs = timed_runs(rec.seconds, c.repeat, c.min_seconds);
     const std::vector<double> queries(rec.seconds.size(), double(ds.queries.rows));
     const double reads = run_median(rec.reads, queries, runs);
+    const double faults = run_median(rec.faults, queries, runs);
     const double iops = run_median(rec.reads, rec.seconds, runs);
     const double depth = run_median(rec.inflight_seconds, rec.seconds, runs);
     const double cores = run_median(rec.cpu_seconds, rec.seconds, runs);
@@ -431,10 +450,10 @@ void report(const std::vector<micro::Result>& results, const std::vector<std::sh
       json << fmt::format(
           R"({{"experiment":"vector","system":"calico","index":"{}","translation":"{}","pool_fraction":{},"pool_bytes":{},)"
           R"("threads":{},"{}":{},"batch":{},"lookahead":{},"k":{},"page_size":{},"optimistic":{},"prefetch":{},"huge_pages":{},"prewarm":{},"recall":{:.5f},"qps":{:.1f},)"
-          R"("qps_runs":[{}],"reads_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"disk_depth":{},"disk_iops":{},"cpu_cores":{:.2f},"result_mismatches":{},"frame_bytes":{},"frame_huge_page_bytes":{},)"
+          R"("qps_runs":[{}],"reads_per_query":{:.2f},"faults_per_query":{:.2f},"iops":{:.0f},"read_depth":{:.2f},"disk_depth":{},"disk_iops":{},"cpu_cores":{:.2f},"result_mismatches":{},"frame_bytes":{},"frame_huge_page_bytes":{},)"
           R"("build_s":{:.1f},"build_threads":{},"index_bytes":{},"dataset":"{}","n":{},"dim":{},"queries":{},{}"machine":{{{}}}}})",
           rec.index, rec.translation, rec.fraction, rec.pool_bytes, rec.threads, rec.index == "hnsw" ? "ef" : "nprobe",
-          rec.param, rec.batch, rec.index == "hnsw" ? rec.lookahead : 0, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, iops,
+          rec.param, rec.batch, rec.index == "hnsw" ? rec.lookahead : 0, c.k, rec.index == "hnsw" ? c.hnsw_page_size : c.ivf_page_size, rec.optimistic, rec.prefetch, rec.huge_pages, rec.fraction == 0 && c.prewarm, recall, qps, qps_runs, reads, faults, iops,
           depth, disk ? fmt::format("{:.2f}", disk_depth) : "null", disk ? fmt::format("{:.0f}", disk_iops) : "null",
           cores, rec.mismatches, rec.frame_bytes, rec.frame_huge_bytes, bi < built.size() ? built[bi].build_s : 0.0, bi < built.size() ? built[bi].build_threads : 0,
           bi < built.size() ? built[bi].bytes : 0, ds.name, ds.base.rows, ds.base.dim, ds.queries.rows, extra_json,
@@ -464,6 +483,7 @@ void add_sweep(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex&
           for (unsigned th : c.threads) {
             for (uint32_t p : Kind::sweep(c)) {
              for (uint32_t la : Kind::lookaheads(c)) {
+             for (uint32_t bt : Kind::batches(c)) {
               auto rec = std::make_shared<CaseRecord>();
               rec->lookahead = la;
               rec->index = Kind::kName;
@@ -472,13 +492,15 @@ void add_sweep(const VectorConfig& c, const data::Dataset& ds, const BuiltIndex&
               rec->pool_bytes = t->pool_bytes;
               rec->threads = th;
               rec->param = p;
-              rec->batch = Kind::batch(c);
+              rec->batch = bt;
               rec->optimistic = c.optimistic;
               rec->prefetch = c.prefetch;
-              rec->workload = fmt::format("{} {}={} t={} pool={}{}", Kind::kName, Kind::kParam, p, th, fraction_label(f),
-                                          Kind::lookaheads(c).size() > 1 ? fmt::format(" ahead={}", la) : "");
-              cases.push_back(search_case(t, ds, c.k, p, th, c.optimistic, c.prefetch, rec, Kind::batch(c)));
+              rec->workload = fmt::format("{} {}={} t={} pool={}{}{}", Kind::kName, Kind::kParam, p, th, fraction_label(f),
+                                          Kind::lookaheads(c).size() > 1 ? fmt::format(" ahead={}", la) : "",
+                                          Kind::batches(c).size() > 1 ? fmt::format(" batch={}", bt) : "");
+              cases.push_back(search_case(t, ds, c.k, p, th, c.optimistic, c.prefetch, rec, bt));
               recs.push_back(rec);
+             }
              }
             }
           }

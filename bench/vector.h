@@ -13,7 +13,8 @@
 //   4. sweeps ef_search (HNSW) or nprobe (IVF) x threads; each case searches every query
 //      once, queries handed out to the threads one at a time (IVF with --ivf-batch N > 1:
 //      N at a time, searched by one search_batch call, as faiss ranks a batch's centroids
-//      with one matrix product); a warm-up run, then --repeat
+//      with one matrix product; HNSW with --hnsw-batch N > 1: N at a time in flight on the
+//      thread, search_batch); a warm-up run, then --repeat
 //      rounds with every case interleaved (micro_harness.h), medians;
 //   5. reports per case recall@k (against the ground truth), QPS, the speedup over array
 //      (paired per round), reads per query and achieved IOPS (pool faults + prefetch reads),
@@ -34,6 +35,8 @@
 #include <vector>
 
 namespace calico::bench {
+
+inline constexpr uint32_t kMaxHnswBatch = 64;
 
 struct VectorConfig {
   // Dataset (bench/data/dataset.h).
@@ -56,6 +59,10 @@ struct VectorConfig {
   // IVF queries per search_batch call (1: search() per query, the default: blocks of 32
   // measured slower, docs/vector_ivf.md)
   uint32_t ivf_batch = 1;
+  // HNSW queries in flight per thread, at most kMaxHnswBatch (search_batch: they take turns,
+  // so that a thread keeps several expansions' reads on the device); a list is a sweep,
+  // interleaved like the rest.
+  std::vector<uint32_t> hnsw_batch = {1};
   uint32_t k = 10;
   // Runs.
   std::vector<std::string> translations = {"array"};

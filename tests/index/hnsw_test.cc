@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -127,6 +128,23 @@ std::vector<std::vector<Neighbor>> search_all(const BasicHnsw<Pool>& h, const st
   return out;
 }
 
+// search_all through search_batch, `batch` queries in flight at a time (the last batch
+// shorter when batch does not divide the query count).
+template <class Pool>
+std::vector<std::vector<Neighbor>> search_all_batched(const BasicHnsw<Pool>& h, const std::vector<float>& queries,
+                                                      const HnswSearchOptions& opt, size_t batch) {
+  std::vector<HnswSearchState> states;
+  for (size_t i = 0; i < batch; ++i) states.emplace_back(h);
+  std::vector<std::vector<Neighbor>> out(queries.size() / h.dim());
+  std::vector<const float*> qs;
+  for (size_t q0 = 0; q0 < out.size(); q0 += batch) {
+    qs.clear();
+    for (size_t q = q0; q < std::min(out.size(), q0 + batch); ++q) qs.push_back(&queries[q * h.dim()]);
+    h.search_batch(qs, opt, states, std::span(out).subspan(q0, qs.size()));
+  }
+  return out;
+}
+
 std::vector<std::vector<Neighbor>> exact_all(const Reference& ref, const std::vector<float>& queries, uint32_t k) {
   std::vector<std::vector<Neighbor>> out;
   for (size_t q = 0; q < queries.size() / ref.dim; ++q) out.push_back(ref.exact(&queries[q * ref.dim], k, ref.size()));
@@ -147,7 +165,8 @@ TYPED_TEST_SUITE(HnswOnEveryTranslation, testing::EvictingPools, testing::PoolNa
 
 // 1,000 vectors of dim 16 (M 8: 29 nodes per 4 KB page, 35 level-0 pages plus the upper
 // region and the metadata) in a 36-frame pool: recall@10 >= 0.9 at ef 64 for L2; every read
-// mode, prefetch and read-ahead setting returns exactly the same lists; the structure holds.
+// mode, prefetch and read-ahead setting, searching alone or in batches (search_batch),
+// returns exactly the same lists; the structure holds.
 TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   TempDir dir;
   const std::vector<float> all = clustered(1100, kDim, 40, 1);
@@ -168,8 +187,17 @@ TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   for (bool optimistic : {true, false}) {
     for (bool prefetch : {true, false}) {
       for (uint32_t lookahead : {0u, 1u, 2u, 6u}) {
-        EXPECT_EQ(search_all(h, queries, HnswSearchOptions{10, kSearchEf, optimistic, prefetch, lookahead}), got)
+        const HnswSearchOptions opt{10, kSearchEf, optimistic, prefetch, lookahead};
+        EXPECT_EQ(search_all(h, queries, opt), got)
             << "optimistic " << optimistic << " prefetch " << prefetch << " lookahead " << lookahead;
+        // Searches in flight together on one thread, evicting each other's pages, return
+        // what each returns alone (at the default read-ahead: each pass takes ~0.5 s here).
+        if (lookahead != HnswSearchOptions{}.lookahead) continue;
+        for (size_t batch : {7u, 100u}) {
+          EXPECT_EQ(search_all_batched(h, queries, opt, batch), got)
+              << "batch " << batch << " optimistic " << optimistic << " prefetch " << prefetch << " lookahead "
+              << lookahead;
+        }
       }
     }
   }
@@ -243,8 +271,9 @@ TEST(Hnsw, ReusedSearchStateMatchesAFreshOneAcrossEpochWraps) {
   }
 }
 
-// Three threads add (interleaved ids) while two search, in a pool of `frames` frames; every result must
-// name a node with its exact distance; afterwards the structure and the recall hold.
+// Three threads add (interleaved ids) while two search (one of them three queries at a time,
+// search_batch), in a pool of `frames` frames; every result must name a node with its exact
+// distance; afterwards the structure and the recall hold.
 template <class Pool>
 void concurrent_add_and_search(uint32_t n, uint32_t frames) {
   TempDir dir;
@@ -267,19 +296,31 @@ void concurrent_add_and_search(uint32_t n, uint32_t frames) {
       adders_done.fetch_add(1);
     });
   }
+  // Thread 0 searches one query at a time, thread 1 three at a time (search_batch).
   for (uint32_t t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
-      HnswSearchState st(h);
-      std::vector<Neighbor> res;
+      const uint32_t batch = t == 0 ? 1 : 3;
+      std::vector<HnswSearchState> states;
+      for (uint32_t b = 0; b < batch; ++b) states.emplace_back(h);
+      std::vector<std::vector<Neighbor>> res(batch);
+      std::vector<const float*> qs(batch);
       for (uint32_t i = t; adders_done.load() < kAdders || i < 20; ++i) {
-        const float* q = &queries[size_t{i % 50} * kDim];
-        h.search(q, HnswSearchOptions{10, 32, i % 3 != 0, i % 2 == 0}, st, &res);
-        searches.fetch_add(1);
-        bool ok = !res.empty() && res.size() <= 10;
-        for (size_t j = 0; ok && j < res.size(); ++j) {
-          ok = res[j].id < n && res[j].distance == ref.distance(q, res[j].id) && (j == 0 || res[j - 1] < res[j]);
+        for (uint32_t b = 0; b < batch; ++b) qs[b] = &queries[size_t{(i + 17 * b) % 50} * kDim];
+        const HnswSearchOptions opt{10, 32, i % 3 != 0, i % 2 == 0};
+        if (batch == 1) {
+          h.search(qs[0], opt, states[0], &res[0]);
+        } else {
+          h.search_batch(qs, opt, states, res);
         }
-        if (!ok) bad.fetch_add(1);
+        for (uint32_t b = 0; b < batch; ++b) {
+          searches.fetch_add(1);
+          bool ok = !res[b].empty() && res[b].size() <= 10;
+          for (size_t j = 0; ok && j < res[b].size(); ++j) {
+            ok = res[b][j].id < n && res[b][j].distance == ref.distance(qs[b], res[b][j].id) &&
+                 (j == 0 || res[b][j - 1] < res[b][j]);
+          }
+          if (!ok) bad.fetch_add(1);
+        }
       }
     });
   }
@@ -365,6 +406,13 @@ TEST(Hnsw, BadInputIsRejectedAndLeavesTheIndexIntact) {
     const float q[4] = {1, 2, 3, 4};
     h.search(q, HnswSearchOptions{}, st, &out);
     EXPECT_TRUE(out.empty()) << "an empty index has no neighbours";
+    {
+      std::vector<HnswSearchState> two{HnswSearchState(h), HnswSearchState(h)};
+      std::vector<std::vector<Neighbor>> outs{{{1.0f, 1}}, {{1.0f, 2}}};
+      const std::vector<const float*> qs{q, q};
+      h.search_batch(qs, HnswSearchOptions{}, two, outs);
+      EXPECT_TRUE(outs[0].empty() && outs[1].empty()) << "an empty index has no neighbours";
+    }
     h.add(3, q);
     const float nan[4] = {1, std::numeric_limits<float>::quiet_NaN(), 0, 0};
     const float inf[4] = {std::numeric_limits<float>::infinity(), 0, 0, 0};
@@ -375,6 +423,17 @@ TEST(Hnsw, BadInputIsRejectedAndLeavesTheIndexIntact) {
     expect_error(ErrorCode::kInvalidArgument, [&] { h.add(4, inf); });
     expect_error(ErrorCode::kInvalidArgument, [&] { h.search(q, HnswSearchOptions{0}, st, &out); });
     expect_error(ErrorCode::kInvalidArgument, [&] { h.search(nan, HnswSearchOptions{}, st, &out); });
+    {  // search_batch: a bad query anywhere in the batch fails it before any search starts,
+       // and too few states or outputs are refused.
+      std::vector<HnswSearchState> two{HnswSearchState(h), HnswSearchState(h)};
+      std::vector<std::vector<Neighbor>> outs{{{1.0f, 1}}, {{1.0f, 2}}};
+      const std::vector<const float*> bad_last{q, nan}, three{q, q, q};
+      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(bad_last, HnswSearchOptions{}, two, outs); });
+      EXPECT_EQ(outs[0], (std::vector<Neighbor>{{1.0f, 1}})) << "no search of a failed batch ran";
+      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(three, HnswSearchOptions{}, two, outs); });
+      expect_error(ErrorCode::kInvalidArgument,
+                   [&] { h.search_batch(bad_last, HnswSearchOptions{}, two, std::span(outs).first(1)); });
+    }
     if (m == Metric::kCosine) {
       expect_error(ErrorCode::kInvalidArgument, [&] { h.add(5, zero); });
       expect_error(ErrorCode::kInvalidArgument, [&] { h.search(zero, HnswSearchOptions{}, st, &out); });
