@@ -82,8 +82,13 @@ struct HnswKind {
     }
     while (st.size() < n) st.emplace_back(ix);
     std::array<const float*, kMaxHnswBatch> qs;
-    for (uint64_t i = 0; i < n; ++i) qs[i] = ds.queries.row(q0 + i);
-    ix.search_batch(std::span<const float* const>(qs.data(), n), o, std::span(st.data(), n), std::span(out, n));
+    std::array<index::HnswSearchState*, kMaxHnswBatch> states;
+    for (uint64_t i = 0; i < n; ++i) {
+      qs[i] = ds.queries.row(q0 + i);
+      states[i] = &st[i];
+    }
+    ix.search_batch(std::span<const float* const>(qs.data(), n), o,
+                    std::span<index::HnswSearchState* const>(states.data(), n), std::span(out, n));
   }
   static std::vector<uint32_t> lookaheads(const VectorConfig& c) { return c.lookahead; }
   static index::HnswSearchOptions options(uint32_t k, uint32_t param, bool optimistic, bool prefetch,

@@ -25,6 +25,7 @@
 # EFC=100 EF=16,32,64,128,256,512 (to recall 0.99 at 1M) NPROBE=1,2,4,8,16,32 THREADS=1,2 ROUNDS=3
 # TRANSLATIONS=array (in memory; e.g. array,vmcache,hash_open) LTM_FRACTIONS=0.5,0.2,0.1
 # LTM_TRANSLATIONS=array,vmcache LTM_EF=50 LTM_THREADS=THREADS LTM_REPEAT=3 PEER_LTM_QUERIES=100 PEER_LTM_TIMEOUT=600
+# LTM_BATCH=1 (HNSW queries in flight per thread, calico_bench vector --hnsw-batch; a comma list is a sweep)
 # PEER_LTM_READAHEAD_KB (read_ahead_kb of the index's disk during usearch's view runs; default: as is)
 # SKIP_MEMORY=1 (only the larger-than-memory part, e.g. REPORT=vector_ltm) SKIP_LTM=1 SKIP_PEERS=1 SKIP_ABLATION=1. The disk's readahead (/sys/block/*/queue/read_ahead_kb)
 # decides how much usearch's mapped view reads per fault: report it with the results.
@@ -41,7 +42,7 @@ N=${N:-1000000} DIM=${DIM:-$DEFAULT_DIM} CLUSTERS=${CLUSTERS:-1000} QUERIES=${QU
 M=${M:-16} EFC=${EFC:-100} EF=${EF:-16,32,64,128,256,512} NPROBE=${NPROBE:-1,2,4,8,16,32}
 THREADS=${THREADS:-1,2} ROUNDS=${ROUNDS:-3} TRANSLATIONS=${TRANSLATIONS:-array}
 LTM_FRACTIONS=${LTM_FRACTIONS:-0.5,0.2,0.1} LTM_TRANSLATIONS=${LTM_TRANSLATIONS:-array,vmcache} LTM_EF=${LTM_EF:-50}
-LTM_THREADS=${LTM_THREADS:-$THREADS} LTM_REPEAT=${LTM_REPEAT:-3}
+LTM_THREADS=${LTM_THREADS:-$THREADS} LTM_REPEAT=${LTM_REPEAT:-3} LTM_BATCH=${LTM_BATCH:-1}
 
 bash "$ROOT/scripts/setup.sh"
 cmake -S "$ROOT" -B "$ROOT/build-vector" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCALICO_CHECKS_LEVEL=1 \
@@ -82,7 +83,7 @@ fi
 if [ -z "${SKIP_LTM:-}" ]; then
   log "larger than memory: Calico (pool at $LTM_FRACTIONS of the index)"
   "$BENCH" vector "${data[@]}" --index hnsw --ef "$LTM_EF" --threads "$LTM_THREADS" --translations "$LTM_TRANSLATIONS" \
-    --pool-fraction "$LTM_FRACTIONS" --repeat "$LTM_REPEAT" --json "$JSON" 2>&1 | tee "$OUT/ltm.log"
+    --pool-fraction "$LTM_FRACTIONS" --repeat "$LTM_REPEAT" --hnsw-batch "$LTM_BATCH" --json "$JSON" 2>&1 | tee "$OUT/ltm.log"
   if [ -z "${SKIP_PEERS:-}" ]; then
     log "larger than memory: usearch view (memory cgroup)"
     "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems usearch_view --threads 1 --ef "$LTM_EF" \
@@ -106,7 +107,7 @@ fi
 
 log "report"
 ltm_args=""
-[ -n "${SKIP_LTM:-}" ] || ltm_args=" LTM_FRACTIONS=$LTM_FRACTIONS LTM_THREADS=$LTM_THREADS${PEER_LTM_READAHEAD_KB:+ PEER_LTM_READAHEAD_KB=$PEER_LTM_READAHEAD_KB}${PEER_LTM_QUERIES:+ PEER_LTM_QUERIES=$PEER_LTM_QUERIES}"
+[ -n "${SKIP_LTM:-}" ] || ltm_args=" LTM_FRACTIONS=$LTM_FRACTIONS LTM_THREADS=$LTM_THREADS LTM_BATCH=$LTM_BATCH${PEER_LTM_READAHEAD_KB:+ PEER_LTM_READAHEAD_KB=$PEER_LTM_READAHEAD_KB}${PEER_LTM_QUERIES:+ PEER_LTM_QUERIES=$PEER_LTM_QUERIES}"
 REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT/vector.jsonl
 mkdir -p "$ROOT/docs/$REPORT"
 cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"

@@ -39,7 +39,10 @@ def norm(r):
         index = r["index"]
         param = r.get("ef") if index == "hnsw" else r.get("nprobe")
         system = "calico" if not r.get("ablation") else "calico ablation"
-        return dict(system=system, index=index, translation=r["translation"],
+        translation = r["translation"]
+        if index == "hnsw" and int(r.get("batch", 1)) > 1:  # --hnsw-batch: queries in flight per thread
+            translation = f"{translation}, {r['batch']} in flight"
+        return dict(system=system, index=index, translation=translation,
                     fraction=float(r.get("pool_fraction", 0)), threads=int(r["threads"]), param=int(param),
                     recall=r["recall"], qps=r["qps"], reads=r.get("reads_per_query"), iops=r.get("iops"),
                     disk_iops=r.get("disk_iops"), disk_depth=r.get("disk_depth"), cpu_cores=r.get("cpu_cores"),

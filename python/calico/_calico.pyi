@@ -124,12 +124,16 @@ class HnswIndex:
         bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
         """
 
-    def search(self, queries: Vectors, k: int = 10, ef: int | None = None, num_threads: int = 0) -> SearchResult:
+    def search(
+        self, queries: Vectors, k: int = 10, ef: int | None = None, num_threads: int = 0, in_flight: int = 1
+    ) -> SearchResult:
         """
         The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or
         one [dim]): (ids uint64 [n, k], distances float32 [n, k]), ascending by distance. ``ef``
-        is the beam width (None: max(50, k); raised to k). Raises TypeError (dtype/layout),
-        InvalidArgumentError (dim, k = 0, k > len(self), NaN/inf).
+        is the beam width (None: max(50, k); raised to k). ``in_flight`` (1 to 64): queries each
+        thread searches at once, taking turns; an index larger than the pool then keeps more
+        reads on the disk (same results). Raises TypeError (dtype/layout), InvalidArgumentError
+        (dim, k = 0, k > len(self), NaN/inf, in_flight).
         """
 
     def __len__(self) -> int:

@@ -57,6 +57,7 @@ struct SearchKnobs {
   bool optimistic = true;
   bool prefetch = true;
   unsigned threads = 0;  // 0: one per core (at most one per 8 queries)
+  uint32_t in_flight = 1;  // HNSW: queries in flight per thread (BasicHnsw::search_batch)
 };
 
 class VectorIndexApi : public IndexApi {

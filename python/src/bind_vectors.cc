@@ -37,6 +37,9 @@ const char* metric_name(MetricName m) {
 
 namespace {
 
+// HnswIndex.search's in_flight: at most this many queries in flight per thread.
+constexpr uint32_t kMaxInFlight = 64;
+
 // The Python object: the shared index plus this handle's search knobs.
 template <class Api>
 struct VectorHandle {
@@ -59,10 +62,11 @@ void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, u
 
 // k checked against the index's size: k above it is an error (results would be padded).
 template <class Api>
-nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads) {
+nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads,
+                      uint32_t in_flight = 1) {
   FloatRows rows(queries, h.api->dim(), "queries");
   const VectorBatch& q = rows.batch();
-  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads};
+  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight};
   if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
   OutArray<uint64_t> ids(q.rows, k);
   OutArray<float> dist(q.rows, k);
@@ -124,14 +128,20 @@ void bind_vectors(nb::module_& m) {
            "bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
       .def(
           "search",
-          [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads) {
-            return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads);
+          [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads, uint32_t in_flight) {
+            if (in_flight < 1 || in_flight > kMaxInFlight) {
+              throw Error(ErrorCode::kInvalidArgument, "search: in_flight must be 1 to " + std::to_string(kMaxInFlight) +
+                                                           " (got " + std::to_string(in_flight) + ")");
+            }
+            return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads, in_flight);
           },
-          "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "num_threads"_a = 0,
+          "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "num_threads"_a = 0, "in_flight"_a = 1,
           "The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or\n"
           "one [dim]): (ids uint64 [n, k], distances float32 [n, k]), ascending by distance. ``ef``\n"
-          "is the beam width (None: max(50, k); raised to k). Raises TypeError (dtype/layout),\n"
-          "InvalidArgumentError (dim, k = 0, k > len(self), NaN/inf).")
+          "is the beam width (None: max(50, k); raised to k). ``in_flight`` (1 to 64): queries each\n"
+          "thread searches at once, taking turns; an index larger than the pool then keeps more\n"
+          "reads on the disk (same results). Raises TypeError (dtype/layout), InvalidArgumentError\n"
+          "(dim, k = 0, k > len(self), NaN/inf, in_flight).")
       .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors added.")
       .def(
           "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,

@@ -4,13 +4,16 @@
 // before its first row is added, so that bad input adds nothing.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "api.h"
 #include "batch.h"
@@ -86,8 +89,7 @@ class HnswImpl final : public HnswApi {
     opt.optimistic = knobs.optimistic;
     opt.prefetch = knobs.prefetch;
     const unsigned threads = threads_for(q.rows, knobs.threads, 8);
-    auto run = [&](uint64_t i, index::HnswSearchState& st, std::vector<vector::Neighbor>& out) {
-      h.search(q.data + i * h.dim(), opt, st, &out);
+    auto emit = [&](uint64_t i, const std::vector<vector::Neighbor>& out) {
       for (uint32_t j = 0; j < knobs.k; ++j) {
         const bool have = j < out.size();
         ids[i * knobs.k + j] = have ? out[j].id : std::numeric_limits<uint64_t>::max();
@@ -95,6 +97,32 @@ class HnswImpl final : public HnswApi {
       }
     };
     auto make = [&] { return std::make_unique<index::HnswSearchState>(h); };
+    if (knobs.in_flight > 1) {  // blocks of in_flight rows, each one search_batch on one thread
+      const uint64_t per = knobs.in_flight;
+      const uint64_t blocks = (q.rows + per - 1) / per;
+      const unsigned workers = static_cast<unsigned>(std::min<uint64_t>(threads, blocks));
+      std::vector<typename StatePool<index::HnswSearchState>::Lease> leases;
+      std::vector<index::HnswSearchState*> states;  // worker w's are [w * per, (w + 1) * per)
+      for (uint64_t s = 0; s < uint64_t{workers} * per; ++s) {
+        leases.push_back(states_.acquire(make));
+        states.push_back(&*leases.back());
+      }
+      std::vector<std::vector<std::vector<vector::Neighbor>>> outs(workers, std::vector<std::vector<vector::Neighbor>>(per));
+      std::vector<std::vector<const float*>> rows(workers, std::vector<const float*>(per));
+      parallel_rows(blocks, workers, [&](unsigned w, uint64_t b) {
+        const uint64_t first = b * per, n = std::min<uint64_t>(per, q.rows - first);
+        for (uint64_t i = 0; i < n; ++i) rows[w][i] = q.data + (first + i) * h.dim();
+        h.search_batch(std::span<const float* const>(rows[w].data(), n), opt,
+                       std::span<index::HnswSearchState* const>(states.data() + w * per, n),
+                       std::span(outs[w].data(), n));
+        for (uint64_t i = 0; i < n; ++i) emit(first + i, outs[w][i]);
+      });
+      return;
+    }
+    auto run = [&](uint64_t i, index::HnswSearchState& st, std::vector<vector::Neighbor>& out) {
+      h.search(q.data + i * h.dim(), opt, st, &out);
+      emit(i, out);
+    };
     if (threads <= 1) {  // no allocation once a state is cached and out has grown
       auto st = states_.acquire(make);
       thread_local std::vector<vector::Neighbor> out;

@@ -62,6 +62,16 @@ def test_k_zero_and_k_larger_than_the_index(filled):
     intact()
 
 
+def test_in_flight_out_of_range(filled):
+    pool, h, ivf, t, queries, intact = filled
+    for bad in (0, 65):
+        with pytest.raises(calico.InvalidArgumentError, match="in_flight"):
+            h.search(queries, k=5, in_flight=bad)
+    with pytest.raises((TypeError, OverflowError)):
+        h.search(queries, k=5, in_flight=-1)
+    intact()
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_nan_and_inf_add_nothing_and_are_refused_in_queries(filled, bad):
     _, h, ivf, _, q, intact = filled

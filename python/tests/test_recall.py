@@ -65,3 +65,24 @@ def test_knobs_do_not_change_results(pool):
             got = h.search(queries, k=10)
             np.testing.assert_array_equal(got[0], want[0])
             np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_in_flight_searches_return_what_single_searches_return(data_dir):
+    # A pool of 64 frames under an index of ~150 pages: the searches in flight evict each
+    # other's pages between a hop's reads and its scoring.
+    p = calico.Pool(data_dir, pool_bytes=64 * 4096)
+    try:
+        base = clustered(3000, 64)
+        queries = clustered(37, 64, seed=5)
+        h = calico.HnswIndex(p, "h", dim=64, capacity=3000)
+        h.add(base, num_threads=1)
+        want = h.search(queries, k=10, num_threads=1)
+        assert recall(want[0], brute_force(base, queries, 10, "l2")) > 0.9
+        for in_flight in (2, 8, 64):
+            for threads in (1, 2):
+                got = h.search(queries, k=10, num_threads=threads, in_flight=in_flight)
+                np.testing.assert_array_equal(got[0], want[0])
+                np.testing.assert_array_equal(got[1], want[1])
+        assert p.stats()["evictions"] > 0
+    finally:
+        p.close()

@@ -391,32 +391,41 @@ class BasicHnsw {
   // in the same order as search() (results are identical; the tests compare them); only the
   // interleaving of their page accesses differs. The upper levels are descended one search
   // at a time (their few pages stay resident). out[i] is replaced by queries[i]'s results.
-  // Errors: as search() (checked for every query before any search starts); also
-  // kInvalidArgument when states or out are shorter than queries.
+  // states[i] is queries[i]'s state (distinct objects). Errors: as search() (checked for
+  // every query before any search starts); also kInvalidArgument when states or out are
+  // shorter than queries, or a state is given twice.
   void search_batch(std::span<const float* const> queries, const HnswSearchOptions& opt,
-                    std::span<HnswSearchState> states, std::span<std::vector<vector::Neighbor>> out) const {
+                    std::span<HnswSearchState* const> states, std::span<std::vector<vector::Neighbor>> out) const {
     const size_t n = queries.size();
     if (states.size() < n || out.size() < n) {
       throw Error(ErrorCode::kInvalidArgument, "hnsw search_batch: " + std::to_string(n) + " queries need as many states and outputs (got " +
                                                    std::to_string(states.size()) + " and " + std::to_string(out.size()) + ")");
     }
     const uint32_t ef = std::max(opt.ef, opt.k);
-    for (size_t i = 0; i < n; ++i) search_prepare(queries[i], opt, states[i]);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (states[j] == states[i]) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw search_batch: queries " + std::to_string(j) + " and " +
+                                                       std::to_string(i) + " were given the same state");
+        }
+      }
+      search_prepare(queries[i], opt, *states[i]);
+    }
     std::vector<uint32_t> active;  // the searches not over, by index
     active.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       out[i].clear();
-      if (search_start(opt, states[i]) &&
-          layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, states[i])) {
+      if (search_start(opt, *states[i]) &&
+          layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, *states[i])) {
         active.push_back(static_cast<uint32_t>(i));
       } else {
-        search_end(opt.k, states[i], &out[i]);
+        search_end(opt.k, *states[i], &out[i]);
       }
     }
     while (!active.empty()) {
       size_t kept = 0;
       for (const uint32_t i : active) {
-        HnswSearchState& st = states[i];
+        HnswSearchState& st = *states[i];
         layer_score(st.query_.data(), 0, ef, opt.optimistic, opt.prefetch, st);
         if (layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, st)) {
           active[kept++] = i;

@@ -128,6 +128,13 @@ std::vector<std::vector<Neighbor>> search_all(const BasicHnsw<Pool>& h, const st
   return out;
 }
 
+// Pointers to each of `states` (search_batch's argument).
+std::vector<HnswSearchState*> pointers(std::vector<HnswSearchState>& states) {
+  std::vector<HnswSearchState*> p;
+  for (HnswSearchState& s : states) p.push_back(&s);
+  return p;
+}
+
 // search_all through search_batch, `batch` queries in flight at a time (the last batch
 // shorter when batch does not divide the query count).
 template <class Pool>
@@ -140,7 +147,7 @@ std::vector<std::vector<Neighbor>> search_all_batched(const BasicHnsw<Pool>& h, 
   for (size_t q0 = 0; q0 < out.size(); q0 += batch) {
     qs.clear();
     for (size_t q = q0; q < std::min(out.size(), q0 + batch); ++q) qs.push_back(&queries[q * h.dim()]);
-    h.search_batch(qs, opt, states, std::span(out).subspan(q0, qs.size()));
+    h.search_batch(qs, opt, pointers(states), std::span(out).subspan(q0, qs.size()));
   }
   return out;
 }
@@ -310,7 +317,7 @@ void concurrent_add_and_search(uint32_t n, uint32_t frames) {
         if (batch == 1) {
           h.search(qs[0], opt, states[0], &res[0]);
         } else {
-          h.search_batch(qs, opt, states, res);
+          h.search_batch(qs, opt, pointers(states), res);
         }
         for (uint32_t b = 0; b < batch; ++b) {
           searches.fetch_add(1);
@@ -410,7 +417,7 @@ TEST(Hnsw, BadInputIsRejectedAndLeavesTheIndexIntact) {
       std::vector<HnswSearchState> two{HnswSearchState(h), HnswSearchState(h)};
       std::vector<std::vector<Neighbor>> outs{{{1.0f, 1}}, {{1.0f, 2}}};
       const std::vector<const float*> qs{q, q};
-      h.search_batch(qs, HnswSearchOptions{}, two, outs);
+      h.search_batch(qs, HnswSearchOptions{}, pointers(two), outs);
       EXPECT_TRUE(outs[0].empty() && outs[1].empty()) << "an empty index has no neighbours";
     }
     h.add(3, q);
@@ -423,16 +430,20 @@ TEST(Hnsw, BadInputIsRejectedAndLeavesTheIndexIntact) {
     expect_error(ErrorCode::kInvalidArgument, [&] { h.add(4, inf); });
     expect_error(ErrorCode::kInvalidArgument, [&] { h.search(q, HnswSearchOptions{0}, st, &out); });
     expect_error(ErrorCode::kInvalidArgument, [&] { h.search(nan, HnswSearchOptions{}, st, &out); });
-    {  // search_batch: a bad query anywhere in the batch fails it before any search starts,
-       // and too few states or outputs are refused.
+    {  // search_batch: a bad query anywhere in the batch fails it before any search starts;
+       // too few states or outputs, and a state given twice, are refused.
       std::vector<HnswSearchState> two{HnswSearchState(h), HnswSearchState(h)};
       std::vector<std::vector<Neighbor>> outs{{{1.0f, 1}}, {{1.0f, 2}}};
       const std::vector<const float*> bad_last{q, nan}, three{q, q, q};
-      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(bad_last, HnswSearchOptions{}, two, outs); });
+      const std::vector<HnswSearchState*> states = pointers(two), shared{&two[0], &two[0]};
+      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(bad_last, HnswSearchOptions{}, states, outs); });
       EXPECT_EQ(outs[0], (std::vector<Neighbor>{{1.0f, 1}})) << "no search of a failed batch ran";
-      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(three, HnswSearchOptions{}, two, outs); });
+      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(three, HnswSearchOptions{}, states, outs); });
       expect_error(ErrorCode::kInvalidArgument,
-                   [&] { h.search_batch(bad_last, HnswSearchOptions{}, two, std::span(outs).first(1)); });
+                   [&] { h.search_batch(bad_last, HnswSearchOptions{}, states, std::span(outs).first(1)); });
+      const std::vector<const float*> good{q, q};
+      expect_error(ErrorCode::kInvalidArgument, [&] { h.search_batch(good, HnswSearchOptions{}, shared, outs); });
+      EXPECT_EQ(outs[1], (std::vector<Neighbor>{{1.0f, 2}})) << "no search of a failed batch ran";
     }
     if (m == Metric::kCosine) {
       expect_error(ErrorCode::kInvalidArgument, [&] { h.add(5, zero); });
