@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/tpcc.sh [OUTDIR]: the TPC-C tables of docs/tpcc.md (issue 14), on a quiet machine.
 #
-#   inmem  every LIPAH configuration in memory: hash_open, vmcache, lipah and array, each with
+#   inmem  every LIPAH configuration in memory: hash_open, vmcache, lipah, array and array_hinted, each with
 #          index skipping off, on and remember, at 1 and 2 threads, W_INMEM warehouses
 #   ltm    the same larger than memory: W_LTM warehouses in a POOL_MB_LTM pool (O_DIRECT)
 #   variants  every other translation (conventional: no index skipping) beside array and
@@ -74,7 +74,7 @@ run() {
   grep -A40 "^TPC-C," "$OUT/$name.log"
 }
 
-lipah_configs=(--translation hash_open,vmcache,lipah,array --index-skipping off,on,remember --threads 1,2)
+lipah_configs=(--translation hash_open,vmcache,lipah,array,array_hinted --index-skipping off,on,remember --threads 1,2)
 for e in ${EXPERIMENTS//,/ }; do
   case $e in
     inmem | variants) rt=("${realtime[@]}") ;;

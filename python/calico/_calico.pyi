@@ -133,7 +133,8 @@ class HnswIndex:
         is the beam width (None: max(50, k); raised to k). ``in_flight`` (1 to 64): queries each
         thread searches at once, taking turns, with the same results; for an index larger than
         the pool, whose reads then overlap (8 on one thread: 1.2-1.45x QPS); in memory it is
-        slower. Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0,
+        slower. Each query in flight holds a search state of about one byte per node of the
+        capacity. Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0,
         k > len(self), NaN/inf, in_flight).
         """
 

@@ -141,7 +141,8 @@ void bind_vectors(nb::module_& m) {
           "is the beam width (None: max(50, k); raised to k). ``in_flight`` (1 to 64): queries each\n"
           "thread searches at once, taking turns, with the same results; for an index larger than\n"
           "the pool, whose reads then overlap (8 on one thread: 1.2-1.45x QPS); in memory it is\n"
-          "slower. Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0,\n"
+          "slower. Each query in flight holds a search state of about one byte per node of the\n"
+          "capacity. Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0,\n"
           "k > len(self), NaN/inf, in_flight).")
       .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors added.")
       .def(

@@ -13,7 +13,7 @@ import calico._calico as ext
 from conftest import POOL_BYTES, clustered
 
 VARIANTS = ["direct", "array", "array_sparse", "array_tiered", "hash_chained", "hash_open", "hash_lockfree", "predictive",
-            "vmcache", "vmcache_2m", "vmcache_n", "lipah"]
+            "vmcache", "vmcache_2m", "vmcache_n", "lipah", "array_hinted"]
 
 
 def test_every_translation_of_calico_bench_is_selectable():

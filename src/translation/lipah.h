@@ -18,8 +18,8 @@
 //
 // The fallback table. LIPAH's pool is a hash table from page id to frame; the registered
 // `lipah` falls back to `hash_open`'s table (src/translation/hash_open.h: partitioned
-// absl::flat_hash_map). Any Table of the pool's policy contract works; the tests also run
-// it over a table that counts its lookups.
+// absl::flat_hash_map), `array_hinted` to Calico's array. Any Table of the pool's policy
+// contract works; the tests also run it over a table that counts its lookups.
 //
 // B+trees (src/index/btree.h) on a pool with frame hints store a 4-byte frame hint next to
 // every child id and repair hints opportunistically: only when the exclusive latch of the
@@ -50,5 +50,14 @@ struct BasicLipahTranslation {
 
 // The registered `lipah` variant: frame hints over hash_open's mapping table.
 using LipahTranslation = BasicLipahTranslation<HashOpenTranslation::Table>;
+
+// `array_hinted`: the same frame hints over Calico's translation array (issue 15). A hinted
+// access is as in lipah; a miss falls back to the array's one flat load instead of a hash
+// probe, and the entries keep the array's size (a 64-bit word per page) and hole punching.
+// The array keeps one entry object per page for the pool's life (a punched page of entries
+// reads as zeros, which no hint check accepts), as the frames' entry pointers require.
+struct ArrayHintedTranslation : BasicLipahTranslation<TranslationArray> {
+  static constexpr std::string_view kName = "array_hinted";
+};
 
 }  // namespace calico::translation

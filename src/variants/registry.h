@@ -35,7 +35,8 @@ using AllTranslations = TranslationList<translation::DirectTranslation, translat
                                         translation::HashChainedTranslation, translation::HashOpenTranslation,
                                         translation::HashLockFreeTranslation, translation::PredictiveTranslation,
                                         translation::VmcacheTranslation, translation::Vmcache2mTranslation,
-                                        translation::LipahTranslation, translation::VmcacheNTranslation>;
+                                        translation::LipahTranslation, translation::ArrayHintedTranslation,
+                                        translation::VmcacheNTranslation>;
 
 template <class... Ts>
 std::vector<std::string> names_of(TranslationList<Ts...>) {
