@@ -8,6 +8,7 @@
 //   BasicHnsw::open(pool, name)                       an index written earlier (any process)
 //   add(id, v)                      inserts vector v as node id; thread-safe
 //   search(q, options, state, &out) the k approximate nearest neighbours; thread-safe
+//   search_batch(qs, options, states, outs)  several searches in flight on one thread
 //   size(), capacity(), dim(), params(), contains(id), check_structure()
 //
 // Algorithm (the paper's Algorithms 1, 2, 4, 5):
@@ -22,7 +23,9 @@
 //     level 0, M above) is cut back by the same heuristic around its owner;
 //   - search: greedy descent to level 1, then a beam search with max(ef, k) on level 0; with
 //     `prefetch`, expanding a node first hands its unvisited neighbours' pages and vector
-//     offsets to pool.prefetch_group (calico.txt Algorithm 4, section 5.1).
+//     offsets to pool.read_group (calico.txt Algorithm 4, section 5.1), and the greedy
+//     descent reads each upper-level list's pages as one group the same way;
+//     search_batch interleaves several searches' level-0 expansions on one thread.
 //   Distances are vector::distance_kernel(metric); cosine vectors (stored and queried) are
 //   normalised first and compared with the inner-product kernel.
 //
@@ -121,7 +124,8 @@ class BasicHnsw;
 
 // A search's scratch space: visited marks (epochs, one byte per node of the capacity),
 // candidate and result heaps, buffers for a list, a vector and a prefetch group. One per
-// thread, reused, so that a search allocates nothing once the heaps have grown to ef.
+// thread (one per query in flight for search_batch), reused, so that a search allocates
+// nothing once the heaps have grown to ef.
 // Cache-line aligned: a search writes its heaps' bounds and counters on every step, and
 // states kept side by side (one per thread in a vector) must not share a line.
 class alignas(64) HnswSearchState {
