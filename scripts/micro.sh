@@ -17,9 +17,15 @@
 # (every translation's pool is resident at once) and ~15 GB of disk for the memory sweep.
 #
 # scripts/micro.sh --quick [OUTDIR]: the headline ratios in a few minutes: scans (1 GB) and
-# B+tree lookups (5M records) on direct, array, vmcache_2m, vmcache and hash_open, 5 rounds
-# of runs of at least 0.5 s each; writes OUTDIR/micro.jsonl (default ./micro-quick) and
-# docs/micro/quick.jsonl (with the machine and the commit), and prints the paired ratios.
+# B+tree lookups (5M records) on direct, array, array_sparse, vmcache_2m, vmcache and
+# hash_open, 5 rounds of runs of at least 0.5 s each; writes OUTDIR/micro.jsonl (default
+# ./micro-quick) and docs/micro/quick.jsonl (with the machine and the commit), and prints the
+# paired ratios.
+#
+# The A/A control of --quick and --large: array_sparse runs array's hot path instruction for
+# instruction while nothing is evicted (src/translation/sparse_array.h; docs/hot_path.md), in
+# its own pool and its own code. Its ratio to array is what the machine alone makes of one
+# design: a difference between designs no larger than that is not resolved by the run.
 #
 # scripts/micro.sh --large [OUTDIR]: the headline workloads at the sizes of issue 15 (scans of
 # 4 GB, B+tree lookups on 20M records, BFS on 2M nodes), which do not fit as resident pools of
@@ -28,8 +34,9 @@
 # 1 s per workload; ratios are paired within a round. Writes OUTDIR/large.jsonl (default
 # ./micro-large; each line tagged with its round) and docs/micro/large.jsonl. Sizes and
 # rounds: ROUNDS (5), SCAN_MB (4096), RECORDS (20000000), NODES (2097152), LARGE_TRANSLATIONS
-# (direct,array,vmcache_2m,vmcache,hash_open), BFS_TRANSLATIONS (direct,array,vmcache_2m),
-# in the environment. About 40 minutes at the defaults; up to ~11 GB of RAM at once.
+# (direct,array,array_sparse,vmcache_2m,vmcache,hash_open), BFS_TRANSLATIONS
+# (direct,array,array_sparse,vmcache_2m), in the environment. About 12 minutes at the
+# defaults on this 2-core VM; up to ~11 GB of RAM at once.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mode=full
@@ -57,7 +64,7 @@ JSON="$OUT/micro.jsonl"
 : > "$JSON"
 commit=$(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown)
 if [[ $mode == quick ]]; then
-  common=(--translations direct,array,vmcache_2m,vmcache,hash_open --repeat 5 --min-seconds 0.5
+  common=(--translations direct,array,array_sparse,vmcache_2m,vmcache,hash_open --repeat 5 --min-seconds 0.5
           --data-dir "$OUT/data" --json "$JSON")
   "$BENCH" scan "${common[@]}" --data-mb 1024 --no-pinned 2>&1 | tee "$OUT/scan.log"
   "$BENCH" micro-btree "${common[@]}" --records 5000000 2>&1 | tee "$OUT/micro-btree.log"
@@ -65,8 +72,8 @@ if [[ $mode == quick ]]; then
   exit 0
 fi
 if [[ $mode == large ]]; then
-  IFS=, read -r -a large <<< "${LARGE_TRANSLATIONS:-direct,array,vmcache_2m,vmcache,hash_open}"
-  IFS=, read -r -a bfs <<< "${BFS_TRANSLATIONS:-direct,array,vmcache_2m}"
+  IFS=, read -r -a large <<< "${LARGE_TRANSLATIONS:-direct,array,array_sparse,vmcache_2m,vmcache,hash_open}"
+  IFS=, read -r -a bfs <<< "${BFS_TRANSLATIONS:-direct,array,array_sparse,vmcache_2m}"
   rounds=${ROUNDS:-5}
   LARGE="$OUT/large.jsonl"
   : > "$LARGE"
