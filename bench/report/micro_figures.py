@@ -289,7 +289,11 @@ def large_section(path):
           f"({meta.get('date', '?')}): each round runs one fresh process per translation (order rotated per "
           "round) that generates the same data from the same seed, warms up, and times one run of at least "
           "1 s per workload; *vs X* is the median over rounds of X's time / this time in the same round, with "
-          "the spread (min..max) over rounds.\n"]
+          "the spread (min..max) over rounds."
+          + (" `array_sparse` is the A/A control: while nothing is evicted it runs the array's hot path "
+             "instruction for instruction, in its own pool and code, so its ratio to array is how far this "
+             "machine moves one design; a difference between designs within that is not resolved."
+             if any(r.get("translation") == "array_sparse" for r in timed) else "") + "\n"]
     for (exp, wl), entries in paired_rows(timed).items():
         first = next(r for r in timed if r["experiment"] == exp and r["workload"] == wl)
         p = first["params"]
