@@ -20,7 +20,7 @@
 # core's L1 and one CCX's L3; stated so that the counts can be compared across machines).
 # Prints a table and writes one JSON line per (workload, translation) to OUT.jsonl
 # (default docs/micro/counts.jsonl). TRANSLATIONS: comma list (default
-# direct,array,vmcache_2m,vmcache,hash_open). Takes ~20 minutes for the default five.
+# direct,array,vmcache_2m,vmcache,hash_open). Takes ~11-20 minutes for the default five (11 on this 2-core VM).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/docs/micro/counts.jsonl}
