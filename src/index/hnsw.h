@@ -48,7 +48,8 @@
 //   Upper-region pages are allocated under an in-process mutex (one BasicHnsw object per
 //   index per pool: two objects opened on one space in one pool would race on that counter).
 //   A node of a level above the current maximum becomes the entry point when its insertion
-//   ends; two such insertions at once may leave the higher levels sparser (never wrong).
+//   ends; such insertions hold an in-process mutex throughout (as hnswlib's global lock), so
+//   that the next one links the levels the previous one raised.
 //   DirectTranslation pools do not validate optimistic reads: use them only for a built
 //   index that no thread modifies while others search (as every direct-pool benchmark does).
 //
@@ -334,6 +335,16 @@ class BasicHnsw {
       }
       ms = now;
     }
+    // A node above the max level holds raise_mutex for its whole insertion (as hnswlib's
+    // global lock), so that two such nodes are inserted one after the other and the later
+    // one links the earlier one on the levels it raised: each level >= 1 with two nodes or
+    // more then has every node linked there (check_structure's level rule).
+    std::unique_lock<std::mutex> raising;
+    if (level > ms.max_level) {
+      raising = std::unique_lock(shared_->raise_mutex);
+      ms = read_meta_state(true, st.stats_);
+      if (level <= ms.max_level) raising.unlock();  // raised meanwhile: an ordinary insertion
+    }
     // Only this call makes id the entry point, after linking it: metadata naming it now is
     // corrupt (the search would start at the node itself and link it to itself).
     if (ms.entry == id) {
@@ -482,6 +493,11 @@ class BasicHnsw {
     if (m.entry != HnswMeta::kNone && (heads[m.entry].flags == 0 || heads[m.entry].level != m.max_level)) {
       fail("entry point " + std::to_string(m.entry) + " is not a node of the max level");
     }
+    // Nodes on each level (a node of top level L is on levels 0 .. L).
+    std::vector<uint32_t> on_level(layout_.max_level_cap, 0);
+    for (uint32_t id = 0; id < layout_.capacity; ++id) {
+      if (heads[id].flags != 0) for (uint32_t l = 0; l <= heads[id].level; ++l) ++on_level[l];
+    }
     std::vector<uint32_t> list(2 * params_.M);
     for (uint32_t id = 0; id < layout_.capacity; ++id) {
       if (heads[id].flags == 0) continue;
@@ -493,6 +509,10 @@ class BasicHnsw {
           std::memcpy(&count, g.data() + loc.offset, 4);
           if (count > loc.max) fail("node " + std::to_string(id) + " level " + std::to_string(l) + " overflows");
           std::memcpy(list.data(), g.data() + loc.offset + loc.ids_offset, size_t{count} * 4);
+        }
+        if (count == 0 && on_level[l] >= 2) {
+          fail("node " + std::to_string(id) + " has no links on level " + std::to_string(l) + ", which " +
+               std::to_string(on_level[l]) + " nodes share");
         }
         for (uint32_t i = 0; i < count; ++i) {
           const uint32_t n = list[i];
@@ -514,6 +534,10 @@ class BasicHnsw {
     std::mutex states_mutex;
     std::vector<std::unique_ptr<HnswSearchState>> free_states;
     std::mutex upper_mutex;  // allocation of upper-region units and pages
+    // Held by an add() whose node is above the max level, from before its descent until the
+    // metadata names the new max level. Taken before any page latch, and nothing that holds
+    // a latch waits for it.
+    std::mutex raise_mutex;
   };
   struct Lease {
     Lease(Shared& s, const HnswLayout& l) : shared(&s) {
