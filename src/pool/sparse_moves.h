@@ -13,7 +13,9 @@
 //   3. copy each latched word into the destination, still exclusive; zero the source (a
 //      side entry is then retired: kGone, R2).
 //   4. commit: to sparse, the array page is punched, then kSparse set; to dense, kSparse
-//      cleared. The flag clears with it.
+//      cleared, and then the zero side entries that lookups left in the group are retired
+//      (never before: a refused move leaves the side table as it was). The flag clears
+//      with the commit.
 //   5. unlatch the destination with a version bump.
 // A refusal unlatches what it took, unchanged, and clears the flag. Nothing waits: the
 // evictor (under evict_mutex_) moves groups to the side table, and a fault (holding the
@@ -69,6 +71,8 @@ bool BasicBufferPool<T>::move_group(Space* s, BlockId block, bool to_sparse)
   };
   std::array<Moved, translation::kEntriesPerGroup> moved;
   size_t n = 0;
+  std::array<BlockId, translation::kEntriesPerGroup> leftovers;
+  size_t n_leftovers = 0;
   bool ok = true;
   for (uint64_t b = first; b < end && ok; ++b) {  // 2
     const BlockId blk = static_cast<BlockId>(b);
@@ -76,7 +80,7 @@ bool BasicBufferPool<T>::move_group(Space* s, BlockId block, bool to_sparse)
     if (from == nullptr) continue;
     EntryWord w = translation::load(*from);
     if (w.evicted()) {
-      if (!to_sparse) t.forget_side(blk);  // a lookup's leftover: retired if still zero (R2)
+      if (!to_sparse) leftovers[n_leftovers++] = blk;  // a lookup's zero side entry (see 4)
       continue;
     }
     if (n == count || !translation::try_lock_exclusive(*from, w)) {
@@ -126,7 +130,16 @@ bool BasicBufferPool<T>::move_group(Space* s, BlockId block, bool to_sparse)
     if (!to_sparse) t.forget_side(moved[i].block);  // zero, and nobody writes it: retired
   }
   t.commit_move(first, to_sparse);  // 4
-  if (to_sparse) counters_.punches.fetch_add(1, std::memory_order_relaxed);
+  if (to_sparse) {
+    counters_.punches.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // The zero side entries that lookups left in the group are retired (if still zero, R2)
+    // only now that it is dense: their holders then look up the array word. A refused move
+    // keeps them, since one may be the entry of the fault that tried the move, which then
+    // loads its page there. (Retired, its CAS would fail, its next lookup would recycle the
+    // entry, and its next fault would try the same refused move again, for ever.)
+    for (size_t i = 0; i < n_leftovers; ++i) t.forget_side(leftovers[i]);
+  }
   for (size_t i = 0; i < n; ++i) translation::unlock_exclusive(*moved[i].to, moved[i].held, /*bump_version=*/true);
   return true;
 }

@@ -262,6 +262,32 @@ TEST(SparseGroups, AFaulterHoldingAPinInTheGroupDoesNotWaitForItself) {
   for (uint64_t b : {1, 2, 10, 15, 30, 31}) f.touch(b);
 }
 
+// The same with the faulting block before the pinned one in the group: the refused move
+// back scans the faulter's own side entry (zero: created by its lookup) before it reaches
+// the pin. It must not retire that entry: before, it did, the fault's CAS then failed on
+// kGone, the lookup recycled the same entry, and the next fault tried the same move again,
+// for ever (the hang of the stress test below under ThreadSanitizer, CI at 9fdaa92).
+TEST(SparseGroups, ARefusedMoveBackLeavesTheFaultersSideEntryAndTheFaultCompletes) {
+  Fixture f(64, 4, 8, kGroup);
+  for (uint64_t b : {1, 2}) f.touch(b);
+  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  for (uint64_t b = 10; b < 16; ++b) f.touch(b);  // 8 side entries: the next fault tries to move back
+  {
+    SharedGuard held = f.pool->pin_shared(f.pid(15));
+    auto faulter = std::async(std::launch::async, [&] { f.touch(3); });  // scanned before block 15
+    expect_finishes(faulter, "the fault of block 3 under a pin on block 15");
+    faulter.get();
+    EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+    EXPECT_GE(f.pool->stats().refused_group_moves, 1u);
+    EXPECT_NE(f.pool->frame_of(f.pid(3)), kInvalidFrame) << "block 3 is resident, in the side table";
+  }
+  f.pool->check_invariants();
+  f.touch(4);  // nothing pinned now: this fault moves the group back
+  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  f.pool->check_invariants();
+  for (uint64_t b : {1, 2, 3, 4, 10, 15}) f.touch(b);
+}
+
 TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
   // Batches of 3 victims: a group that drains passes through 1..sparse_group_at references.
   // Group 0 fills the pool, group 1 pushes most of it out (the rest moves to the side table),
