@@ -59,6 +59,14 @@ struct Fixture {
     ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid(b))) << "block " << b;
     ASSERT_EQ(bench::pattern_stamp(g.data()), b + extra) << "block " << b;
   }
+  // Group 0 sparse with dense_group_at (8) side entries, blocks 1, 2 and 10..15: the next
+  // fault into it tries to move it back. Pre: dense_group_at 8, nothing resident.
+  void fill_sparse_group_to_its_move_back() {
+    for (uint64_t b : {1, 2}) touch(b);
+    ASSERT_TRUE(pool->try_sparse_group(pid(0)));
+    for (uint64_t b = 10; b < 16; ++b) touch(b);
+    ASSERT_TRUE(pool->group_is_sparse(pid(0)));
+  }
   uint64_t optimistic_stamp(uint64_t b) {
     return pool->optimistic_read(pid(b), [&](const std::byte* p) { return bench::pattern_stamp_racy(p); });
   }
@@ -246,9 +254,7 @@ TEST(SparseGroups, OptimisticReadsAcrossAMoveFailValidation) {
 
 TEST(SparseGroups, AFaulterHoldingAPinInTheGroupDoesNotWaitForItself) {
   Fixture f(64, 4, 8, kGroup);
-  for (uint64_t b : {1, 2}) f.touch(b);
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
-  for (uint64_t b = 10; b < 16; ++b) f.touch(b);  // 8 side entries: the next fault tries to move back
+  ASSERT_NO_FATAL_FAILURE(f.fill_sparse_group_to_its_move_back());
   {
     SharedGuard held = f.pool->pin_shared(f.pid(10));
     f.touch(30);  // the move back is refused by our own pin; the fault goes to the side table
@@ -269,9 +275,7 @@ TEST(SparseGroups, AFaulterHoldingAPinInTheGroupDoesNotWaitForItself) {
 // for ever (the hang of the stress test below under ThreadSanitizer, CI at 9fdaa92).
 TEST(SparseGroups, ARefusedMoveBackLeavesTheFaultersSideEntryAndTheFaultCompletes) {
   Fixture f(64, 4, 8, kGroup);
-  for (uint64_t b : {1, 2}) f.touch(b);
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
-  for (uint64_t b = 10; b < 16; ++b) f.touch(b);  // 8 side entries: the next fault tries to move back
+  ASSERT_NO_FATAL_FAILURE(f.fill_sparse_group_to_its_move_back());
   {
     SharedGuard held = f.pool->pin_shared(f.pid(15));
     auto faulter = std::async(std::launch::async, [&] { f.touch(3); });  // scanned before block 15
