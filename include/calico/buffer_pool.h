@@ -549,7 +549,32 @@ class BasicBufferPool {
   // against its holder); pid is looked up again instead. The owner is read after `w`
   // (acquire), so it is at least as new as the residency `w` belongs to. For the other
   // tables this is wait_or_fault alone.
+  // Called when a CAS on an entry word the caller loaded resident has failed. If the word
+  // reads zero now, the page may have been evicted and its page of entries punched between
+  // the load and the CAS, and a failing CAS writes too (x86's LOCK CMPXCHG), so the kernel
+  // backed the page again, all zero and counted by nobody. Tables that punch (the arrays)
+  // punch it again if nothing references it (translation_array.h, repunch); for the others
+  // this is nothing. Off the hit path: only after a failed CAS.
+  void after_failed_cas(Space* space, BlockId block, const translation::Entry& e) {
+    if constexpr (requires { space->table.repunch(block); }) {
+      if constexpr (kSparseGroups) {
+        if (space->table.is_side(e)) return;  // side entries are never punched
+      }
+      if (translation::load(e, std::memory_order_relaxed).evicted() && space->table.repunch(block)) {
+        counters_.punches.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // The same, for callers that hold a frame's entry pointer rather than the space (frame hints).
+  void after_failed_cas(PageId pid, const translation::Entry& e) {
+    if constexpr (requires(Space* space) { space->table.repunch(pid.block()); }) {
+      if (Space* space = live_space(pid.space())) after_failed_cas(space, pid.block(), e);
+    }
+  }
+
   translation::Entry* retry(Space* space, PageId pid, translation::Entry* e, translation::EntryWord w, int* spins) {
+    if (w.resident()) after_failed_cas(space, pid.block(), *e);  // the caller's latch CAS failed
     if constexpr (kRecyclesEntries) {
       if (w.state() == translation::kGone || !owns(space, *e, pid)) return &space->table.entry(pid.block());
     }
@@ -745,7 +770,7 @@ class BasicBufferPool {
   void fault(Space* space, PageId pid, translation::Entry& e);
 
   // Frames: a free frame, evicting a batch when none is free; kPoolFull when nothing can be
-  // evicted for kPoolFullWaitMs. With `may_fail`, returns kInvalidFrame instead of waiting.
+  // evicted for options_.pool_full_wait_ms. With `may_fail`, returns kInvalidFrame instead of waiting.
   // `preferred`: the frame this page should go to (kDirect: must), or kInvalidFrame.
   FrameId get_frame(bool may_fail, PageId pid);
   // One CLOCK round under evict_mutex_: evicts up to eviction_batch pages. Returns the
@@ -848,7 +873,10 @@ class BasicBufferPool {
   // thread that prefetched and then ended (or stopped prefetching) leaves completed reads
   // whose frames nobody else would release.
   void reap_other_lanes(bool include_own = false);
-  void drain_async();
+  // Waits for every lane's reads to complete. Never throws: returns the lanes whose ring gave
+  // up (io_ring.h), whose reads stay in flight and whose frames stay out of the pool.
+  uint32_t drain_async();
+  void abandon_reads(const Space* space);
 
   io::IoRing& thread_ring();
   // Writes the catalog: the live spaces at their durable counts, plus `added` (a space being
@@ -856,7 +884,6 @@ class BasicBufferPool {
   void write_catalog_locked(const pool::CatalogSpace* added = nullptr, SpaceId skipped = kInvalidSpace);
   Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
 
-  static constexpr int kPoolFullWaitMs = 200;
   // Consecutive eviction rounds that free nothing because write-backs fail before a caller
   // that needs a frame gets kIoError (each round retries the failing pages).
   static constexpr int kMaxFailedEvictionRounds = 4;
@@ -1004,6 +1031,7 @@ inline ExclusiveGuard BasicBufferPool<T>::try_pin_exclusive(PageId pid) {
       if (in_far_tier(w.frame())) [[unlikely]] charge_far_access();  // never promotes: it never waits
       return ExclusiveGuard(e, held, page_data(space, pid, w.frame()), &meta_[w.frame()], pid);
     }
+    after_failed_cas(space, pid.block(), *e);
   }
   return ExclusiveGuard();
 }
@@ -1019,7 +1047,9 @@ inline OptimisticRead BasicBufferPool<T>::read_optimistic_hinted(PageId pid, Fra
     translation::EntryWord w = translation::load(*e);              // (3)
     if (w.frame() == f && w.state() != translation::kExclusive && owned_by(f, pid)) [[likely]] {  // (4)
       if (w.state() == translation::kMarked) [[unlikely]] {
-        translation::try_cas(*e, w, w.with_state(translation::kUnlocked));  // CLOCK's second chance
+        if (!translation::try_cas(*e, w, w.with_state(translation::kUnlocked))) {  // CLOCK's second chance
+          after_failed_cas(pid, *e);
+        }
       }
       count_hint(true);
       return OptimisticRead{frames_.frame(f), e, w, pid};
@@ -1041,7 +1071,10 @@ inline translation::Entry* BasicBufferPool<T>::latch_hinted(PageId pid, FrameId 
   for (int attempt = 0; attempt < kTryLatchAttempts; ++attempt) {
     translation::EntryWord w = translation::load(*e);
     if (w.frame() != f) return nullptr;
-    if (!(kExclusiveLatch ? translation::try_lock_exclusive(*e, w) : translation::try_lock_shared(*e, w))) continue;
+    if (!(kExclusiveLatch ? translation::try_lock_exclusive(*e, w) : translation::try_lock_shared(*e, w))) {
+      after_failed_cas(pid, *e);
+      continue;
+    }
     if (owned_by(f, pid)) [[likely]] {
       *held = kExclusiveLatch ? w.with_state(translation::kExclusive) : w;
       return e;
@@ -1163,7 +1196,7 @@ template <class T>
       }
       if (w.state() == translation::kMarked) [[unlikely]] {
         // Second chance: an access clears CLOCK's mark (the only write, and a rare one).
-        translation::try_cas(*e, w, w.with_state(translation::kUnlocked));
+        if (!translation::try_cas(*e, w, w.with_state(translation::kUnlocked))) after_failed_cas(space, pid.block(), *e);
       }
       return OptimisticRead{page_data(space, pid, w.frame()), e, w, pid};
     }

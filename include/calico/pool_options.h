@@ -32,6 +32,10 @@ struct PoolOptions {
   bool prefault_frames = true;                // touch the arena at open
   bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
   unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
+  // How long a caller that finds every frame pinned, latched or loading waits for one to be
+  // released before it gets kPoolFull (1 .. 3,600,000 ms). Pins are usually short; a
+  // workload that holds many pins on a small pool (or runs under a sanitizer) may want more.
+  uint32_t pool_full_wait_ms = 200;
   // A second frame tier (issue 17; src/pool/tiering.h, docs/tiers.md). pool_bytes is then
   // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
   // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0

@@ -44,6 +44,12 @@ class FaultInjector {
   // After io_uring_wait_cqe returned `result` (0 or -errno): the result the ring sees. A
   // faked failure leaves the completion in the queue (it is not consumed).
   virtual int on_wait(int result) { return result; }
+
+  // While true, the device answers nothing: a ring's waits time out and its polls find no
+  // completion (those the kernel posts stay queued, seen once this is false again). A ring
+  // that polls `wait_polls(normal)` times (1 ms apart; normally ~10 s) gives up for good.
+  virtual bool stalled() { return false; }
+  virtual unsigned wait_polls(unsigned normal) { return normal; }
 };
 
 }  // namespace calico::io

@@ -118,15 +118,16 @@ void IoRing::wait_cqe(uint64_t* tag, int* res) {
   int rc;
   // Unbounded on EINTR: each retry is a delivered signal.
   do {
-    rc = io_uring_wait_cqe(ring_, &cqe);
+    rc = stalled() ? -ETIME : io_uring_wait_cqe(ring_, &cqe);
     if (faults_ != nullptr) rc = faults_->on_wait(rc);
   } while (rc == -EINTR);
   if (rc != 0 || cqe == nullptr) {
     // EAGAIN, EBUSY, ETIME or worse. The requests in flight are still the kernel's and their
     // buffers must not be handed back before they complete: poll for the completion (the
     // kernel posts it without our wait; each sleep is a syscall, which runs task work).
-    for (unsigned polls = 0; polls < kMaxWaitPolls; ++polls) {
-      if (peek_cqe(ring_, tag, res)) return;
+    const unsigned max_polls = faults_ != nullptr ? faults_->wait_polls(kMaxWaitPolls) : kMaxWaitPolls;
+    for (unsigned polls = 0; polls < max_polls; ++polls) {
+      if (!stalled() && peek_cqe(ring_, tag, res)) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     // Nothing completed for ~10 s: the ring is unusable. Every later call fails too.
@@ -222,7 +223,7 @@ bool IoRing::reap_one(bool wait, uint64_t* user_data, int* result) {
   for (;;) {
     uint64_t tag;
     int res;
-    if (!peek_cqe(ring_, &tag, &res)) {
+    if (stalled() || !peek_cqe(ring_, &tag, &res)) {
       if (submit_error_ != 0 && queued_ > 0) {
         // The ring has failed: requests the kernel never took complete with its error.
         tag = unsubmitted_.front();

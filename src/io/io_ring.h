@@ -60,6 +60,7 @@ class IoRing {
   unsigned depth() const { return depth_; }
 
  private:
+  bool stalled() const { return faults_ != nullptr && faults_->stalled(); }
   // One request between push() and reap(). A CQE carries only user_data, so the SQE's
   // user_data is the slot index and the slot keeps what the fault injector and a
   // resubmission need.

@@ -30,6 +30,7 @@ void validate_options(const PoolOptions& o) {
     bad("max_blocks_per_space is not in 1 .. 2^32");
   }
   if (o.eviction_batch == 0 || o.eviction_batch > 1024) bad("eviction_batch is not in 1 .. 1024");
+  if (o.pool_full_wait_ms == 0 || o.pool_full_wait_ms > 3'600'000) bad("pool_full_wait_ms is not in 1 .. 3600000");
   if (o.async_depth == 0 || o.async_depth > 4096) bad("async_depth is not in 1 .. 4096");
   if (o.sparse_group_at == 0 || o.sparse_group_at >= o.dense_group_at || o.dense_group_at > 512) {
     bad("sparse_group_at and dense_group_at are not 1 <= sparse_group_at < dense_group_at <= 512");

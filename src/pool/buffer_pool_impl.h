@@ -42,6 +42,17 @@ using translation::kMarked;
 using translation::kUnlocked;
 
 static_assert(BufferPool::kTrailerBytes == io::kTrailerBytes);
+
+namespace pool {
+// Gives back an entry this thread claimed out of 0 (a fault's or an allocation's loading word,
+// a prefetch's io-pending word). Nobody else writes a claimed word (movers install by CAS out
+// of 0 and latch only resident words), so the claim is always still there: the check says so.
+inline void undo_claim(translation::Entry& e, EntryWord claimed) {
+  [[maybe_unused]] const bool ours = translation::release_claim(e, claimed);
+  CALICO_DCHECK(ours);
+}
+}  // namespace pool
+
 template <class T>
 BasicBufferPool<T>::BasicBufferPool(const PoolOptions& options)
     : options_(options),
@@ -121,7 +132,12 @@ BasicBufferPool<T>::~BasicBufferPool() {
       std::fprintf(stderr, "calico: flush at close failed: %s\n", e.what());
     }
   }
-  drain_async();
+  // Reads in flight complete before the frames they target go away. A lane whose ring gave
+  // up (io_ring.h: no completion for ~10 s) cannot be drained; a destructor must not throw
+  // (it would end the process), so that is reported, and its reads are left to the kernel.
+  if (const uint32_t failed = drain_async(); failed > 0) {
+    std::fprintf(stderr, "calico: reads in flight at close did not complete (%u prefetch ring(s) gave up)\n", failed);
+  }
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
@@ -261,8 +277,11 @@ void BasicBufferPool<T>::drop_space(SpaceId id) {
     s->alive.store(false, std::memory_order_release);
     directory_.retire(id);
   }
-  // 2. Reads already in flight for the space complete (and publish) now.
-  drain_async();
+  // 2. Reads already in flight for the space complete (and publish) now. The drop is
+  //    committed (step 1): it is finished whatever happens here. A lane whose ring gave up
+  //    keeps its reads (their frames stay out of the pool, their entries pending until the
+  //    reset below); every other lane is drained.
+  if (drain_async() > 0) abandon_reads(s);
   // 3. Discard every frame of the space. Pins held by other threads are waited for, but
   //    never while holding evict_mutex_ (a pin holder may need a frame) or fault_latch.
   for (int round = 0;; ++round) {
@@ -366,10 +385,13 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
     release_ref(space, block);
     return;  // another thread is loading it or has loaded it
   }
+  if constexpr (kSparseGroups) {
+    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultClaimed, pid);
+  }
   if (!owns(space, e, pid)) {
     // Retired and recycled for another block between the lookup and the CAS (R4): give
     // it back as it was; the caller sees the other owner and looks pid up again.
-    e.store(0, std::memory_order_release);
+    pool::undo_claim(e, translation::kLoadingWord);
     release_ref(space, block);
     return;
   }
@@ -389,7 +411,7 @@ void BasicBufferPool<T>::fault(Space* space, PageId pid, translation::Entry& e) 
     pool::check_read_page(io::verify_page(frame, options_.page_size, pid), pid, space->file.path());
   } catch (...) {
     if (f != kInvalidFrame) free_list_.push(f);
-    e.store(0, std::memory_order_release);
+    pool::undo_claim(e, translation::kLoadingWord);
     release_ref(space, block);
     forget(space, block, e);
     throw;
@@ -447,7 +469,7 @@ ExclusiveGuard BasicBufferPool<T>::allocate(SpaceId id) {
       continue;
     }
     auto give_back = [&] {  // entry(b) back to evicted, as it was before our CAS
-      e.store(0, std::memory_order_release);
+      pool::undo_claim(e, translation::kLoadingWord);
       release_ref(space, pid.block());
     };
     if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
@@ -647,64 +669,85 @@ size_t BasicBufferPool<T>::prefetch_group(std::span<const PageId> pids, std::spa
   const uint32_t lane_index = thread_lane();
   AsyncLane& lane = lanes_[lane_index];
   std::lock_guard lock(lane.mutex);
-  if (!lane.ready(options_.async_depth, options_.fault_injector)) return 0;
+  if (!lane.ready(options_.async_depth, options_.fault_injector)) {
+    // A ring that gave up takes no new reads; the completions the kernel still posts for the
+    // reads it holds are collected here (and by other threads' eviction rounds).
+    if (lane.ring != nullptr) reap_lane(lane, /*wait=*/false);
+    return 0;
+  }
   reap_lane(lane, /*wait=*/false);
   const EntryWord pending_word = translation::io_pending_word(lane_index);
   const uint64_t now_ns = pool::monotonic_ns();
   unsigned submitted = 0;
-  for (size_t k = 0; k < n_missing && !lane.free_slots.empty(); ++k) {
-    size_t i = missing[k];
-    Space* s = spaces[i];
-    PageId pid = pids[i];
-    std::shared_lock fault_lock(s->fault_latch, std::try_to_lock);
-    if (!fault_lock.owns_lock() || !s->alive.load(std::memory_order_acquire) ||
-        pid.block() >= s->num_blocks.load(std::memory_order_acquire)) {
-      continue;
-    }
-    // Recycling tables: the entry is created (or found again) only now that the read will be
-    // tried, and checked after the CAS (R4).
-    // Sparse groups: looked up again too (the phase-1 pointer may be the array word of a
-    // page that lives in the side table).
-    translation::Entry& e = kLookedUpEntries ? s->table.entry(pid.block()) : *entries[i];
-    if (!acquire_ref_for(s, pid.block(), e)) {  // the group moved since the lookup
-      forget(s, pid.block(), e);
-      continue;
-    }
-    if (!translation::try_cas(e, EntryWord{0}, pending_word)) {
-      release_ref(s, pid.block());
-      continue;
-    }
-    if (!owns(s, e, pid)) {  // recycled for another block since the lookup: give it back
-      e.store(0, std::memory_order_release);
-      release_ref(s, pid.block());
-      continue;
-    }
-    FrameId f = kInvalidFrame;
-    try {
-      f = get_frame(/*may_fail=*/true, pid);
-    } catch (const Error&) {
-      // A write-back failed while making room; the prefetch is only a hint.
-    }
-    if (f == kInvalidFrame) {
-      e.store(0, std::memory_order_release);
-      release_ref(s, pid.block());
-      forget(s, pid.block(), e);
-      break;  // no frame to spare: the rest would fail too
-    }
-    uint32_t slot = lane.free_slots.back();
-    lane.free_slots.pop_back();
-    lane.pending[slot] = typename AsyncLane::PendingRead{s, pid, f, &e, now_ns};
-    bool pushed = lane.ring->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
-                                                page_data(s, pid, f), static_cast<uint32_t>(options_.page_size),
-                                                false, slot, 0});
-    CALICO_CHECK(pushed);  // free_slots has as many slots as the ring has entries
-    ++submitted;
-  }
-  if (submitted > 0) {
+  // The reads pushed so far go to the kernel whatever happens next: their entries are
+  // pending, and a thread waiting on one must find it in the ring (async_lane.h).
+  auto submit_pushed = [&] {
+    if (submitted == 0) return;
     busy_lanes_.fetch_or(uint64_t{1} << lane_index, std::memory_order_relaxed);
     lane.ring->submit();
     counters_.prefetch_issued.fetch_add(submitted, std::memory_order_relaxed);
+  };
+  try {
+    for (size_t k = 0; k < n_missing && !lane.free_slots.empty(); ++k) {
+      size_t i = missing[k];
+      Space* s = spaces[i];
+      PageId pid = pids[i];
+      std::shared_lock fault_lock(s->fault_latch, std::try_to_lock);
+      if (!fault_lock.owns_lock() || !s->alive.load(std::memory_order_acquire) ||
+          pid.block() >= s->num_blocks.load(std::memory_order_acquire)) {
+        continue;
+      }
+      // Recycling tables: the entry is created (or found again) only now that the read will
+      // be tried, and checked after the CAS (R4).
+      // Sparse groups: looked up again too (the phase-1 pointer may be the array word of a
+      // page that lives in the side table).
+      translation::Entry& e = kLookedUpEntries ? s->table.entry(pid.block()) : *entries[i];
+      if (!acquire_ref_for(s, pid.block(), e)) {  // the group moved since the lookup
+        forget(s, pid.block(), e);
+        continue;
+      }
+      if (!translation::try_cas(e, EntryWord{0}, pending_word)) {
+        release_ref(s, pid.block());
+        continue;
+      }
+      auto give_back = [&] {  // the claim, its reference and the entry, as before the CAS
+        pool::undo_claim(e, pending_word);
+        release_ref(s, pid.block());
+        forget(s, pid.block(), e);
+      };
+      if (!owns(s, e, pid)) {  // recycled for another block since the lookup: give it back
+        pool::undo_claim(e, pending_word);
+        release_ref(s, pid.block());
+        continue;
+      }
+      FrameId f = kInvalidFrame;
+      try {
+        if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kPrefetchClaimed, pid);
+        f = get_frame(/*may_fail=*/true, pid);
+      } catch (const Error&) {
+        // A write-back failed while making room; the prefetch is only a hint.
+      } catch (...) {  // e.g. std::bad_alloc: no pending entry is left without its read
+        give_back();
+        throw;
+      }
+      if (f == kInvalidFrame) {
+        give_back();
+        break;  // no frame to spare: the rest would fail too
+      }
+      uint32_t slot = lane.free_slots.back();
+      lane.free_slots.pop_back();
+      lane.pending[slot] = typename AsyncLane::PendingRead{s, pid, f, &e, now_ns};
+      bool pushed = lane.ring->push(io::IoRequest{s->file.fd(), uint64_t{pid.block()} * options_.page_size,
+                                                  page_data(s, pid, f), static_cast<uint32_t>(options_.page_size),
+                                                  false, slot, 0});
+      CALICO_CHECK(pushed);  // free_slots has as many slots as the ring has entries
+      ++submitted;
+    }
+  } catch (...) {
+    submit_pushed();
+    throw;
   }
+  submit_pushed();
   return submitted;
 }
 
@@ -713,6 +756,10 @@ void BasicBufferPool<T>::complete_async(AsyncLane& lane, uint64_t slot, int resu
   const typename AsyncLane::PendingRead p = lane.pending[slot];
   lane.free_slots.push_back(static_cast<uint32_t>(slot));
   counters_.read_inflight_ns.fetch_add(now_ns - p.submitted_ns, std::memory_order_relaxed);
+  if (p.space == nullptr) {  // abandoned by a drop (abandon_reads): the frame is free now
+    free_list_.push(p.frame);
+    return;
+  }
   translation::Entry& e = *p.entry;
   CALICO_DCHECK(translation::load(e).state() == kIoPending && owns(p.space, e, p.pid));
   std::byte* frame = page_data(p.space, p.pid, p.frame);
@@ -726,7 +773,7 @@ void BasicBufferPool<T>::complete_async(AsyncLane& lane, uint64_t slot, int resu
   } else {
     // The page stays evicted; a later pin reads it synchronously and reports the error.
     counters_.prefetch_failed.fetch_add(1, std::memory_order_relaxed);
-    e.store(0, std::memory_order_release);
+    pool::undo_claim(e, translation::io_pending_word(static_cast<uint32_t>(&lane - lanes_.get())));
     release_ref(p.space, p.pid.block());
     forget(p.space, p.pid.block(), e);
     free_list_.push(p.frame);
@@ -775,13 +822,36 @@ void BasicBufferPool<T>::help_async(const translation::Entry& e) {
   }
 }
 
+// A drop's reads that a failed ring still holds: they belong to no page now (the space's
+// entries are reset next), and if the kernel completes one after all, its frame goes back to
+// the free list (complete_async). Until then the frame stays out of the pool.
 template <class T>
-void BasicBufferPool<T>::drain_async() {
+void BasicBufferPool<T>::abandon_reads(const Space* space) {
   for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
     AsyncLane& lane = lanes_[i];
     std::lock_guard lock(lane.mutex);
-    while (!lane.idle()) reap_lane(lane, /*wait=*/true);
+    if (lane.idle()) continue;
+    std::vector<bool> free(lane.pending.size(), false);
+    for (uint32_t slot : lane.free_slots) free[slot] = true;
+    for (size_t slot = 0; slot < lane.pending.size(); ++slot) {
+      if (!free[slot] && lane.pending[slot].space == space) lane.pending[slot].space = nullptr;
+    }
   }
+}
+
+template <class T>
+uint32_t BasicBufferPool<T>::drain_async() {
+  uint32_t failed = 0;
+  for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
+    AsyncLane& lane = lanes_[i];
+    std::lock_guard lock(lane.mutex);
+    try {
+      while (!lane.idle()) reap_lane(lane, /*wait=*/true);
+    } catch (const Error&) {
+      ++failed;  // the ring gave up: its reads stay the kernel's, their frames out of the pool
+    }
+  }
+  return failed;
 }
 
 // --- flush -------------------------------------------------------------------------------
@@ -961,6 +1031,7 @@ void BasicBufferPool<T>::flush() {
         if (owns(s, e, pid)) latched = true; else translation::unlock_shared(e);
         break;
       }
+      after_failed_cas(s, pid.block(), e);
       if (++spins < 64) translation::cpu_relax(); else std::this_thread::yield();
     }
     if (!latched) continue;
@@ -1099,6 +1170,7 @@ void BasicBufferPool<T>::check_invariants() const {
   // Frames of reads in flight: owner 0, not free, their entries kIoPending.
   std::vector<uint8_t> in_flight(n + 1, 0);
   std::vector<uint64_t> pending_pages;
+  size_t abandoned = 0;  // reads of dropped spaces that a failed ring still holds
   for (uint32_t i = 0; i < pool::kMaxAsyncLanes; ++i) {
     AsyncLane& lane = lanes_[i];
     std::lock_guard lock(lane.mutex);
@@ -1109,6 +1181,10 @@ void BasicBufferPool<T>::check_invariants() const {
       const typename AsyncLane::PendingRead& p = lane.pending[slot];
       if (in_flight[p.frame]++) fail("frame " + std::to_string(p.frame) + " has two reads in flight");
       if (meta_[p.frame].owner.load() != 0) fail("frame " + std::to_string(p.frame) + " is read into while owned");
+      if (p.space == nullptr) {  // abandoned by a drop (abandon_reads): no entry
+        ++abandoned;
+        continue;
+      }
       if (translation::load(*p.entry).raw != translation::io_pending_word(i).raw || !owns(p.space, *p.entry, p.pid) ||
           existing_entry(p.space, p.pid.block()) != p.entry) {
         fail("a read in flight in lane " + std::to_string(i) + " for a page whose entry is not pending there");
@@ -1155,7 +1231,7 @@ void BasicBufferPool<T>::check_invariants() const {
     }
     if (!w.unlatched()) fail("page in frame " + std::to_string(f) + " is still pinned or latched");
   }
-  size_t reading = pending_pages.size();
+  size_t reading = pending_pages.size() + abandoned;
   if (in_flight.size() > size_t{fast_last_} + 1 &&
       std::find(in_flight.begin() + fast_last_ + 1, in_flight.end(), 1) != in_flight.end()) {
     fail("a read in flight into a far frame (reads load into the fast tier)");
@@ -1212,6 +1288,12 @@ void BasicBufferPool<T>::check_invariants() const {
       if (count != resident) {
         fail("hole-punch count " + std::to_string(count) + " != " + std::to_string(resident) +
              " resident entries in group " + std::to_string(g) + " of space " + s->name);
+      }
+      if constexpr (requires { s->table.page_backed(BlockId{}); }) {
+        if (count == 0 && s->table.page_backed(static_cast<BlockId>(g * translation::kEntriesPerGroup))) {
+          fail("group " + std::to_string(g) + " of space " + s->name +
+               " has no reference but its page of entries is backed (written after its punch)");
+        }
       }
     }
   }

@@ -53,7 +53,7 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     FrameId want = predictor_.preferred_frame(pid);
     if (meta_[want].owner.load(std::memory_order_relaxed) == 0 && free_list_.take(want)) return want;
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kPoolFullWaitMs);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.pool_full_wait_ms);
   int failed_rounds = 0;  // consecutive rounds that freed nothing because writes failed
   for (;;) {
     // Below the low watermark, make room ahead of need, unless another thread already is.
@@ -79,12 +79,13 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     }
     failed_rounds = 0;
     // Every frame is pinned, latched or loading. Pins are usually short: wait a bounded time
-    // (kPoolFullWaitMs) before reporting a full pool. Completed prefetches free up frames too
+    // (PoolOptions::pool_full_wait_ms) before reporting a full pool. Completed prefetches free up frames too
     // (no lane is held here: prefetch_group asks may_fail and has returned above).
     reap_other_lanes(/*include_own=*/true);
     if (std::chrono::steady_clock::now() > deadline) {
       throw Error(ErrorCode::kPoolFull, "all " + std::to_string(frames_.num_frames()) +
-                                            " frames are pinned or latched");
+                                            " frames stayed pinned or latched for " +
+                                            std::to_string(options_.pool_full_wait_ms) + " ms (pool_full_wait_ms)");
     }
     std::this_thread::yield();
   }

@@ -10,8 +10,9 @@
 //      latched: otherwise a fault holds a reference it has not used yet, and the move is
 //      refused. (Releases may still come before this check; after it, every reference is an
 //      entry the mover holds, so none can come or go.)
-//   3. copy each latched word into the destination, still exclusive; zero the source (a
-//      side entry is then retired: kGone, R2).
+//   3. install each latched word into the destination, still exclusive, by CAS out of 0: a
+//      side entry recycled from another group may hold a stale faulter's claim (S2), which
+//      refuses the move; then zero the source (a side entry is then retired: kGone, R2).
 //   4. commit: to sparse, the array page is punched, then kSparse set; to dense, kSparse
 //      cleared, and then the zero side entries that lookups left in the group are retired
 //      (never before: a refused move leaves the side table as it was). The flag clears
@@ -107,15 +108,23 @@ bool BasicBufferPool<T>::move_group(Space* s, BlockId block, bool to_sparse)
       for (; placed < n; ++placed) {
         Moved& m = moved[placed];
         m.to = to_sparse ? &t.side_insert(m.block) : &t.entries()[m.block];
-        // A side entry of a dense group is zero, and so is an array word of a sparse one;
-        // nobody writes either out of zero while the flag is held.
-        CALICO_CHECK(translation::load(*m.to).evicted());
-        m.to->store(m.held.raw, std::memory_order_release);
+        if (options_.test_points != nullptr) {
+          options_.test_points->at(pool::TestPoints::Point::kGroupMoveInstall, PageId(s->id, m.block));
+        }
+        // Installed by CAS out of 0, never stored: the destination is zero as far as this
+        // group goes (no reference of the group writes it while the flag is held), but a side
+        // entry is recycled across groups, and a faulter of another group holding it from an
+        // earlier life may claim it out of 0 at any moment (it then sees the owner, R4, and
+        // gives its claim back). A foreign word refuses the move.
+        if (!translation::try_cas(*m.to, EntryWord{0}, m.held)) break;
       }
     } catch (...) {  // the side table could not grow: nothing moved
+    }
+    if (placed < n) {  // refused: every destination back to zero, side entries retired
       for (size_t i = 0; i < placed; ++i) {
-        moved[i].to->store(0, std::memory_order_release);
-        t.forget_side(moved[i].block);
+        [[maybe_unused]] const bool ours = translation::release_claim(*moved[i].to, moved[i].held);
+        CALICO_DCHECK(ours);  // latched exclusive: nobody else writes it
+        if (to_sparse) t.forget_side(moved[i].block);
       }
       ok = false;
     }
@@ -216,6 +225,10 @@ void BasicBufferPool<T>::check_sparse_groups(const std::vector<uint64_t>& pendin
       if (sparse) {
         auto it = side_resident.find(g);
         resident = it == side_resident.end() ? 0 : it->second;  // 0: emptied, and sparse still
+      }
+      if ((sparse || translation::group_count_of(word) == 0) && t.array_page_backed(first)) {
+        fail(std::string("the array page of ") + (sparse ? "sparse" : "unreferenced dense") + " group " +
+             std::to_string(g) + " of space " + s->name + " is backed (written after its punch)");
       }
       if (translation::group_count_of(word) != resident) {
         fail("hole-punch count " + std::to_string(translation::group_count_of(word)) + " != " +

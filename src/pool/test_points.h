@@ -13,11 +13,16 @@ class TestPoints {
   enum class Point {
     kAllocateResolved,   // allocate(): the space resolved, its fault latch not yet taken
     kAllocateBlockRead,  // allocate(): num_blocks read as pid.block(), its entry not yet latched
+    kPrefetchClaimed,    // prefetch_group(): pid's entry claimed (io pending), no frame taken
+                         // yet; a test may throw here what taking the frame could throw
     // Sparse groups (array_sparse only; pool/sparse_moves.h):
     kFaultLookedUp,      // fault(): pid's entry looked up, its group reference not yet taken
     kFaultRefTaken,      // fault(): pid's group reference taken, its entry not yet latched
+    kFaultClaimed,       // fault(): pid's entry claimed (0 -> loading), its owner not yet checked
     kGroupMoveLatched,   // a group move: the move flag set and every resident page of pid's
                          // group latched, nothing moved yet (pid: the group's first block)
+    kGroupMoveInstall,   // a group move: pid's destination entry looked up (to the side table:
+                         // inserted, perhaps recycled), its word not yet installed
   };
   virtual ~TestPoints() = default;
   // Called by the thread at `point`; may block it. `pid` is the page concerned, if any.

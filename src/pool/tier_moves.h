@@ -113,6 +113,7 @@ bool BasicBufferPool<T>::try_promote_far(Space* space, PageId pid, translation::
   CALICO_DCHECK(!in_far_tier(to));
   if (!translation::try_lock_exclusive(e, seen)) {  // 4
     free_list_.push(to);
+    after_failed_cas(space, pid.block(), e);
     return false;
   }
   EntryWord held = seen.with_state(translation::kExclusive);

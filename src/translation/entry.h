@@ -141,6 +141,14 @@ inline bool try_lock_shared(Entry& e, EntryWord seen) {
   return try_cas(e, seen, seen.with_state(next));
 }
 
+// Gives back a claim this thread made by a CAS out of 0 (kLoadingWord for a fault or an
+// allocation, io_pending_word for a prefetch): 0 again only if the word is still the one it
+// installed. Returns false, and writes nothing, if it is not: a thread only ever undoes its
+// own write. (Entries of recycling tables, side entries included, change owner: a plain store
+// of 0 by a thread whose claim landed on an entry recycled for another block wipes that
+// block's entry if anyone wrote it since, pool/README.md S2 and R4.)
+inline bool release_claim(Entry& e, EntryWord installed) { return try_cas(e, installed, EntryWord{0}); }
+
 // Pre: this thread holds one shared pin. The state byte is >= 1, so subtracting 1 from the
 // word never borrows from the version.
 inline void unlock_shared(Entry& e) { e.fetch_sub(1, std::memory_order_release); }

@@ -93,4 +93,18 @@ bool release_punch_ref(PunchCounter& c, PunchFn&& punch) {
   }
 }
 
+// Punches the page again if nothing references it (count 0, no punch running); returns true
+// if it did. For a thread whose CAS on an entry of the page failed after the page was punched
+// under it: it had loaded the word resident, and meanwhile the page was evicted and punched.
+// A failing CAS writes too (x86's LOCK CMPXCHG always writes its destination), so the kernel
+// backed the page again, all zero, with nothing counted to punch it later.
+template <class PunchFn>
+bool repunch_punch_page(PunchCounter& c, PunchFn&& punch) {
+  uint32_t v = 0;
+  if (!c.compare_exchange_strong(v, kPunchLock, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
+  punch();
+  c.store(0, std::memory_order_release);
+  return true;
+}
+
 }  // namespace calico::translation

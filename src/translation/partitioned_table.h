@@ -72,6 +72,9 @@ class PartitionedTable {
  public:
   static constexpr unsigned kPartitionBits = PartitionBits;
   static constexpr size_t kPartitions = size_t{1} << kPartitionBits;
+  // The partition that holds block's entry, and so the slab that recycles it (tests use it to
+  // pick blocks whose entries are recycled into each other).
+  static size_t partition_of(BlockId block) { return mix64(block) >> (64 - kPartitionBits); }
 
   // capacity: the space's block limit (entry() is never asked for a block at or past it).
   // Errors: kInvalidArgument (capacity not in 1 .. 2^32).

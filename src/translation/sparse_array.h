@@ -51,6 +51,7 @@ namespace calico::translation {
 class SparseTranslationArray {
  public:
   static constexpr bool kSparseGroups = true;
+  using SideTable = PartitionedTable<OpenStore, 3>;  // 3 bits: see side_
 
   SparseTranslationArray(uint64_t capacity, const PoolOptions& o)
       : array_(capacity), side_(capacity, o), sparse_at_(o.sparse_group_at), dense_at_(o.dense_group_at) {}
@@ -85,6 +86,12 @@ class SparseTranslationArray {
   // reference covers the side table (the caller writes only a side entry), false for the
   // array. release_ref returns true when it punched the array page.
   bool acquire_ref(BlockId block) const { return acquire_group_ref(array_.counter(block)); }
+  // After a CAS on block's array word failed and the word reads zero: the array page is
+  // punched again if it is a sparse group's or an unreferenced dense one's
+  // (sparse_group_counter.h, repunch_group_page). Returns true if it punched.
+  bool repunch(BlockId block) {
+    return repunch_group_page(array_.counter(block), [&] { array_.punch_group(block); });
+  }
   bool release_ref(BlockId block) {
     return release_group_ref(array_.counter(block), [&] { array_.punch_group(block); }) == GroupRelease::kPunched;
   }
@@ -116,6 +123,7 @@ class SparseTranslationArray {
   uint32_t group_count(BlockId block) const { return group_count_of(group_word(block)); }
   bool group_sparse(BlockId block) const { return group_word(block) & kGroupSparse; }
   const Entry& array_word(BlockId block) const { return array_.entry(block); }
+  bool array_page_backed(BlockId block) const { return array_.page_backed(block); }
   size_t side_entries() const { return side_.size(); }
   int64_t sparse_groups() const { return sparse_groups_.load(std::memory_order_relaxed); }
   uint64_t moves_to_sparse() const { return moves_to_sparse_.load(std::memory_order_relaxed); }
@@ -151,7 +159,7 @@ class SparseTranslationArray {
   mutable TranslationArray array_;
   // 8 partitions (1 KB of latches and maps per space): side lookups are the slow path of
   // cold pages only.
-  mutable PartitionedTable<OpenStore, 3> side_;
+  mutable SideTable side_;
   const uint32_t sparse_at_;
   const uint32_t dense_at_;
   std::atomic<int64_t> sparse_groups_{0};  // groups with kSparse set now (empty ones included)

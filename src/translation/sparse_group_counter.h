@@ -128,4 +128,22 @@ GroupRelease abort_group_move(PunchCounter& c, PunchFn&& punch) {
   }
 }
 
+// The array page of a dense group with no reference, or of a sparse group (written by
+// nobody, I1), punched again after a failing CAS may have backed it (repunch_punch_page).
+// A sparse group is punched under kMoving (no mover runs, references keep coming and going
+// in the side table meanwhile, and acquirers wait); a quiet dense group at 0 under
+// kPunchLock. Returns true if it punched; never waits.
+template <class PunchFn>
+bool repunch_group_page(PunchCounter& c, PunchFn&& punch) {
+  uint32_t v = c.load(std::memory_order_acquire);
+  if (v == 0) return repunch_punch_page(c, punch);
+  if ((v & ~kGroupCountMask) != kGroupSparse) return false;  // dense and referenced, or busy
+  if (!c.compare_exchange_strong(v, v | kGroupMoving, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    return false;
+  }
+  punch();
+  abort_group_move(c, [] {});  // sparse: only clears kMoving, whatever the count is now
+  return true;
+}
+
 }  // namespace calico::translation

@@ -40,6 +40,17 @@ class TranslationArray {
   void acquire_ref(BlockId block) const { acquire_punch_ref(counter(block)); }
   // Returns true when this release punched the page of entries.
   bool release_ref(BlockId block);
+  // After a CAS on block's entry failed and the entry reads zero: the page of entries is
+  // punched again if nothing references it (hole_punch_counter.h, repunch_punch_page).
+  // Returns true if it punched.
+  bool repunch(BlockId block) { return repunch_punch_page(counter(block), [&] { punch_group(block); }); }
+
+  // Whether the OS backs `block`'s page of entries with a private page (checkers: a page
+  // whose group holds no reference must not be backed, hole_punch_counter.h I1).
+  bool page_backed(BlockId block) const {
+    return entry_region_.private_bytes(static_cast<size_t>(block / kEntriesPerGroup) * memory::kOsPageBytes,
+                                       memory::kOsPageBytes) > 0;
+  }
 
   // Current count of `block`'s group (tests and checkers).
   uint32_t group_count(BlockId block) const {

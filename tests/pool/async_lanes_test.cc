@@ -7,11 +7,14 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
 #include "calico/buffer_pool.h"
 #include "io/fault_injector.h"
+#include "pool/test_points.h"
+#include "support/pause_at.h"
 #include "support/test_util.h"
 
 namespace calico {
@@ -149,6 +152,113 @@ TEST(AsyncLanes, ReadsOfAThreadThatEndedAreCompletedByEviction) {
   EXPECT_TRUE(settled()) << "frames of completed prefetch reads were never given back";
   pool->check_invariants();
   expect_pages_intact(*pool, group);
+}
+
+// Anything taking a frame for a prefetch can throw, not only calico::Error (a write-back
+// failure, which prefetch ignores): std::bad_alloc from an eviction round's buffers, say.
+// The claimed entry must not stay pending with no read behind it (a later access of the page
+// aborted in help_async, and drop_space never finished), and the reads already pushed in the
+// batch must reach the kernel.
+struct ThrowWhenPrefetchTakesAFrame : pool::TestPoints {
+  std::atomic<int> countdown{0};
+  void at(Point point, PageId) override {
+    if (point == Point::kPrefetchClaimed && countdown.fetch_sub(1) == 1) throw std::bad_alloc();
+  }
+};
+
+TEST(AsyncLanes, AnythingThrownWhileTakingAPrefetchFrameLeavesNoPendingEntry) {
+  TempDir dir;
+  fill(dir, 100);
+  ThrowWhenPrefetchTakesAFrame points;
+  PoolOptions o = small_options(dir.path(), 64);
+  o.test_points = &points;
+  auto pool = BufferPool::open(o);
+  const SpaceId s = pool->open_space("t");
+  std::vector<PageId> group;
+  for (BlockId b = 0; b < 10; ++b) group.push_back(PageId(s, b));
+  points.countdown = 3;  // blocks 0 and 1 are pushed, block 2's frame throws
+  EXPECT_THROW(pool->prefetch_group(group), std::bad_alloc);
+  pool->check_invariants();
+  expect_pages_intact(*pool, group);
+  const PoolStats st = pool->stats();
+  EXPECT_EQ(st.prefetch_issued, 2u) << "the reads pushed before the throw were submitted";
+  EXPECT_EQ(st.faults, group.size() - 2) << "blocks 2.. were read by their pins";
+  pool->check_invariants();
+  auto dropped = std::async(std::launch::async, [&] { pool->drop_space(s); });
+  testing::expect_finishes(dropped, "drop_space after a prefetch that threw");
+  dropped.get();
+  pool->check_invariants();
+}
+
+// A device that stops answering: waits time out and polls find nothing; a ring gives up
+// after `polls` polls (1 ms apart) instead of ~10 s.
+class StalledDevice : public io::FaultInjector {
+ public:
+  std::atomic<bool> stall{false};
+  int on_complete(bool, int, uint64_t, uint32_t, int result) override { return result; }
+  bool stalled() override { return stall.load(); }
+  unsigned wait_polls(unsigned) override { return 50; }
+};
+
+// Closing a pool whose prefetch ring gave up: the destructor must not throw (it ended the
+// process through std::terminate); the failure is reported on stderr.
+TEST(AsyncLanes, ClosingAPoolWhosePrefetchRingGaveUpDoesNotEndTheProcess) {
+  TempDir dir;
+  fill(dir, 100);
+  StalledDevice device;
+  PoolOptions o = small_options(dir.path(), 64);
+  o.fault_injector = &device;
+  auto pool = BufferPool::open(o);
+  const SpaceId s = pool->open_space("t");
+  std::vector<PageId> group;
+  for (BlockId b = 0; b < 8; ++b) group.push_back(PageId(s, b));
+  device.stall = true;
+  ASSERT_EQ(pool->prefetch_group(group), group.size());
+  ::testing::internal::CaptureStderr();
+  pool.reset();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("did not complete"), std::string::npos) << err;
+}
+
+// Dropping a space whose reads a failed ring still holds: the drop is committed before it
+// waits for reads, so it must finish (it threw kIoError after marking the space dead). The
+// abandoned reads' frames come back to the pool if the kernel completes them after all.
+TEST(AsyncLanes, ADropFinishesWhenAPrefetchRingGaveUpAndItsFramesComeBack) {
+  TempDir dir;
+  fill(dir, 100);
+  StalledDevice device;
+  PoolOptions o = small_options(dir.path(), 64);
+  o.fault_injector = &device;
+  auto pool = BufferPool::open(o);
+  const SpaceId s = pool->open_space("t");
+  const SpaceId other = pool->create_space("other");
+  testing::fill_space(*pool, other, 200, stamp_plus(0));
+  pool->flush();  // nothing dirty: no write-back needs the stalled device
+  std::vector<PageId> group;
+  for (BlockId b = 0; b < 8; ++b) group.push_back(PageId(s, b));
+  device.stall = true;
+  ASSERT_EQ(pool->prefetch_group(group), group.size());
+  ::testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(pool->drop_space(s));
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(pool->spaces().size(), 1u);
+  testing::expect_error(ErrorCode::kUnknownSpace, [&] { pool->pin_shared(PageId(s, 0)); });
+  pool->check_invariants();
+  device.stall = false;  // the device answers again: the abandoned reads complete
+  EXPECT_EQ(pool->prefetch_group(std::vector<PageId>{PageId(other, 0)}), 0u)
+      << "a ring that gave up takes no new reads (it collects its late completions)";
+  std::vector<PageId> others;
+  for (BlockId b = 0; b < 200; ++b) others.push_back(PageId(other, b));
+  auto settled = [&] {
+    const PoolStats st = pool->stats();
+    return st.resident_pages + st.free_frames == st.frames;
+  };
+  for (int pass = 0; pass < 5 && !settled(); ++pass) expect_pages_intact(*pool, others);
+  EXPECT_TRUE(settled()) << "the frames of the abandoned reads never came back";
+  pool->check_invariants();
+  ::testing::internal::CaptureStderr();
+  pool.reset();
+  ::testing::internal::GetCapturedStderr();
 }
 
 }  // namespace

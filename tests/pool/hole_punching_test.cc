@@ -19,7 +19,7 @@ constexpr size_t kGroup = 512;  // entries per 4 KB page of translation
 TEST(HolePunching, TranslationMemoryFollowsTheWorkingSet) {
   TempDir dir;
   const uint32_t frames = 256;
-  PoolOptions o = testing::small_options(dir.path(), frames);
+  PoolOptions o = testing::stress_options(testing::small_options(dir.path(), frames));
   auto pool = BufferPool::open(o);
   SpaceId s = pool->create_space("t");
   const uint64_t pages = 64 * kGroup;  // 64 pages of entries, 128 MB of data
@@ -74,7 +74,7 @@ TEST(HolePunching, PunchesRaceFaultsSafely) {
   const int threads = 8;
   const int spaces_n = 6;
   const uint64_t pages = 2 * kGroup;
-  PoolOptions o = testing::small_options(dir.path(), frames);
+  PoolOptions o = testing::stress_options(testing::small_options(dir.path(), frames));
   o.eviction_batch = 2;
   auto pool = BufferPool::open(o);
   std::vector<SpaceId> spaces;

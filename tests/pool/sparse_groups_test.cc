@@ -292,6 +292,85 @@ TEST(SparseGroups, ARefusedMoveBackLeavesTheFaultersSideEntryAndTheFaultComplete
   for (uint64_t b : {1, 2, 3, 4, 10, 15}) f.touch(b);
 }
 
+// Side entries are recycled across groups. A faulter that looked up block 7's side entry E
+// (group 0, sparse) and took its reference pauses; E is retired (7 loaded by another thread,
+// then evicted) and recycled by a move of group 2 to the side table, for its resident block m.
+// The faulter claims E out of 0 inside the mover's window, between the recycle and the
+// install. The move must see the foreign word and be refused; the faulter sees the owner (R4)
+// and gives back only its own claim. (The mover used to check the word zero and store over
+// it: the check aborted the process, or, with checks compiled out, the faulter's undo
+// stored 0 over m's installed entry, and m's next access read its old copy from disk.)
+struct RecycledSideEntryRace : pool::TestPoints {
+  std::atomic<std::thread::id> faulter{};
+  std::atomic<int> stage{0};  // 1: paused with its reference; 2: paused with E claimed
+  std::atomic<bool> claim{false}, finish{false}, armed{false};
+  void at(Point point, PageId) override {
+    if (std::this_thread::get_id() == faulter.load()) {
+      if (point == Point::kFaultRefTaken && stage == 0) {
+        stage = 1;
+        testing::wait_until([&] { return claim.load(); }, "the mover to recycle the faulter's entry");
+      } else if (point == Point::kFaultClaimed && stage == 1) {
+        stage = 2;
+        testing::wait_until([&] { return finish.load(); }, "the move to end");
+      }
+    } else if (point == Point::kGroupMoveInstall && armed.exchange(false)) {
+      claim = true;  // the destination entry is recycled: let the faulter claim it now
+      testing::wait_until([&] { return stage.load() == 2; }, "the faulter to claim its entry");
+    }
+  }
+};
+
+TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLosesNothing) {
+  RecycledSideEntryRace race;
+  Fixture f(64, 8, 16, 3 * kGroup, &race);
+  auto push_out = [&](uint64_t b) {  // by faults into group 1, which stays dense
+    for (int round = 0; round < 3 && f.pool->frame_of(f.pid(b)) != kInvalidFrame; ++round) {
+      for (uint64_t x = kGroup; x < kGroup + 200; ++x) f.touch(x);
+    }
+    ASSERT_EQ(f.pool->frame_of(f.pid(b)), kInvalidFrame) << "block " << b << " was not evicted";
+  };
+  f.touch(5);
+  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  ASSERT_NO_FATAL_FAILURE(push_out(5));  // group 0: sparse and empty
+  auto faulter = std::async(std::launch::async, [&] {
+    race.faulter = std::this_thread::get_id();
+    f.touch(7);  // looks up E (block 7's side entry), takes its reference, pauses
+  });
+  testing::wait_until([&] { return race.stage.load() == 1; }, "the faulter to take its reference");
+  f.touch(7);            // through E: loaded
+  ASSERT_NO_FATAL_FAILURE(push_out(7));  // evicted: E retired, first in its slab's free list
+  ASSERT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  // m: a block of group 2 whose side entry comes from E's slab (the same partition).
+  using Side = translation::SparseTranslationArray::SideTable;
+  uint64_t m = 2 * kGroup;
+  while (Side::partition_of(static_cast<BlockId>(m)) != Side::partition_of(7)) ++m;
+  ASSERT_LT(m, 3 * kGroup);
+  {
+    ExclusiveGuard g = f.pool->pin_exclusive(f.pid(m));
+    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(m), m + 9);
+    g.mark_dirty();
+  }
+  const uint64_t refused = f.pool->stats().refused_group_moves;
+  race.armed = true;
+  EXPECT_FALSE(f.pool->try_sparse_group(f.pid(2 * kGroup))) << "the recycled entry holds the faulter's claim";
+  EXPECT_EQ(f.pool->stats().refused_group_moves, refused + 1);
+  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(2 * kGroup)));
+  race.finish = true;
+  expect_finishes(faulter, "the faulter");
+  faulter.get();
+  f.pool->check_invariants();
+  f.touch(m, 9);
+  f.touch(7);
+  EXPECT_TRUE(f.pool->try_sparse_group(f.pid(2 * kGroup)));  // nothing in its way now
+  f.pool->check_invariants();
+  f.touch(m, 9);
+  f.pool->flush();
+  f.pool.reset();
+  f.options.test_points = nullptr;
+  f.pool = SparsePool::open(f.options);
+  f.touch(m, 9);
+}
+
 TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
   // Batches of 3 victims: a group that drains passes through 1..sparse_group_at references.
   // Group 0 fills the pool, group 1 pushes most of it out (the rest moves to the side table),
@@ -414,10 +493,12 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   const int threads = 5;
   const uint64_t groups = 8;
   const uint64_t pages = groups * kGroup;
-  PoolOptions o = testing::small_options(dir.path(), 40);
+  PoolOptions o = testing::stress_options(testing::small_options(dir.path(), 40));
   o.eviction_batch = 4;
   o.sparse_group_at = 6;
   o.dense_group_at = 12;
+  testing::Jitter jitter;  // faults and moves pause at their test points now and then
+  o.test_points = &jitter;
   auto pool = SparsePool::open(o);
   const size_t usable = pool->usable_page_size();
   const SpaceId s = pool->create_space("stress");

@@ -52,7 +52,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   const int spaces_n = 3;
   const uint64_t pages = 2000;
   const uint32_t frames = 180;  // 3% of the 6000 permanent pages
-  PoolOptions o = testing::pool_options<Pool>(dir.path(), frames);
+  PoolOptions o = testing::stress_options(testing::pool_options<Pool>(dir.path(), frames));
   o.eviction_batch = 16;
   // array_sparse: ~15 resident pages per 512-page group here, below the default thresholds,
   // would keep every group in the side table and read_group would start no reads; low
@@ -277,7 +277,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
 TYPED_TEST(StressOnEveryTranslation, OptimisticReadersOfAHotPageSeeOnlyWholePages) {
   using Pool = TypeParam;
   TempDir dir;
-  auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 16));
+  auto pool = Pool::open(testing::stress_options(testing::pool_options<Pool>(dir.path(), 16)));
   const size_t usable = pool->usable_page_size();
   const SpaceId s = pool->create_space("hot");
   testing::fill_space(*pool, s, 1, [](uint64_t) { return 0; });

@@ -75,6 +75,15 @@ inline PoolOptions small_options(const std::string& dir, uint32_t frames, size_t
   return o;
 }
 
+// Stress tests hold many pins on pools of a few dozen frames, on 2 cores, under sanitizers:
+// a thread that finds every frame pinned waits for one (the condition) for up to 30 s, a
+// watchdog, instead of the default 200 ms after which a descheduled pin holder made the
+// test fail with kPoolFull.
+inline PoolOptions stress_options(PoolOptions o) {
+  o.pool_full_wait_ms = 30'000;
+  return o;
+}
+
 // Appends `pages` pages to `space`, page b stamped with stamp_of(b).
 template <class Pool, class StampFn>
 void fill_space(Pool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {

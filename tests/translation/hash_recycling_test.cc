@@ -157,7 +157,7 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
   constexpr uint32_t kFrames = 8;
   constexpr uint64_t kPages = 96;
   constexpr int kThreads = 4;
-  PoolOptions o = testing::small_options(dir.path(), kFrames);
+  PoolOptions o = testing::stress_options(testing::small_options(dir.path(), kFrames));
   o.eviction_batch = 2;
   auto pool = Pool::open(o);
   const size_t usable = pool->usable_page_size();

@@ -242,7 +242,7 @@ TEST(Lipah, RepairHintWritesOnlyWhenTheLatchIsFreeAndNeverDirties) {
 template <class Pool>
 PoolStats stale_hints_never_return_another_page(uint64_t pages) {
   TempDir dir;
-  PoolOptions o = small_options(dir.path(), 8);
+  PoolOptions o = testing::stress_options(small_options(dir.path(), 8));
   o.eviction_batch = 2;
   auto pool = Pool::open(o);
   SpaceId s = pool->create_space("s");

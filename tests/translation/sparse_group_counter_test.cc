@@ -38,6 +38,27 @@ TEST(SparseGroupCounter, LastReleasePunchesADenseGroupAndEmptiesASparseOne) {
   EXPECT_EQ(punches, 1);
 }
 
+// After a failed CAS may have backed a punched array page: an unreferenced dense group and a
+// sparse group (whatever its count: its array page is written by nobody) are punched again;
+// a referenced dense group, a moving or a punching one are left alone. The count and flags
+// come back as they were.
+TEST(SparseGroupCounter, RepunchTakesUnreferencedDenseAndSparseGroupsOnly) {
+  int punches = 0;
+  auto punch = [&] { ++punches; };
+  for (uint32_t word : {0u, kGroupSparse, kGroupSparse | 3}) {
+    PunchCounter c{word};
+    EXPECT_TRUE(repunch_group_page(c, punch)) << word;
+    EXPECT_EQ(c.load(), word);
+  }
+  EXPECT_EQ(punches, 3);
+  for (uint32_t word : {1u, kGroupMoving | 2, kGroupSparse | kGroupMoving | 2, kPunchLock}) {
+    PunchCounter c{word};
+    EXPECT_FALSE(repunch_group_page(c, punch)) << word;
+    EXPECT_EQ(c.load(), word);
+  }
+  EXPECT_EQ(punches, 3);
+}
+
 TEST(SparseGroupCounter, AMoveStartsOnlyFromAQuietGroupOfTheRightKindAndCount) {
   PunchCounter c{5};
   uint32_t count = 0;

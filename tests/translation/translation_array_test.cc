@@ -147,6 +147,34 @@ TEST(TranslationArray, LastReleasePunchesTheGroup) {
   EXPECT_EQ(a.private_bytes(cap), with_counter + kPage);
 }
 
+// A thread that loaded an entry resident and CASes it after the page was evicted and punched:
+// the CAS fails, but it writes (x86's LOCK CMPXCHG always does), so the kernel backs the page
+// again, all zero, with no reference counted to punch it later. repunch() returns it when
+// nothing references the group, and leaves a referenced group alone.
+TEST(TranslationArray, AFailedCasOnAPunchedPageBacksItAndRepunchReturnsIt) {
+  const uint64_t cap = 4 * kEntriesPerGroup;
+  TranslationArray a(cap);
+  const BlockId b = kEntriesPerGroup + 3;
+  a.acquire_ref(b);
+  a.entry(b).store(resident(1).raw);
+  const EntryWord loaded = load(a.entry(b));  // a pin's load, before the eviction
+  a.entry(b).store(0);
+  ASSERT_TRUE(a.release_ref(b));
+  ASSERT_FALSE(a.page_backed(b));
+  EXPECT_FALSE(try_lock_shared(a.entry(b), loaded)) << "the stale CAS fails";
+  ASSERT_TRUE(a.page_backed(b)) << "a failing CAS backs the punched page (the defect repunch repairs)";
+  EXPECT_TRUE(a.repunch(b));
+  EXPECT_FALSE(a.page_backed(b));
+  EXPECT_EQ(a.group_count(b), 0u);
+  // A referenced group is left alone: its last release punches it.
+  a.acquire_ref(b);
+  EXPECT_FALSE(try_lock_shared(a.entry(b + 1), loaded));
+  EXPECT_FALSE(a.repunch(b));
+  EXPECT_TRUE(a.page_backed(b));
+  EXPECT_TRUE(a.release_ref(b));
+  EXPECT_FALSE(a.page_backed(b));
+}
+
 TEST(TranslationArray, GroupCountTracksAcquireAndRelease) {
   TranslationArray a(4 * kEntriesPerGroup);
   for (int i = 0; i < 5; ++i) a.acquire_ref(static_cast<BlockId>(i));
