@@ -485,6 +485,84 @@ TEST(SparseGroups, DropReturnsTheSideTable) {
   testing::expect_space(*f.pool, keep, 4, [](uint64_t b) { return b; });
 }
 
+// The race of recycled side entries (S2) under real threads: 10 pages in each of 8 groups,
+// so that every group flips between the representations and a faulter's page is hot enough
+// for another thread to load and evict it (retiring the entry the faulter holds) while the
+// faulter is parked with its reference; movers wake parked faulters inside their install
+// window (testing::MoveRendezvous). Every page is checked against a model, and the pool's
+// invariants and every page at the end and after a reopen.
+TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
+  TempDir dir;
+  const int threads = 4;
+  const uint64_t groups = 8, per_group = 10;
+  PoolOptions o = testing::stress_options(testing::small_options(dir.path(), 40));
+  o.eviction_batch = 2;
+  o.sparse_group_at = 3;
+  o.dense_group_at = 6;
+  testing::MoveRendezvous points;
+  o.test_points = &points;
+  auto pool = SparsePool::open(o);
+  const size_t usable = pool->usable_page_size();
+  const SpaceId s = pool->create_space("recycle");
+  const uint64_t pages = groups * kGroup;
+  testing::fill_space(*pool, s, pages, [](uint64_t) { return 0; });
+  std::vector<std::atomic<uint64_t>> model(pages);  // changed only under the page's exclusive latch
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> failures{0};
+  std::mutex failure_mutex;
+  std::string first_failure;
+  auto fail = [&](const std::string& what) {
+    ++failures;
+    std::lock_guard lock(failure_mutex);
+    if (first_failure.empty()) first_failure = what;
+  };
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::mt19937_64 rng(777 + t);
+      while (!stop.load(std::memory_order_relaxed)) {
+        const PageId pid(s, static_cast<BlockId>(rng() % groups * kGroup + rng() % per_group));
+        const unsigned dice = rng() % 100;
+        try {
+          if (dice < 30) {
+            ExclusiveGuard g = pool->pin_exclusive(pid);
+            if (bench::pattern_stamp(g.data()) != model[pid.block()].load()) fail("write: page differs from the model");
+            const uint64_t next = model[pid.block()].load() + 1;
+            bench::stamp_pattern(g.data(), usable, pid, next);
+            model[pid.block()].store(next);
+            g.mark_dirty();
+          } else if (dice < 90) {
+            SharedGuard g = pool->pin_shared(pid);
+            if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != model[pid.block()].load()) {
+              fail("read: page " + std::to_string(pid.block()) + " differs from the model (a lost update)");
+            }
+          } else {
+            pool->try_sparse_group(pid);
+          }
+        } catch (const Error& e) {
+          fail(std::string("unexpected error: ") + e.what());
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(std::max(2, CALICO_STRESS_SECONDS / 2)));
+  stop = true;
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(failures.load(), 0u) << first_failure;
+  const PoolStats st = pool->stats();
+  std::printf("recycled-entries stress: %lu evictions, %lu moves to the side table, %lu back, %lu refused\n",
+              (unsigned long)st.evictions, (unsigned long)st.sparse_moves, (unsigned long)st.dense_moves,
+              (unsigned long)st.refused_group_moves);
+  EXPECT_GT(st.sparse_moves, 20u);
+  EXPECT_GT(st.dense_moves, 20u);
+  pool->check_invariants();
+  testing::expect_space(*pool, s, pages, [&](uint64_t b) { return model[b].load(); });
+  pool.reset();
+  o.test_points = nullptr;
+  pool = SparsePool::open(o);
+  testing::expect_space(*pool, s, pages, [&](uint64_t b) { return model[b].load(); });
+}
+
 // Groups flip between the two representations under every kind of access, on a pool so
 // small that nearly every operation evicts; the pages are checked against a model all along,
 // at the end and after a reopen.
@@ -497,7 +575,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   o.eviction_batch = 4;
   o.sparse_group_at = 6;
   o.dense_group_at = 12;
-  testing::Jitter jitter;  // faults and moves pause at their test points now and then
+  testing::MoveRendezvous jitter;  // faults and moves pause at their test points now and then
   o.test_points = &jitter;
   auto pool = SparsePool::open(o);
   const size_t usable = pool->usable_page_size();

@@ -71,17 +71,48 @@ class PauseAt : public pool::TestPoints {
 // that are a few instructions wide (a faulter between its lookup, its reference and its
 // claim while entries are retired and recycled; a mover between a destination's lookup and
 // its install).
+// A faulter parked with its reference (kFaultRefTaken, kFaultClaimed) now and then stays for
+// milliseconds: long enough for its entry to be retired and recycled by another group's move.
 class Jitter : public pool::TestPoints {
  public:
-  void at(Point, PageId) override {
+  void at(Point point, PageId) override {
     thread_local std::minstd_rand rng(static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id())));
-    const unsigned dice = rng() % 64;
-    if (dice == 0) {
+    const unsigned dice = rng() % 256;
+    const bool faulter = point == Point::kFaultRefTaken || point == Point::kFaultClaimed;
+    if (faulter && dice == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(1000 + rng() % 4000));
+    } else if (dice < 4) {
       std::this_thread::sleep_for(std::chrono::microseconds(20 + rng() % 180));
-    } else if (dice < 8) {
+    } else if (dice < 32) {
       std::this_thread::yield();
     }
   }
+};
+
+// Jitter, plus a rendezvous for the race of recycled side entries (pool/README.md S2): a
+// faulter that took its reference parks now and then for up to 5 ms, and a mover about to
+// install a destination entry wakes the parked faulters and gives them 200-500 us, so that a
+// faulter whose stale entry that mover recycled claims it inside the mover's window.
+class MoveRendezvous : public Jitter {
+ public:
+  void at(Point point, PageId pid) override {
+    Jitter::at(point, pid);
+    thread_local std::minstd_rand rng(static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id())) + 1);
+    if (point == Point::kFaultRefTaken && rng() % 32 == 0) {
+      const uint64_t seen = wakeups_.load();
+      parked_.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+      while (wakeups_.load() == seen && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+      parked_.fetch_sub(1);
+    } else if (point == Point::kGroupMoveInstall && parked_.load() > 0) {
+      wakeups_.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(200 + rng() % 300));
+    }
+  }
+
+ private:
+  std::atomic<int> parked_{0};
+  std::atomic<uint64_t> wakeups_{0};
 };
 
 }  // namespace calico::testing
