@@ -9,8 +9,12 @@
 #      HNSW search on calico gives identical results with optimistic reads and group
 #      prefetch on and off (postgres/tests/differential.sh);
 #   5. stress: pgbench clients and DROP/TRUNCATE/VACUUM loops on a 1 MB pool, then amcheck,
-#      the pgbench balance invariants and the translation counters (postgres/tests/stress.sh).
-# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress ...]
+#      the pgbench balance invariants and the translation counters (postgres/tests/stress.sh);
+#   6. interleavings: races between two backends forced with the patch's test-only pause
+#      points: a late publish under another backend's exclusive lock, an optimistic read
+#      through a reclaimed and reused slot, a stale read of a reclaimed slot's memory
+#      (postgres/tests/interleavings.sh).
+# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings ...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/postgres/common.sh"
@@ -25,7 +29,7 @@ echo "shared_buffers = 1MB" > "$TMP/tiny.conf"
 chmod 644 "$TMP/tiny.conf"
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress)
+[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress interleavings)
 
 # make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
 # regression diffs are shown.
@@ -87,6 +91,10 @@ for suite in "${suites[@]}"; do
     stress)
       echo "=== postgres: stress (pgbench + DROP/TRUNCATE/VACUUM on a 1 MB pool, then amcheck)"
       bash "$ROOT/postgres/tests/stress.sh" "$TMP"
+      ;;
+    interleavings)
+      echo "=== postgres: interleavings (two backends, forced with test-only pause points)"
+      bash "$ROOT/postgres/tests/interleavings.sh" "$TMP"
       ;;
     *) echo "unknown suite '$suite'" >&2; exit 2 ;;
   esac
