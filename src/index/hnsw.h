@@ -82,8 +82,8 @@
 // Every page add() writes is written by one memcpy under one exclusive latch, so a throw
 // never leaves a half-written record or list. What an error leaves behind, by step:
 //   - before the node's record is written (contains check, upper units, the claim): nothing
-//     but, possibly, upper units never to be used (and pages allocated for them, which the
-//     next allocation takes over): the id is free, add(id) may be called again;
+//     but, possibly, upper units never to be used (and zero pages allocated for them, which
+//     the next allocation takes over): the id is free, add(id) may be called again;
 //   - after it (descent, own lists, back links, the metadata's size and entry point): the
 //     node is present, with some or all of its links; size() does not count it, it is never
 //     the entry point, searches may find it. Its id is recorded as a failed add (failed_adds())
@@ -1169,13 +1169,18 @@ class BasicHnsw {
     const uint64_t pages = (end + lpp - 1) / lpp;
     // The space may hold pages past the counted ones: an earlier call allocated them and
     // failed (a pool error) before the metadata counted them. No unit in them was handed
-    // out; they are zeroed again (after a crash they could hold older lists) and used.
+    // out, so they are still as allocate left them, all zero, and are used as they are; a
+    // page that is not all zero is not such a page: the metadata is corrupt.
     uint64_t have = ms.upper_pages;
     const uint64_t left = pool_->space_blocks(space_) - layout_.upper_base;
     for (; have < pages && have < left; ++have) {
-      ExclusiveGuard g = pool_->pin_exclusive(PageId(space_, static_cast<BlockId>(layout_.upper_base + have)));
-      std::memset(g.data(), 0, pool_->usable_page_size());
-      g.mark_dirty();
+      const PageId pid(space_, static_cast<BlockId>(layout_.upper_base + have));
+      SharedGuard g = pool_->pin_shared(pid);
+      const std::byte* p = g.data();
+      if (!std::all_of(p, p + pool_->usable_page_size(), [](std::byte b) { return b == std::byte{0}; })) {
+        corrupt(meta_page(), "metadata counts " + std::to_string(ms.upper_pages) + " upper pages, but page " +
+                                 std::to_string(pid.block()) + " after them holds data");
+      }
     }
     for (; have < pages; ++have) {
       ExclusiveGuard g = pool_->allocate(space_);  // zeroed: empty lists

@@ -264,8 +264,8 @@ TEST(HnswFailedAdd, AFullPoolLeavesTheIdFree) {
 }
 
 // The space ends past the upper pages the metadata counts, as after an upper-page allocation
-// whose metadata update failed: the next allocation takes that page over, zeroed (it holds
-// garbage here, as it could after a crash), instead of reporting the index corrupt.
+// whose metadata update failed: the next allocation takes that zero page over instead of
+// reporting the index corrupt. A page there that holds data is still reported.
 TEST(HnswFailedAdd, AnUpperPageTheMetadataDoesNotCountIsTakenOver) {
   TempDir dir;
   auto pool = BufferPool::open(small_options(dir.path(), 64));
@@ -274,8 +274,6 @@ TEST(HnswFailedAdd, AnUpperPageTheMetadataDoesNotCountIsTakenOver) {
   {
     ExclusiveGuard g = pool->allocate(h.space());  // the first upper page, uncounted
     ASSERT_EQ(g.page_id().block(), h.layout().upper_base);
-    std::memset(g.data(), 0x5A, pool->usable_page_size());
-    g.mark_dirty();
   }
   for (uint32_t i = 0; i < 200; ++i) h.add(i, &data[size_t{i} * kDim]);
   EXPECT_EQ(h.size(), 200u);
@@ -283,6 +281,17 @@ TEST(HnswFailedAdd, AnUpperPageTheMetadataDoesNotCountIsTakenOver) {
   std::vector<uint32_t> all(200);
   for (uint32_t i = 0; i < 200; ++i) all[i] = i;
   expect_found(h, data, all);
+
+  Hnsw h2 = Hnsw::create(*pool, "hnsw2", HnswParams{kDim, Metric::kL2, kM, 32, 7}, 200);
+  {
+    ExclusiveGuard g = pool->allocate(h2.space());
+    std::memset(g.data(), 0x5A, 64);
+    g.mark_dirty();
+  }
+  uint32_t id = 0;
+  for (; h2.level_of(id) == 0; ++id) h2.add(id, &data[size_t{id} * kDim]);  // no upper lists yet
+  Error e = testing::expect_error(ErrorCode::kCorruptPage, [&] { h2.add(id, &data[size_t{id} * kDim]); });
+  EXPECT_EQ(e.page(), PageId(h2.space(), 0)) << e.what();
 }
 
 // Three threads add while two search, and page transfers fail at random (1 in 40): every add
