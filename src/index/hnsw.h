@@ -564,7 +564,10 @@ class BasicHnsw {
       std::lock_guard lock(s.adds_mutex);
       auto [it, inserted] = s.adds.try_emplace(id, false);
       if (!inserted) {
-        if (!it->second) throw duplicate(id);  // running in another thread
+        if (!it->second) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) +
+                                                       " is being added by another thread");
+        }
         it->second = false;                    // a failed add: this call resumes it
         present_ = resuming_ = true;
       }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -80,6 +82,36 @@ class RandomFailures : public io::FaultInjector {
 
 // n vectors of dimension dim on a random 4-dimensional subspace (seeded): easy for HNSW even
 // at M 4, so that a search for a node's own vector finds it unless the graph lost the node.
+// Holds the first page transfer after arm() until release(): a thread stopped inside an add.
+class HoldFirstTransfer : public io::FaultInjector {
+ public:
+  void arm() { armed_.store(true); }
+  // Waits (bounded) until a transfer is held; false if none came within 20 s.
+  bool wait_held() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return held_; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int on_complete(bool, int, uint64_t, uint32_t, int result) override {
+    if (!armed_.exchange(false)) return result;
+    std::unique_lock lock(mu_);
+    held_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(60), [&] { return released_; });  // watchdog: never hang the suite
+    return result;
+  }
+
+ private:
+  std::atomic<bool> armed_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false, released_ = false;
+};
+
 std::vector<float> random_vectors(uint32_t n, uint32_t dim, uint64_t seed) {
   constexpr uint32_t kLatent = 4;
   std::mt19937_64 rng(seed);
@@ -261,6 +293,36 @@ TEST(HnswFailedAdd, AFullPoolLeavesTheIdFree) {
   EXPECT_EQ(h.size(), 201u);
   ASSERT_NO_THROW(h.check_structure());
   expect_found(h, data, {0, 50, 100, 150, 200});
+}
+
+// An add of an id while another add of it runs (stopped at its first page read) is refused
+// with kInvalidArgument, and the first completes.
+TEST(HnswFailedAdd, ASecondAddOfAnIdThatIsBeingAddedIsRefused) {
+  TempDir dir;
+  HoldFirstTransfer disk;
+  PoolOptions o = small_options(dir.path(), 12);
+  o.fault_injector = &disk;
+  auto pool = BufferPool::open(o);
+  const std::vector<float> data = random_vectors(300, kDim, 9);
+  Hnsw h = Hnsw::create(*pool, "hnsw", HnswParams{kDim, Metric::kL2, kM, 32, 7}, 300);
+  for (uint32_t i = 0; i < 100; ++i) h.add(i, &data[size_t{i} * kDim]);
+  SpaceId other = pool->create_space("other");
+  testing::fill_space(*pool, other, 24, [](uint64_t b) { return b + 1; });  // twice the frames: no index page stays
+  constexpr uint32_t kId = 299;  // on a page no add has touched
+  disk.arm();
+  std::thread first([&] { h.add(kId, &data[size_t{kId} * kDim]); });
+  const bool held = disk.wait_held();
+  if (held) {
+    Error e = testing::expect_error(ErrorCode::kInvalidArgument, [&] { h.add(kId, &data[size_t{kId} * kDim]); });
+    EXPECT_NE(std::string(e.what()).find("being added"), std::string::npos) << e.what();
+  }
+  disk.release();
+  first.join();
+  ASSERT_TRUE(held) << "the first add read no page";
+  EXPECT_TRUE(h.contains(kId));
+  EXPECT_EQ(h.size(), 101u);
+  EXPECT_TRUE(h.failed_adds().empty());
+  ASSERT_NO_THROW(h.check_structure());
 }
 
 // The space ends past the upper pages the metadata counts, as after an upper-page allocation
