@@ -467,18 +467,22 @@ class RandomDisk : public io::FaultInjector {
     const auto block = std::make_pair(fd_path(fd), offset / len);
     switch (fate) {
       case kNone:
-        if (is_write && result == static_cast<int>(len)) torn_.erase(block);
+        if (is_write && result == static_cast<int>(len)) {
+          torn_.erase(block);
+          partial_.erase(block);
+        }
         return result;
       case kFateReadEio: ++injected[kReadEio]; return -EIO;
       case kFateReadShort: ++injected[kReadShort]; return result;
       case kFateWriteEio: ++injected[kWriteEio]; return -EIO;
-      case kFateWriteShort: ++injected[kWriteShort]; return result;
+      case kFateWriteShort: ++injected[kWriteShort]; partial_.insert(block); return result;
       case kFateWriteEnospc: ++injected[kWriteEnospc]; return -ENOSPC;
       case kFateTornOk:
         ++injected[kTornWrite];
         if (result == static_cast<int>(len / 2)) torn_.insert(block);
+        partial_.insert(block);
         return static_cast<int>(len);  // the device says done; half of it is on disk
-      case kFateTornEio: ++injected[kTornWrite]; return -EIO;
+      case kFateTornEio: ++injected[kTornWrite]; partial_.insert(block); return -EIO;
     }
     return result;
   }
@@ -501,6 +505,12 @@ class RandomDisk : public io::FaultInjector {
     std::lock_guard lock(mu_);
     return torn_.count({path, block}) != 0;
   }
+  // Whether the file's block holds part of a write (torn, short): failed writes may damage
+  // a block on a real disk too, so a crash may find it so, though the pool kept the page.
+  bool partial(const std::string& path, BlockId block) {
+    std::lock_guard lock(mu_);
+    return partial_.count({path, block}) != 0;
+  }
 
  private:
   enum Fate { kNone, kFateReadEio, kFateReadShort, kFateWriteEio, kFateWriteShort, kFateWriteEnospc,
@@ -509,6 +519,7 @@ class RandomDisk : public io::FaultInjector {
   std::mt19937_64 rng_;
   std::map<std::tuple<bool, int, uint64_t>, Fate> fates_;
   std::set<std::pair<std::string, uint64_t>> torn_;
+  std::set<std::pair<std::string, uint64_t>> partial_;  // written in part since the last whole write
 };
 
 // The model of one page. While a pool lives, a page reads back exactly `current`, whatever
@@ -517,10 +528,21 @@ class RandomDisk : public io::FaultInjector {
 // checksum mismatch only for a block whose write the device reported done but tore). After
 // a clean close and a reopen (rule 6: a page below the durable count holds its value as of
 // the last flush or a later one; the close's flush is the last), it reads back `durable`,
-// which that flush made equal to `current`.
+// which that flush made equal to `current`. After a crash (the files copied as they are while
+// the pool lives, and opened by another pool), rule 6's own words: "a page below the durable
+// count holds its value as of that flush or a later one": one of `since_flush`.
 struct ModelPage {
   uint64_t current = 0;  // last stamp written into memory (0: the zero page of allocate)
   uint64_t durable = 0;  // stamp when the last successful flush returned
+  std::vector<uint64_t> since_flush;  // durable, then every stamp written since (or since allocate)
+  void write(uint64_t v) {
+    current = v;
+    since_flush.push_back(v);
+  }
+  void flushed() {
+    durable = current;
+    since_flush.assign(1, current);
+  }
 };
 
 class FaultModel {
@@ -535,11 +557,13 @@ class FaultModel {
     for (const char* name : {"s0", "s1"}) {
       spaces_.push_back(pool_->create_space(name));
       pages_.emplace_back();
+      flushed_blocks_.push_back(0);
     }
     disk_.armed = true;
     for (int op = 0; op < ops && !::testing::Test::HasFatalFailure(); ++op) {
       step();
       if (op % 250 == 249) checkpoint();
+      if (op % 100 == 99) crash_check();
       if (op % 300 == 299) reopen();
     }
     checkpoint();
@@ -548,9 +572,7 @@ class FaultModel {
     disk_.armed = false;
     pool_->flush();
     pool_->check_invariants();
-    for (auto& space : pages_) {
-      for (ModelPage& p : space) p.durable = p.current;
-    }
+    flushed();
     pool_.reset();
     pool_ = BufferPool::open(testing::small_options(dir_.path(), kFrames));
     verify_all(/*faults_armed=*/false);
@@ -627,11 +649,11 @@ class FaultModel {
         ASSERT_EQ(g.page_id().block(), pages_[sp].size());
         uint64_t v = next_stamp_++;
         stamp(g, pool_->usable_page_size(), v);
-        pages_[sp].push_back({v, 0});
+        pages_[sp].push_back({v, 0, {v}});
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::kIoError) << e.what();
         // A block claimed before the failure stays allocated, as a zero page.
-        while (pages_[sp].size() < pool_->space_blocks(spaces_[sp])) pages_[sp].push_back({0, 0});
+        while (pages_[sp].size() < pool_->space_blocks(spaces_[sp])) pages_[sp].push_back({0, 0, {0}});
       }
     } else if (dice < 42) {  // modify
       if (!random_page(&sp, &b)) return;
@@ -640,7 +662,7 @@ class FaultModel {
         expect_value(g.data(), sp, b);
         uint64_t v = next_stamp_++;
         stamp(g, pool_->usable_page_size(), v);
-        pages_[sp][b].current = v;
+        pages_[sp][b].write(v);
       } catch (const Error& e) {
         accept_error(e, sp, b, true);
       }
@@ -664,9 +686,7 @@ class FaultModel {
     } else {  // flush
       try {
         pool_->flush();
-        for (auto& space : pages_) {
-          for (ModelPage& p : space) p.durable = p.current;
-        }
+        flushed();
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::kIoError) << e.what();
       }
@@ -686,15 +706,67 @@ class FaultModel {
   void reopen() {
     disk_.armed = false;
     ASSERT_NO_THROW(pool_->flush());
-    for (auto& space : pages_) {
-      for (ModelPage& p : space) p.durable = p.current;
-    }
+    flushed();
     pool_.reset();
     PoolOptions o = testing::small_options(dir_.path(), kFrames);
     o.fault_injector = &disk_;
     o.async_depth = 8;
     pool_ = BufferPool::open(o);
     verify_all(/*faults_armed=*/false);
+    disk_.armed = true;
+  }
+
+  // A flush succeeded: every page is durable at its current value.
+  void flushed() {
+    for (size_t sp = 0; sp < pages_.size(); ++sp) {
+      for (ModelPage& p : pages_[sp]) p.flushed();
+      flushed_blocks_[sp] = pages_[sp].size();
+    }
+  }
+
+  // A crash now: the files, as they are, copied to another directory and opened by another
+  // pool (no faults). Rule 6: each space has the blocks of one flush, at least those of the
+  // last successful one (a failed flush may have synced some spaces and counted their
+  // blocks); each block below that count holds a value the page had at the last successful
+  // flush or later, or fails its checksum if a write tore it or left part of it.
+  void crash_check() {
+    disk_.armed = false;
+    const std::string copy = dir_.sub("crash");
+    std::filesystem::remove_all(copy);
+    std::filesystem::create_directory(copy);
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+      if (e.is_regular_file()) std::filesystem::copy_file(e.path(), copy + "/" + e.path().filename().string());
+    }
+    {
+      auto crashed = BufferPool::open(testing::small_options(copy, kFrames));
+      for (size_t sp = 0; sp < pages_.size(); ++sp) {
+        const uint64_t blocks = crashed->space_blocks(spaces_[sp]);
+        EXPECT_GE(blocks, flushed_blocks_[sp]) << "space " << sp << " lost blocks of the last flush";
+        ASSERT_LE(blocks, pages_[sp].size()) << "space " << sp;
+        for (BlockId b = 0; b < blocks; ++b) {
+          const ModelPage& p = pages_[sp][b];
+          const PageId pid(spaces_[sp], b);
+          const std::string where = "after a crash, page " + std::to_string(sp) + ":" + std::to_string(b);
+          try {
+            SharedGuard g = crashed->pin_shared(pid);
+            const size_t usable = crashed->usable_page_size();
+            uint64_t got = 0;
+            if (!std::all_of(g.data(), g.data() + usable, [](std::byte x) { return x == std::byte{0}; })) {
+              ASSERT_TRUE(bench::check_pattern(g.data(), usable, pid)) << where << " holds garbage";
+              got = bench::pattern_stamp(g.data());
+            }
+            EXPECT_NE(std::find(p.since_flush.begin(), p.since_flush.end(), got), p.since_flush.end())
+                << where << " reads stamp " << got << ", not one it had since the last flush (durable "
+                << p.durable << ", current " << p.current << ")";
+          } catch (const Error& e) {
+            const std::string file = space_file(dir_, spaces_[sp]);
+            EXPECT_TRUE(e.code() == ErrorCode::kChecksumMismatch && (disk_.torn(file, b) || disk_.partial(file, b)))
+                << where << ": " << e.what();
+          }
+        }
+      }
+    }
+    std::filesystem::remove_all(copy);
     disk_.armed = true;
   }
 
@@ -713,6 +785,7 @@ class FaultModel {
   std::unique_ptr<BufferPool> pool_;
   std::vector<SpaceId> spaces_;
   std::vector<std::vector<ModelPage>> pages_;
+  std::vector<uint64_t> flushed_blocks_;  // each space's blocks when the last successful flush returned
   uint64_t next_stamp_ = 1;
 };
 
