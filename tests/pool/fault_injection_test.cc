@@ -4,8 +4,9 @@
 // The deterministic tests reproduce one defect each (fsync failure, a thread without an
 // io_uring, a page whose write-back keeps failing); RandomFaults.* drives a small pool with
 // every class of fault injected at random points (io::FaultInjector) against an exact model:
-// while the pool lives every page reads back its latest value, and after a reopen its value
-// as of the last flush (src/pool/README.md rule 6; ModelPage below).
+// while the pool lives every page reads back its latest value; after a clean reopen its value
+// as of the closing flush; after a crash (a copy of the files) a value it had at the last
+// successful flush or later (src/pool/README.md rule 6; ModelPage below).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
