@@ -79,8 +79,9 @@
 //   (L) another node's list names a node only once the node's own lists on all the levels
 //       it is inserted on are written (add() writes them first and the back links last), so
 //       a search that reaches a node whose add failed goes on from it like from any other.
-// Every page add() writes is written by one memcpy under one exclusive latch, so a throw
-// never leaves a half-written record or list. What an error leaves behind, by step:
+// Each record, list or metadata change add() makes is written under one exclusive latch with
+// nothing that can throw between its first byte and the release, so a throw never leaves a
+// half-written record or list. What an error leaves behind, by step:
 //   - before the node's record is written (contains check, upper units, the claim): nothing
 //     but, possibly, upper units never to be used (and zero pages allocated for them, which
 //     the next allocation takes over): the id is free, add(id) may be called again;
