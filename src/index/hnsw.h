@@ -31,8 +31,9 @@
 //
 // Concurrency and latching. Page latches are the node locks, and a thread never holds two:
 //   - add() writes the new node's record (vector, level, upper unit) under its level-0
-//     page's exclusive latch, with an empty list, and releases it; only then may a list
-//     name it (so a node is fully written before any other node links to it);
+//     page's exclusive latch, with an empty list, and releases it; then its own list on
+//     each level, and only then the back links that name it (so a node is fully written,
+//     links included, before any other node links to it);
 //   - each list update (own list, back links) latches the list's page exclusive, merges,
 //     and releases. A list that overflows is shrunk from a snapshot without a latch (the
 //     heuristic reads other vectors), then written only if the list is still the snapshot,
@@ -58,17 +59,46 @@
 //     capacity 0 or too large for the space; kSpaceExists. ef_construction below M is
 //     raised to M;
 //   open: a space that is not an HNSW of this format (or another page size); kUnknownSpace;
-//   add: id >= capacity, an id added before, a vector with NaN or infinity, a cosine vector
-//     of norm 0; kRestartLimit (see above); pool errors (kPoolFull, kIoError, ...);
+//   add: id >= capacity, an id added before (or being added by another thread), a vector
+//     with NaN or infinity, a cosine vector of norm 0, a retried id (below) with another
+//     vector; kRestartLimit (see above); pool errors (kPoolFull, kIoError, ...): see
+//     "A failed add" below;
 //   search: k == 0, a state made for another index, a query with NaN or infinity, a zero
 //     cosine query. ef < k is raised to k. Searching an empty index returns no results;
 //   add, search, size, contains: kCorruptPage naming the page when a pinned or validated
 //     page breaks the format (a head, count or id out of range, an upper list past the
 //     space, an entry point past the capacity, metadata naming pages the space lacks).
+//
+// A failed add. Any error of add() (a pool error while it faults, allocates or links) leaves
+// the index searchable and every invariant of hnsw_layout.h true except the last two, which
+// change as follows. The invariant that makes this so, at every step of add():
+//   (F) a node is present (kPresent) only once its whole record (vector, level, upper unit,
+//       an empty list on each of its levels) is written, and a list names only present nodes;
+//       so every list a search or an insertion follows leads to a complete record, whatever
+//       step an add stopped at;
+//   (L) another node's list names a node only once the node's own lists on all the levels
+//       it is inserted on are written (add() writes them first and the back links last), so
+//       a search that reaches a node whose add failed goes on from it like from any other.
+// Each record, list or metadata change add() makes is written under one exclusive latch with
+// nothing that can throw between its first byte and the release, so a throw never leaves a
+// half-written record or list. What an error leaves behind, by step:
+//   - before the node's record is written (contains check, upper units, the claim): nothing
+//     but, possibly, upper units never to be used (and zero pages allocated for them, which
+//     the next allocation takes over): the id is free, add(id) may be called again;
+//   - after it (descent, own lists, back links, the metadata's size and entry point): the
+//     node is present, with some or all of its links; size() does not count it, it is never
+//     the entry point, searches may find it. Its id is recorded as a failed add (failed_adds())
+//     and add(id) with the same vector resumes the insertion: it redoes the links (merging
+//     is idempotent) and then counts the node. Until then check_structure() counts the
+//     failed adds beside size, and does not require a level's nodes to have non-empty
+//     lists (a failed add can leave a node that raised a level without a link there; that
+//     costs recall, never a wrong result). The record of failed adds lives in this object:
+//     after a reopen such a node is present and uncounted, as after a crash during an add.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -80,6 +110,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "calico/buffer_pool.h"
@@ -297,7 +328,7 @@ class BasicHnsw {
   const HnswParams& params() const { return params_; }
   const HnswLayout& layout() const { return layout_; }
   SpaceId space() const { return space_; }
-  // Nodes added so far (whose add() returned). Racy while adds run.
+  // Nodes added so far (whose add() returned; failed adds are not counted). Racy while adds run.
   uint32_t size() const {
     HnswStats s;
     return read_meta_state(true, s).size;
@@ -306,7 +337,8 @@ class BasicHnsw {
   uint32_t level_of(uint32_t id) const { return random_level(id); }
 
   // Inserts vector v[0 .. dim) as node `id`. Thread-safe: any number of threads may add
-  // and search at once. Errors: see the file comment.
+  // and search at once. Errors: see the file comment; after an error that left the node
+  // present (failed_adds()), add(id, v) with the same vector completes the insertion.
   void add(uint32_t id, const float* v) {
     if (id >= layout_.capacity) {
       throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " >= capacity " +
@@ -315,74 +347,29 @@ class BasicHnsw {
     Lease lease(*shared_, layout_);
     HnswSearchState& st = *lease.state;
     prepare_vector(v, st.query_.data(), "add");
-    if (contains_node(id, st)) throw duplicate(id);  // cheap check before allocating upper units
     const float* q = st.query_.data();
     const uint32_t level = random_level(id);
-    const uint32_t upper = level > 0 ? allocate_upper(level) : HnswRowHead::kNoUpper;
-    claim(id, level, upper, q);
-
-    HnswMetaState ms = read_meta_state(true, st.stats_);
-    if (ms.entry == HnswMeta::kNone) {
-      ExclusiveGuard g = pool_->pin_exclusive(meta_page());
-      HnswMetaState now = meta_state_of(g.data());
-      if (!meta_state_ok(now)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
-      if (now.entry == HnswMeta::kNone) {  // the first node: nothing to link
-        now.entry = id;
-        now.max_level = level;
-        now.size += 1;
-        write_meta_state(g, now);
-        return;
+    AddRecord record(*shared_, id);  // throws if another add(id) is running
+    if (record.resuming()) {
+      // The node is present from the failed add: same vector, same level and units.
+      const HnswRowHead h = read_head(id, false, st.stats_);
+      if (h.flags == 0 || h.level != level) {
+        corrupt(page_of(id), "node " + std::to_string(id) + ", whose add failed, lost its record");
       }
-      ms = now;
-    }
-    // A node above the max level holds raise_mutex for its whole insertion (as hnswlib's
-    // global lock), so that two such nodes are inserted one after the other and the later
-    // one links the earlier one on the levels it raised: each level >= 1 with two nodes or
-    // more then has every node linked there (check_structure's level rule).
-    std::unique_lock<std::mutex> raising;
-    if (level > ms.max_level) {
-      raising = std::unique_lock(shared_->raise_mutex);
-      ms = read_meta_state(true, st.stats_);
-      if (level <= ms.max_level) raising.unlock();  // raised meanwhile: an ordinary insertion
-    }
-    // Only this call makes id the entry point, after linking it: metadata naming it now is
-    // corrupt (the search would start at the node itself and link it to itself).
-    if (ms.entry == id) {
-      corrupt(meta_page(), "the entry point is node " + std::to_string(id) + ", which is being added");
-    }
-    // Greedy descent through the levels above the node's. It cannot end at id: a list naming
-    // id on a level above id's is reported when id's list on that level is read.
-    uint32_t cur = ms.entry;
-    float cur_d = distance_to(q, cur, true, st);
-    for (uint32_t l = ms.max_level; l > level; --l) greedy_step(q, l, true, true, st, &cur, &cur_d);
-    st.layer_.assign(1, vector::Neighbor{cur_d, cur});
-    for (uint32_t l = std::min(level, ms.max_level) + 1; l-- > 0;) {
-      const uint8_t epoch = st.next_epoch();
-      st.visited_[id] = epoch;  // never find the node itself (others may link it already)
-      st.results_.clear();
-      for (const vector::Neighbor& n : st.layer_) {
-        st.visited_[n.id] = epoch;
-        st.results_.push_back(n);
+      read_vector(id, false, st, st.vec_.data());
+      if (std::memcmp(st.vec_.data(), q, size_t{params_.dim} * 4) != 0) {
+        throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) +
+                                                     " was partly added with another vector; retry it with that one");
       }
-      search_layer(q, l, params_.ef_construction, true, true, 0, st);
-      st.layer_.assign(st.results_.begin(), st.results_.end());
-      std::sort(st.layer_.begin(), st.layer_.end());
-      select_heuristic(st.layer_, params_.M, st, &st.chosen_);
-      const std::vector<uint32_t> chosen = st.chosen_;  // link() reuses chosen_
-      link(id, chosen.data(), static_cast<uint32_t>(chosen.size()), l, st);
-      for (uint32_t n : chosen) link(n, &id, 1, l, st);
+    } else {
+      if (contains_node(id, st)) throw duplicate(id);  // cheap check before allocating upper units
+      const uint32_t upper = level > 0 ? allocate_upper(level) : HnswRowHead::kNoUpper;
+      claim(id, level, upper, q);
+      record.claimed();  // from here on the node is present: an error leaves a failed add
     }
-    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
-    HnswMetaState now = meta_state_of(g.data());
-    if (!meta_state_ok(now)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
-    now.size += 1;
-    if (level > now.max_level) {
-      now.entry = id;
-      now.max_level = level;
-    }
-    write_meta_state(g, now);
+    insert(id, level, q, st);
+    record.done();
   }
-
   // The k (or fewer, when the index holds fewer) approximate nearest neighbours of q,
   // sorted ascending by (distance, id), into *out (replaced). Deterministic for an index
   // that does not change: the same for every read mode and prefetch setting.
@@ -452,7 +439,8 @@ class BasicHnsw {
     }
   }
 
-  // Whether node id was added (or is being added). Errors: kInvalidArgument (id >= capacity).
+  // Whether node id was added (or is being added, or its add failed after the node became
+  // present: failed_adds()). Errors: kInvalidArgument (id >= capacity).
   bool contains(uint32_t id) const {
     if (id >= layout_.capacity) {
       throw Error(ErrorCode::kInvalidArgument, "hnsw contains: id " + std::to_string(id) + " >= capacity " +
@@ -462,8 +450,23 @@ class BasicHnsw {
     return contains_node(id, *lease.state);
   }
 
+  // The ids whose add() failed after the node became present and that no later add()
+  // completed, ascending (see "A failed add" in the file comment). Racy while adds run.
+  std::vector<uint32_t> failed_adds() const {
+    std::vector<uint32_t> ids;
+    {
+      std::lock_guard lock(shared_->adds_mutex);
+      for (const auto& [id, failed] : shared_->adds) {
+        if (failed) ids.push_back(id);
+      }
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+
   // Whole-structure check for tests, at quiescence (no add running): the invariants of
-  // hnsw_layout.h. Throws std::logic_error naming the first violation.
+  // hnsw_layout.h, with failed adds as the file comment says. Throws std::logic_error
+  // naming the first violation.
   void check_structure() const {
     HnswMeta m{};
     {
@@ -488,8 +491,16 @@ class BasicHnsw {
         fail("node " + std::to_string(id) + " has a bad head");
       }
     }
-    if (present != m.size) fail("size " + std::to_string(m.size) + " but " + std::to_string(present) + " nodes");
-    if ((m.entry == HnswMeta::kNone) != (present == 0)) fail("entry point and size disagree");
+    const std::vector<uint32_t> failed = failed_adds();
+    for (uint32_t id : failed) {
+      if (heads[id].flags == 0) fail("node " + std::to_string(id) + ", whose add failed, is not present");
+      if (id == m.entry) fail("node " + std::to_string(id) + ", whose add failed, is the entry point");
+    }
+    if (present != uint64_t{m.size} + failed.size()) {
+      fail("size " + std::to_string(m.size) + " and " + std::to_string(failed.size()) + " failed adds but " +
+           std::to_string(present) + " nodes");
+    }
+    if ((m.entry == HnswMeta::kNone) != (m.size == 0)) fail("entry point and size disagree");
     if (m.entry != HnswMeta::kNone && (heads[m.entry].flags == 0 || heads[m.entry].level != m.max_level)) {
       fail("entry point " + std::to_string(m.entry) + " is not a node of the max level");
     }
@@ -510,7 +521,7 @@ class BasicHnsw {
           if (count > loc.max) fail("node " + std::to_string(id) + " level " + std::to_string(l) + " overflows");
           std::memcpy(list.data(), g.data() + loc.offset + loc.ids_offset, size_t{count} * 4);
         }
-        if (count == 0 && on_level[l] >= 2) {
+        if (count == 0 && on_level[l] >= 2 && !shared_->any_failed.load(std::memory_order_relaxed)) {
           fail("node " + std::to_string(id) + " has no links on level " + std::to_string(l) + ", which " +
                std::to_string(on_level[l]) + " nodes share");
         }
@@ -538,6 +549,49 @@ class BasicHnsw {
     // metadata names the new max level. Taken before any page latch, and nothing that holds
     // a latch waits for it.
     std::mutex raise_mutex;
+    // The ids an add() is running for (false) or whose add failed after the node became
+    // present (true: see "A failed add" in the file comment). A leaf lock: nothing else is
+    // taken or waited for under it.
+    std::mutex adds_mutex;
+    std::unordered_map<uint32_t, bool> adds;
+    std::atomic<bool> any_failed{false};  // an add failed after its node became present
+  };
+  // One add() of an id in Shared::adds, for the add's duration: registered by the
+  // constructor (kInvalidArgument if another add of the id is running), and on the way out
+  // removed (done, or failed before the node was present) or recorded as a failed add.
+  class AddRecord {
+   public:
+    AddRecord(Shared& s, uint32_t id) : shared_(&s), id_(id) {
+      std::lock_guard lock(s.adds_mutex);
+      auto [it, inserted] = s.adds.try_emplace(id, false);
+      if (!inserted) {
+        if (!it->second) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) +
+                                                       " is being added by another thread");
+        }
+        it->second = false;                    // a failed add: this call resumes it
+        present_ = resuming_ = true;
+      }
+    }
+    ~AddRecord() {
+      std::lock_guard lock(shared_->adds_mutex);
+      if (present_ && !done_) {
+        shared_->adds[id_] = true;  // the entry exists: no allocation
+        shared_->any_failed.store(true, std::memory_order_relaxed);
+      } else {
+        shared_->adds.erase(id_);
+      }
+    }
+    AddRecord(const AddRecord&) = delete;
+    AddRecord& operator=(const AddRecord&) = delete;
+    bool resuming() const { return resuming_; }
+    void claimed() { present_ = true; }
+    void done() { done_ = true; }
+
+   private:
+    Shared* shared_;
+    uint32_t id_;
+    bool present_ = false, resuming_ = false, done_ = false;
   };
   struct Lease {
     Lease(Shared& s, const HnswLayout& l) : shared(&s) {
@@ -1021,6 +1075,82 @@ class BasicHnsw {
     }
   }
 
+  // add() after the node's record is present: links node id (level `level`, vector q) on
+  // each of its levels, then counts it in the metadata (and makes it the entry point when it
+  // raised the max level). Idempotent up to the metadata step: a resumed add runs it again.
+  void insert(uint32_t id, uint32_t level, const float* q, HnswSearchState& st) {
+    HnswMetaState ms = read_meta_state(true, st.stats_);
+    if (ms.entry == HnswMeta::kNone) {
+      ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+      HnswMetaState now = meta_state_of(g.data());
+      if (!meta_state_ok(now)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
+      if (now.entry == HnswMeta::kNone) {  // the first node: nothing to link
+        now.entry = id;
+        now.max_level = level;
+        now.size += 1;
+        write_meta_state(g, now);
+        return;
+      }
+      ms = now;
+    }
+    // A node above the max level holds raise_mutex for its whole insertion (as hnswlib's
+    // global lock), so that two such nodes are inserted one after the other and the later
+    // one links the earlier one on the levels it raised: each level >= 1 with two nodes or
+    // more then has every node linked there (check_structure's level rule).
+    std::unique_lock<std::mutex> raising;
+    if (level > ms.max_level) {
+      raising = std::unique_lock(shared_->raise_mutex);
+      ms = read_meta_state(true, st.stats_);
+      if (level <= ms.max_level) raising.unlock();  // raised meanwhile: an ordinary insertion
+    }
+    // Only this call makes id the entry point, after linking it: metadata naming it now is
+    // corrupt (the search would start at the node itself and link it to itself).
+    if (ms.entry == id) {
+      corrupt(meta_page(), "the entry point is node " + std::to_string(id) + ", which is being added");
+    }
+    // Greedy descent through the levels above the node's. It cannot end at id: a list naming
+    // id on a level above id's is reported when id's list on that level is read.
+    uint32_t cur = ms.entry;
+    float cur_d = distance_to(q, cur, true, st);
+    for (uint32_t l = ms.max_level; l > level; --l) greedy_step(q, l, true, true, st, &cur, &cur_d);
+    st.layer_.assign(1, vector::Neighbor{cur_d, cur});
+    // The node's own lists first, on every level; the back links (which make it reachable)
+    // only then, level 0 first: a node that any list names has its own links on each of its
+    // levels, so a search that reaches it can go on from it even if this add fails part-way
+    // (a node named on level 2 with an empty level-0 list would end every search through it
+    // with that one result). The searches of lower levels do not read the back links of
+    // higher ones, so the links are those of the interleaved order.
+    std::array<std::vector<uint32_t>, HnswLayout::kMaxLevels> chosen;
+    const uint32_t top = std::min(level, ms.max_level);
+    for (uint32_t l = top + 1; l-- > 0;) {
+      const uint8_t epoch = st.next_epoch();
+      st.visited_[id] = epoch;  // never find the node itself (others may link it already)
+      st.results_.clear();
+      for (const vector::Neighbor& n : st.layer_) {
+        st.visited_[n.id] = epoch;
+        st.results_.push_back(n);
+      }
+      search_layer(q, l, params_.ef_construction, true, true, 0, st);
+      st.layer_.assign(st.results_.begin(), st.results_.end());
+      std::sort(st.layer_.begin(), st.layer_.end());
+      select_heuristic(st.layer_, params_.M, st, &st.chosen_);
+      chosen[l] = st.chosen_;  // link() reuses chosen_
+      link(id, chosen[l].data(), static_cast<uint32_t>(chosen[l].size()), l, st);
+    }
+    for (uint32_t l = 0; l <= top; ++l) {
+      for (uint32_t n : chosen[l]) link(n, &id, 1, l, st);
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+    HnswMetaState now = meta_state_of(g.data());
+    if (!meta_state_ok(now)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
+    now.size += 1;
+    if (level > now.max_level) {
+      now.entry = id;
+      now.max_level = level;
+    }
+    write_meta_state(g, now);
+  }
+
   // Hands out `level` consecutive upper-list units on one page, allocating pages as needed.
   uint32_t allocate_upper(uint32_t level) {
     std::lock_guard lock(shared_->upper_mutex);
@@ -1041,20 +1171,34 @@ class BasicHnsw {
     const uint64_t end = u + level;
     if (end > UINT32_MAX) throw Error(ErrorCode::kInvalidArgument, "hnsw: the upper region is full");
     const uint64_t pages = (end + lpp - 1) / lpp;
-    while (ms.upper_pages < pages) {
-      ExclusiveGuard g = pool_->allocate(space_);  // zeroed: empty lists
-      if (g.page_id().block() != uint64_t{layout_.upper_base} + ms.upper_pages) {
-        // The space has pages the metadata does not count (only this object allocates).
-        corrupt(meta_page(), "metadata counts " + std::to_string(ms.upper_pages) + " upper pages, but the space ends at " +
-                                 std::to_string(g.page_id().block()));
+    // The space may hold pages past the counted ones: an earlier call allocated them and
+    // failed (a pool error) before the metadata counted them. No unit in them was handed
+    // out, so they are still as allocate left them, all zero, and are used as they are; a
+    // page that is not all zero is not such a page: the metadata is corrupt.
+    uint64_t have = ms.upper_pages;
+    const uint64_t left = pool_->space_blocks(space_) - layout_.upper_base;
+    for (; have < pages && have < left; ++have) {
+      const PageId pid(space_, static_cast<BlockId>(layout_.upper_base + have));
+      SharedGuard g = pool_->pin_shared(pid);
+      const std::byte* p = g.data();
+      if (!std::all_of(p, p + pool_->usable_page_size(), [](std::byte b) { return b == std::byte{0}; })) {
+        corrupt(meta_page(), "metadata counts " + std::to_string(ms.upper_pages) + " upper pages, but page " +
+                                 std::to_string(pid.block()) + " after them holds data");
       }
-      ++ms.upper_pages;
+    }
+    for (; have < pages; ++have) {
+      ExclusiveGuard g = pool_->allocate(space_);  // zeroed: empty lists
+      if (g.page_id().block() != uint64_t{layout_.upper_base} + have) {
+        // The space grew under us (only this object allocates in it, under upper_mutex).
+        corrupt(meta_page(), "upper page " + std::to_string(layout_.upper_base + have) +
+                                 " was expected next, but the space ends at " + std::to_string(g.page_id().block()));
+      }
     }
     ExclusiveGuard g = pool_->pin_exclusive(meta_page());
     HnswMetaState now = meta_state_of(g.data());
-    CALICO_CHECK(now.upper_units == ms.upper_units && now.upper_pages <= ms.upper_pages);
+    CALICO_CHECK(now.upper_units == ms.upper_units && now.upper_pages == ms.upper_pages);
     now.upper_units = static_cast<uint32_t>(end);
-    now.upper_pages = ms.upper_pages;
+    now.upper_pages = static_cast<uint32_t>(std::max<uint64_t>(ms.upper_pages, pages));
     write_meta_state(g, now);
     return static_cast<uint32_t>(u);
   }

@@ -30,8 +30,10 @@
 // never the node itself, at most once per list; a level-l list names only nodes of level >= l;
 // counts <= 2M (level 0) and <= M (upper); the entry point is present and has level max_level;
 // size counts the present nodes; on a level that two nodes or more are on, each of them has
-// a non-empty list (after complete insertions). Lists are kept in no particular order
-// (appended, or in the heuristic's ascending-distance order after a shrink).
+// a non-empty list (after complete insertions). The last two hold while no add() has failed
+// after its node became present; hnsw.h ("A failed add") says what holds instead. Lists are
+// kept in no particular order (appended, or in the heuristic's ascending-distance order after
+// a shrink).
 #pragma once
 
 #include <bit>

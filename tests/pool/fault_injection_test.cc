@@ -3,7 +3,10 @@
 //
 // The deterministic tests reproduce one defect each (fsync failure, a thread without an
 // io_uring, a page whose write-back keeps failing); RandomFaults.* drives a small pool with
-// every class of fault injected at random points (io::FaultInjector) against a model.
+// every class of fault injected at random points (io::FaultInjector) against an exact model:
+// while the pool lives every page reads back its latest value; after a clean reopen its value
+// as of the closing flush; after a crash (a copy of the files) a value it had at the last
+// successful flush or later (src/pool/README.md rule 6; ModelPage below).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -52,8 +55,14 @@ void stamp(ExclusiveGuard& g, size_t usable, uint64_t value) {
 }
 
 // Counts writes and syncs per file; fails the syncs (or writes) of chosen files while armed.
+// A failed write transfers nothing: the file keeps its old bytes.
 class CountingDisk : public io::FaultInjector {
  public:
+  uint32_t transfer_bytes(bool is_write, int fd, uint64_t, uint32_t len) override {
+    if (!is_write) return len;
+    std::lock_guard lock(mu_);
+    return failing_writes_.count(fd_path(fd)) != 0 ? 0 : len;
+  }
   int on_complete(bool is_write, int fd, uint64_t, uint32_t, int result) override {
     if (!is_write) return result;
     std::lock_guard lock(mu_);
@@ -334,6 +343,51 @@ TEST(FaultInjection, FailingWriteBackOfOnePageFailsNoOtherRead) {
   testing::expect_space(*pool, bad, 1, [](uint64_t) { return 7; });
 }
 
+// A page flushed with one value, then changed, whose write-backs fail while the pool evicts
+// around it: every read in the same pool returns the changed value, never the flushed one on
+// disk (the case the random model used to accept), until a write-back succeeds; then a
+// reopened pool reads it too.
+TEST(FaultInjection, APageWhoseWriteBackFailedReadsItsLatestValueNotTheFlushedOne) {
+  TempDir dir;
+  CountingDisk disk;
+  PoolOptions o = testing::small_options(dir.path(), 8);
+  o.fault_injector = &disk;
+  constexpr uint64_t kOthers = 32;
+  SpaceId s, other;
+  {
+    auto pool = BufferPool::open(o);
+    s = pool->create_space("data");
+    other = pool->create_space("other");
+    testing::fill_space(*pool, s, 1, [](uint64_t) { return 1; });
+    testing::fill_space(*pool, other, kOthers, [](uint64_t b) { return 100 + b; });
+    pool->flush();  // page s:0 is durable with stamp 1
+    {
+      ExclusiveGuard g = pool->pin_exclusive(PageId(s, 0));
+      stamp(g, pool->usable_page_size(), 2);
+    }
+    disk.fail_writes(space_file(dir, s), true);
+    const uint64_t failures_before = pool->stats().write_back_failures;
+    for (int round = 0; round < 4; ++round) {
+      for (BlockId b = 0; b < kOthers; ++b) {  // 4x the frames: CLOCK takes s:0 as a victim
+        SharedGuard g = pool->pin_shared(PageId(other, b));
+        EXPECT_EQ(bench::pattern_stamp(g.data()), 100 + b);
+      }
+      SharedGuard g = pool->pin_shared(PageId(s, 0));
+      ASSERT_EQ(bench::pattern_stamp(g.data()), 2u) << "round " << round << ": the change was dropped";
+    }
+    EXPECT_GT(pool->stats().write_back_failures, failures_before) << "the page was never a victim";
+    pool->check_invariants();
+    disk.fail_writes(space_file(dir, s), false);
+    for (BlockId b = 0; b < kOthers; ++b) (void)pool->pin_shared(PageId(other, b));  // written back now
+    {
+      SharedGuard g = pool->pin_shared(PageId(s, 0));
+      EXPECT_EQ(bench::pattern_stamp(g.data()), 2u);
+    }
+  }
+  auto pool = BufferPool::open(testing::small_options(dir.path(), 8));
+  testing::expect_space(*pool, s, 1, [](uint64_t) { return 2; });
+}
+
 TEST(FaultInjection, NoFrameBecauseWriteBacksFailIsAnIoErrorNamingThePage) {
   TempDir dir;
   CountingDisk disk;
@@ -399,6 +453,7 @@ class RandomDisk : public io::FaultInjector {
       case kFateWriteShort: case kFateTornOk: case kFateTornEio: case kFateReadShort:
         return len / 2;
       case kFateWriteEnospc:
+      case kFateWriteEio:  // nothing reaches the file: a pool that dropped the page would read older bytes
         return 0;
       default:
         return len;
@@ -413,18 +468,22 @@ class RandomDisk : public io::FaultInjector {
     const auto block = std::make_pair(fd_path(fd), offset / len);
     switch (fate) {
       case kNone:
-        if (is_write && result == static_cast<int>(len)) torn_.erase(block);
+        if (is_write && result == static_cast<int>(len)) {
+          torn_.erase(block);
+          partial_.erase(block);
+        }
         return result;
       case kFateReadEio: ++injected[kReadEio]; return -EIO;
       case kFateReadShort: ++injected[kReadShort]; return result;
       case kFateWriteEio: ++injected[kWriteEio]; return -EIO;
-      case kFateWriteShort: ++injected[kWriteShort]; return result;
+      case kFateWriteShort: ++injected[kWriteShort]; partial_.insert(block); return result;
       case kFateWriteEnospc: ++injected[kWriteEnospc]; return -ENOSPC;
       case kFateTornOk:
         ++injected[kTornWrite];
         if (result == static_cast<int>(len / 2)) torn_.insert(block);
+        partial_.insert(block);
         return static_cast<int>(len);  // the device says done; half of it is on disk
-      case kFateTornEio: ++injected[kTornWrite]; return -EIO;
+      case kFateTornEio: ++injected[kTornWrite]; partial_.insert(block); return -EIO;
     }
     return result;
   }
@@ -447,6 +506,12 @@ class RandomDisk : public io::FaultInjector {
     std::lock_guard lock(mu_);
     return torn_.count({path, block}) != 0;
   }
+  // Whether the file's block holds part of a write (torn, short): failed writes may damage
+  // a block on a real disk too, so a crash may find it so, though the pool kept the page.
+  bool partial(const std::string& path, BlockId block) {
+    std::lock_guard lock(mu_);
+    return partial_.count({path, block}) != 0;
+  }
 
  private:
   enum Fate { kNone, kFateReadEio, kFateReadShort, kFateWriteEio, kFateWriteShort, kFateWriteEnospc,
@@ -455,11 +520,30 @@ class RandomDisk : public io::FaultInjector {
   std::mt19937_64 rng_;
   std::map<std::tuple<bool, int, uint64_t>, Fate> fates_;
   std::set<std::pair<std::string, uint64_t>> torn_;
+  std::set<std::pair<std::string, uint64_t>> partial_;  // written in part since the last whole write
 };
 
+// The model of one page. While a pool lives, a page reads back exactly `current`, whatever
+// write-back, flush or sync failed before (README rule 6: "A page write that fails is the
+// page's: it stays dirty and in memory"), or fails with a typed error (a failed read; a
+// checksum mismatch only for a block whose write the device reported done but tore). After
+// a clean close and a reopen (rule 6: a page below the durable count holds its value as of
+// the last flush or a later one; the close's flush is the last), it reads back `durable`,
+// which that flush made equal to `current`. After a crash (the files copied as they are while
+// the pool lives, and opened by another pool), rule 6's own words: "a page below the durable
+// count holds its value as of that flush or a later one": one of `since_flush`.
 struct ModelPage {
   uint64_t current = 0;  // last stamp written into memory (0: the zero page of allocate)
   uint64_t durable = 0;  // stamp when the last successful flush returned
+  std::vector<uint64_t> since_flush;  // durable, then every stamp written since (or since allocate)
+  void write(uint64_t v) {
+    current = v;
+    since_flush.push_back(v);
+  }
+  void flushed() {
+    durable = current;
+    since_flush.assign(1, current);
+  }
 };
 
 class FaultModel {
@@ -474,11 +558,14 @@ class FaultModel {
     for (const char* name : {"s0", "s1"}) {
       spaces_.push_back(pool_->create_space(name));
       pages_.emplace_back();
+      flushed_blocks_.push_back(0);
     }
     disk_.armed = true;
     for (int op = 0; op < ops && !::testing::Test::HasFatalFailure(); ++op) {
       step();
       if (op % 250 == 249) checkpoint();
+      if (op % 100 == 99) crash_check();
+      if (op % 300 == 299) reopen();
     }
     checkpoint();
     // Faults off: the flush that must now succeed makes everything durable; a reopened
@@ -486,9 +573,7 @@ class FaultModel {
     disk_.armed = false;
     pool_->flush();
     pool_->check_invariants();
-    for (auto& space : pages_) {
-      for (ModelPage& p : space) p.durable = p.current;
-    }
+    flushed();
     pool_.reset();
     pool_ = BufferPool::open(testing::small_options(dir_.path(), kFrames));
     verify_all(/*faults_armed=*/false);
@@ -508,8 +593,10 @@ class FaultModel {
     return true;
   }
 
-  // An error is acceptable only if typed as a failed or corrupt read; a checksum mismatch,
-  // with faults off, only for a block a torn write left behind.
+  // An error is acceptable only if typed as a failed read (while faults are armed) or as a
+  // checksum mismatch of a block a torn write left behind (the device said the write was
+  // done: the pool cannot know, and must not hand out the torn bytes). Nothing else: a
+  // page whose write-back failed is still in memory and reads back without any I/O.
   void accept_error(const Error& e, size_t sp, BlockId b, bool faults_armed) {
     switch (e.code()) {
       case ErrorCode::kIoError:
@@ -517,7 +604,7 @@ class FaultModel {
         EXPECT_TRUE(faults_armed) << "page " << sp << ":" << b << ": " << e.what();
         break;
       case ErrorCode::kChecksumMismatch:
-        EXPECT_TRUE(faults_armed || disk_.torn(space_file(dir_, spaces_[sp]), b))
+        EXPECT_TRUE(disk_.torn(space_file(dir_, spaces_[sp]), b))
             << "page " << sp << ":" << b << " fails its checksum without a torn write: " << e.what();
         break;
       default:
@@ -525,21 +612,22 @@ class FaultModel {
     }
   }
 
-  // The bytes of a page: its current or its last durable value.
+  // The bytes of a page: exactly its current value (ModelPage). Zeros only for a page that
+  // was never written after allocate.
   void expect_value(const std::byte* data, size_t sp, BlockId b) {
     const ModelPage& p = pages_[sp][b];
     const PageId pid(spaces_[sp], b);
     const size_t usable = pool_->usable_page_size();
     bool zero = std::all_of(data, data + usable, [](std::byte x) { return x == std::byte{0}; });
     if (zero) {
-      EXPECT_TRUE(p.current == 0 || p.durable == 0) << "page " << sp << ":" << b << " reads as zeros";
+      EXPECT_EQ(p.current, 0u) << "page " << sp << ":" << b << " reads as zeros, not its current stamp "
+                               << p.current << " (durable " << p.durable << ")";
       return;
     }
     ASSERT_TRUE(bench::check_pattern(data, usable, pid)) << "page " << sp << ":" << b << " holds garbage";
     uint64_t got = bench::pattern_stamp(data);
-    EXPECT_TRUE(got == p.current || got == p.durable)
-        << "page " << sp << ":" << b << " reads stamp " << got << ", not its current " << p.current
-        << " or durable " << p.durable;
+    EXPECT_EQ(got, p.current) << "page " << sp << ":" << b << " reads stamp " << got << ", not its current "
+                              << p.current << " (durable " << p.durable << ")";
   }
 
   void read_page(size_t sp, BlockId b, bool faults_armed) {
@@ -562,11 +650,11 @@ class FaultModel {
         ASSERT_EQ(g.page_id().block(), pages_[sp].size());
         uint64_t v = next_stamp_++;
         stamp(g, pool_->usable_page_size(), v);
-        pages_[sp].push_back({v, 0});
+        pages_[sp].push_back({v, 0, {v}});
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::kIoError) << e.what();
         // A block claimed before the failure stays allocated, as a zero page.
-        while (pages_[sp].size() < pool_->space_blocks(spaces_[sp])) pages_[sp].push_back({0, 0});
+        while (pages_[sp].size() < pool_->space_blocks(spaces_[sp])) pages_[sp].push_back({0, 0, {0}});
       }
     } else if (dice < 42) {  // modify
       if (!random_page(&sp, &b)) return;
@@ -575,7 +663,7 @@ class FaultModel {
         expect_value(g.data(), sp, b);
         uint64_t v = next_stamp_++;
         stamp(g, pool_->usable_page_size(), v);
-        pages_[sp][b].current = v;
+        pages_[sp][b].write(v);
       } catch (const Error& e) {
         accept_error(e, sp, b, true);
       }
@@ -599,9 +687,7 @@ class FaultModel {
     } else {  // flush
       try {
         pool_->flush();
-        for (auto& space : pages_) {
-          for (ModelPage& p : space) p.durable = p.current;
-        }
+        flushed();
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), ErrorCode::kIoError) << e.what();
       }
@@ -613,6 +699,76 @@ class FaultModel {
       ASSERT_EQ(pool_->space_blocks(spaces_[sp]), pages_[sp].size());
       for (BlockId b = 0; b < pages_[sp].size(); ++b) read_page(sp, b, faults_armed);
     }
+  }
+
+  // Faults off: the pool closes (its flush succeeds, so every page is durable at its current
+  // value) and opens again; every page reads back that value (rule 6), and the spaces have
+  // exactly the blocks allocated (the durable count of that flush).
+  void reopen() {
+    disk_.armed = false;
+    ASSERT_NO_THROW(pool_->flush());
+    flushed();
+    pool_.reset();
+    PoolOptions o = testing::small_options(dir_.path(), kFrames);
+    o.fault_injector = &disk_;
+    o.async_depth = 8;
+    pool_ = BufferPool::open(o);
+    verify_all(/*faults_armed=*/false);
+    disk_.armed = true;
+  }
+
+  // A flush succeeded: every page is durable at its current value.
+  void flushed() {
+    for (size_t sp = 0; sp < pages_.size(); ++sp) {
+      for (ModelPage& p : pages_[sp]) p.flushed();
+      flushed_blocks_[sp] = pages_[sp].size();
+    }
+  }
+
+  // A crash now: the files, as they are, copied to another directory and opened by another
+  // pool (no faults). Rule 6: each space has the blocks of one flush, at least those of the
+  // last successful one (a failed flush may have synced some spaces and counted their
+  // blocks); each block below that count holds a value the page had at the last successful
+  // flush or later, or fails its checksum if a write tore it or left part of it.
+  void crash_check() {
+    disk_.armed = false;
+    const std::string copy = dir_.sub("crash");
+    std::filesystem::remove_all(copy);
+    std::filesystem::create_directory(copy);
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+      if (e.is_regular_file()) std::filesystem::copy_file(e.path(), copy + "/" + e.path().filename().string());
+    }
+    {
+      auto crashed = BufferPool::open(testing::small_options(copy, kFrames));
+      for (size_t sp = 0; sp < pages_.size(); ++sp) {
+        const uint64_t blocks = crashed->space_blocks(spaces_[sp]);
+        EXPECT_GE(blocks, flushed_blocks_[sp]) << "space " << sp << " lost blocks of the last flush";
+        ASSERT_LE(blocks, pages_[sp].size()) << "space " << sp;
+        for (BlockId b = 0; b < blocks; ++b) {
+          const ModelPage& p = pages_[sp][b];
+          const PageId pid(spaces_[sp], b);
+          const std::string where = "after a crash, page " + std::to_string(sp) + ":" + std::to_string(b);
+          try {
+            SharedGuard g = crashed->pin_shared(pid);
+            const size_t usable = crashed->usable_page_size();
+            uint64_t got = 0;
+            if (!std::all_of(g.data(), g.data() + usable, [](std::byte x) { return x == std::byte{0}; })) {
+              ASSERT_TRUE(bench::check_pattern(g.data(), usable, pid)) << where << " holds garbage";
+              got = bench::pattern_stamp(g.data());
+            }
+            EXPECT_NE(std::find(p.since_flush.begin(), p.since_flush.end(), got), p.since_flush.end())
+                << where << " reads stamp " << got << ", not one it had since the last flush (durable "
+                << p.durable << ", current " << p.current << ")";
+          } catch (const Error& e) {
+            const std::string file = space_file(dir_, spaces_[sp]);
+            EXPECT_TRUE(e.code() == ErrorCode::kChecksumMismatch && (disk_.torn(file, b) || disk_.partial(file, b)))
+                << where << ": " << e.what();
+          }
+        }
+      }
+    }
+    std::filesystem::remove_all(copy);
+    disk_.armed = true;
   }
 
   // Faults off: nothing latched or leaked, every page reads back right.
@@ -630,6 +786,7 @@ class FaultModel {
   std::unique_ptr<BufferPool> pool_;
   std::vector<SpaceId> spaces_;
   std::vector<std::vector<ModelPage>> pages_;
+  std::vector<uint64_t> flushed_blocks_;  // each space's blocks when the last successful flush returned
   uint64_t next_stamp_ = 1;
 };
 
