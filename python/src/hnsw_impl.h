@@ -54,11 +54,21 @@ class HnswImpl final : public HnswApi {
     Use u(*gate_);
     Index& h = live();
     check_rows(v, h.dim(), h.params().metric, "hnsw add");
-    // ids = None numbers rows from size(): such adds run one batch at a time, so that two
-    // threads never hand out the same ids.
+    // ids = None numbers rows from size(), past the ids of failed adds (present, not counted):
+    // such adds run one batch at a time, so that two threads never hand out the same ids.
+    // An id whose add failed (failed_adds()) may be added again with the same vector, which
+    // completes its insertion (hnsw.h, "A failed add").
     std::unique_lock numbering(auto_ids_mu_, std::defer_lock);
     if (!ids) numbering.lock();
-    const uint64_t base = h.size();
+    const std::vector<uint32_t> failed_ids = h.failed_adds();
+    const std::unordered_set<uint64_t> failed(failed_ids.begin(), failed_ids.end());
+    uint64_t base = h.size();
+    for (bool moved = !ids; moved;) {  // until no failed id falls in [base, base + rows)
+      moved = false;
+      for (uint32_t f : failed_ids) {
+        if (f >= base && f < base + v.rows) base = uint64_t{f} + 1, moved = true;
+      }
+    }
     auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
     std::unordered_set<uint64_t> seen;
     for (uint64_t i = 0; i < v.rows; ++i) {
@@ -67,7 +77,7 @@ class HnswImpl final : public HnswApi {
         throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
                                                      ") >= capacity " + std::to_string(h.capacity()));
       }
-      if (!seen.insert(id).second || h.contains(static_cast<uint32_t>(id))) {
+      if (!seen.insert(id).second || (h.contains(static_cast<uint32_t>(id)) && !(ids && failed.count(id)))) {
         throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
                                                      ") was added before");
       }

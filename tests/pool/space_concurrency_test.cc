@@ -77,7 +77,10 @@ TEST(SpaceConcurrency, DropDoesNotDeadlockWithAPinHolderThatAllocates) {
   });
   pause.wait_paused();
   auto dropper = std::async(std::launch::async, [&] { pool->drop_space(s); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the drop is waiting for `keep`
+  // The drop has committed (the space is dead) and waits for `keep`: then the paused
+  // allocation resumes into a dead space. (A fixed 100 ms sleep here let a slow dropper
+  // still be before its step 1, and the allocation then succeeded.)
+  testing::wait_until([&] { return pool->spaces().empty(); }, "the drop to mark the space dead");
   pause.resume();
   expect_finishes(holder, "the pin holder");
   expect_finishes(dropper, "drop_space");
