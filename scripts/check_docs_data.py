@@ -9,9 +9,11 @@ Pages: README.md and docs/**/*.md. A data file is any path ending in .jsonl, .js
   - in a code block, after a '#' comment, or as an argument that names a path under docs/
     (e.g. `bench/report/micro_figures.py docs/micro/large.jsonl`).
 Not checked, because they name what a command will write, not committed data:
-  - other arguments of a command in a code block (`--json ycsb.jsonl`, `OUTDIR/x.jsonl`);
+  - other arguments of a command in a code block (`calico_bench ... ycsb.jsonl`), and the
+    argument of an output option anywhere (`--json out.jsonl`, `--plot x.png`, `> x.csv`);
   - placeholders anywhere: a path with a glob or template character (* ? { } < > $) or with
-    a component in capitals (OUT.jsonl, OUTDIR/postgres.jsonl, DIR/...).
+    a component in capitals (OUT.jsonl, OUTDIR/postgres.jsonl, DIR/...); a bare extension
+    (".jsonl").
 A mention resolves against the page's directory, then the repository root; it exists when
 `git ls-files` lists it (tracked: a .gitignore rule cannot hide a missing file, and an
 untracked file on the checker's disk does not count).
@@ -28,10 +30,14 @@ EXTENSIONS = ("jsonl", "json", "csv", "tsv", "png", "svg")
 # A path-like token ending in one of the extensions (not followed by more path characters).
 TOKEN = re.compile(r"[A-Za-z0-9_.*?{}<>$/+-]*\.(?:%s)(?![A-Za-z0-9_/-])" % "|".join(EXTENSIONS))
 PLACEHOLDER_CHARS = set("*?{}<>$")
+# The argument of an output option names what a command writes, wherever it appears.
+OUTPUT_OPTION = re.compile(r"(?:--json|--out|--plot|--output|-o|>>?)[ =]$")
 PLACEHOLDER_COMPONENT = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
 def is_placeholder(token):
+    if token.startswith(".") and "/" not in token and token.count(".") == 1:
+        return True  # a bare extension (".jsonl"), not a file
     if any(c in PLACEHOLDER_CHARS for c in token):
         return True
     for part in token.split("/"):
@@ -70,14 +76,16 @@ def mentions(text):
         if in_code:
             command, _, comment = line.partition("#")
             for m in TOKEN.finditer(comment):
-                yield lineno, m.group(0)
+                if not OUTPUT_OPTION.search(comment[: m.start()]):
+                    yield lineno, m.group(0)
             for m in TOKEN.finditer(command):
                 tok = m.group(0)
-                if tok.startswith("docs/"):
+                if tok.startswith("docs/") and not OUTPUT_OPTION.search(command[: m.start()]):
                     yield lineno, tok
         else:
             for m in TOKEN.finditer(line):
-                yield lineno, m.group(0)
+                if not OUTPUT_OPTION.search(line[: m.start()]):
+                    yield lineno, m.group(0)
 
 
 def resolve(page, token, tracked):

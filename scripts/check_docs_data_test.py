@@ -36,6 +36,7 @@ The raw lines are in `docs/a/data.jsonl`.
     bench/report/table.py OUTDIR/x.jsonl docs/a/data.jsonl
 
 ![figure](a/fig.png) and the sweep in OUT/*.jsonl.
+Each run appends `.jsonl` lines to the file of `--json written.jsonl`.
 """
 
 
@@ -61,6 +62,8 @@ class CheckDocsData(unittest.TestCase):
         # What a command writes, and placeholders, are not citations.
         self.assertNotIn("demo.jsonl", out)
         self.assertNotIn("OUT", out)
+        self.assertNotIn("written.jsonl", out)  # an output option's argument, in prose too
+        self.assertNotIn("-> .jsonl", out)  # a bare extension
 
     def test_an_ignored_untracked_file_does_not_count(self):
         for p in ("docs/a/data.jsonl", "docs/a/more.jsonl", "docs/a/fig.png"):
