@@ -68,7 +68,7 @@ class IvfTarget {
     }
   }
   void run(BufferPool& pool, const uint8_t* data, size_t size) {
-    auto ivf = index::BasicIvf<BufferPool>::open(pool, name_);
+    auto ivf = open_index([&] { return index::BasicIvf<BufferPool>::open(pool, name_); });
     index::IvfSearchState st(ivf);
     std::vector<vector::Neighbor> out;
     const std::vector<float> q = vec_of(size > 0 ? data[size - 1] : 7);
