@@ -88,7 +88,8 @@ class IvfTarget {
     std::vector<vector::Neighbor> outs[2];
     ivf.search_batch(qs.data(), 2, index::IvfSearchOptions{}, st, outs);
     std::vector<uint32_t> ids;
-    for (uint32_t l = 0; l < kLists; ++l) ivf.list_ids(l, &ids);
+    // The lists the opened index has: the input may have rewritten nlist in valid metadata.
+    for (uint32_t l = 0; l < ivf.nlist(); ++l) ivf.list_ids(l, &ids);
     ivf.add(1000, q.data());
   }
 
