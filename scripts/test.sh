@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine, then builds and runs every test suite:
-#   release   release build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
+#   release   first the docs data check (scripts/check_docs_data.py: every data file that
+#             README.md or a docs/ page cites is committed; and its own tests), then a release
+#             build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #             poisoned), plus a short demo run that verifies every page it reads;
 #   python    pip installs the calico package (python/) into .venv, incrementally (its build
 #             directory build-python/ persists), and runs its pytest suite, including one
@@ -39,6 +41,9 @@ for suite in "${suites[@]}"; do
   suite_start=$SECONDS
   case "$suite" in
     release)
+      echo "=== release: docs data check (scripts/check_docs_data.py)"
+      python3 scripts/check_docs_data_test.py
+      python3 scripts/check_docs_data.py
       run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=2
       echo "=== release: demo smoke run"
       demo_dir=$(mktemp -d /tmp/calico-demo-XXXXXX)

@@ -457,7 +457,10 @@ class BasicIvf : public IvfFormat {
   }
 
   // Loads the metadata, the centroids and the list directory.
-  // Errors: kUnknownSpace; kInvalidArgument when the space is not an index of this format.
+  // Errors: kUnknownSpace; kInvalidArgument when block 0 is not this format's metadata
+  // (the space is not an index of this format); kCorruptPage naming the centroid or
+  // directory page whose bytes the metadata's index cannot accept (a non-finite centroid, a
+  // directory entry outside the posting pages).
   static BasicIvf open(Pool& pool, std::string_view name) {
     const SpaceId space = pool.open_space(name);
     const uint64_t blocks = pool.space_blocks(space);
@@ -486,21 +489,26 @@ class BasicIvf : public IvfFormat {
     std::vector<float> centroids(size_t{m.nlist} * m.dim);
     for (uint32_t pg = 0; pg < m.centroid_pages; ++pg) {
       const uint32_t c0 = pg * m.centroids_per_page, c1 = std::min(m.nlist, c0 + m.centroids_per_page);
-      SharedGuard g = pool.pin_shared(PageId(space, m.centroid_first + pg));
-      std::memcpy(centroids.data() + size_t{c0} * m.dim, g.data(), size_t{c1 - c0} * m.dim * 4);
+      const PageId pid(space, m.centroid_first + pg);
+      SharedGuard g = pool.pin_shared(pid);
+      float* const dst = centroids.data() + size_t{c0} * m.dim;
+      std::memcpy(dst, g.data(), size_t{c1 - c0} * m.dim * 4);
+      if (!vector::all_finite(dst, size_t{c1 - c0} * m.dim)) {
+        corrupt(pid, "centroids " + std::to_string(c0) + ".." + std::to_string(c1 - 1) + " not all finite");
+      }
     }
-    if (!vector::all_finite(centroids.data(), centroids.size())) throw reject("non-finite centroids");
     std::vector<ListHead> heads(m.nlist);
     uint64_t rows = 0;
     for (uint32_t pg = 0; pg < m.directory_pages; ++pg) {
       const uint32_t l0 = pg * m.entries_per_page, l1 = std::min(m.nlist, l0 + m.entries_per_page);
-      SharedGuard g = pool.pin_shared(PageId(space, m.directory_first + pg));
+      const PageId pid(space, m.directory_first + pg);
+      SharedGuard g = pool.pin_shared(pid);
       for (uint32_t l = l0; l < l1; ++l) {
         ivf_detail::IvfDirEntry e;
         std::memcpy(&e, g.data() + size_t{l - l0} * kDirEntryBytes, sizeof e);
         if (e.first < posting_first(m) || e.build_pages == 0 || uint64_t{e.first} + e.build_pages > blocks ||
             e.tail < posting_first(m) || e.tail >= blocks) {
-          throw reject("list " + std::to_string(l) + " has a bad directory entry");
+          corrupt(pid, "directory entry of list " + std::to_string(l) + " outside the posting pages");
         }
         heads[l] = {e.first, e.build_pages};
         rows += e.rows;

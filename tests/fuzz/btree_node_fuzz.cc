@@ -48,7 +48,7 @@ class BTreeTarget {
     }
   }
   void run(BufferPool& pool, const uint8_t* data, size_t size) {
-    index::BTree t = index::BTree::open(pool, name_);
+    index::BTree t = open_index([&] { return index::BTree::open(pool, name_); });
     std::string v;
     for (uint32_t i = 0; i < 2 * kKeys; i += 97) t.lookup(key_of(i), &v);
     uint64_t seen = 0;

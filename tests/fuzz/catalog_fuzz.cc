@@ -1,5 +1,6 @@
 // Fuzz target: the catalog parser (pool/catalog.h). Arbitrary bytes parse or give
-// kCorruptCatalog; what parses formats back to bytes that parse to the same catalog.
+// kCorruptCatalog naming the file (any other code, or a message without the path, is a
+// finding); what parses formats back to bytes that parse to the same catalog.
 #include <cstdlib>
 #include <string>
 
@@ -10,7 +11,16 @@ namespace {
 
 void fuzz_catalog(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  calico::pool::CatalogData c = calico::pool::parse_catalog(bytes, "fuzz/catalog");
+  calico::pool::CatalogData c;
+  try {
+    c = calico::pool::parse_catalog(bytes, "fuzz/catalog");
+  } catch (const calico::Error& e) {
+    if (std::string_view(e.what()).find("fuzz/catalog") == std::string_view::npos) {
+      std::fprintf(stderr, "fuzz finding: the catalog error does not name the file: %s\n", e.what());
+      std::abort();
+    }
+    throw;
+  }
   calico::pool::CatalogData again = calico::pool::parse_catalog(calico::pool::format_catalog(c), "fuzz/again");
   bool same = again.page_size == c.page_size && again.next_space_id == c.next_space_id &&
               again.spaces.size() == c.spaces.size();
@@ -23,4 +33,4 @@ void fuzz_catalog(const uint8_t* data, size_t size) {
 
 }  // namespace
 
-CALICO_FUZZ_BYTES_TARGET(fuzz_catalog)
+CALICO_FUZZ_BYTES_TARGET(fuzz_catalog, ::calico::ErrorCode::kCorruptCatalog)

@@ -8,8 +8,10 @@
 //      from its offset 0 under the exclusive latch (the rest of the page keeps its valid
 //      bytes, so small inputs mutate headers and short inputs stay cheap);
 //   2. the target runs the index's operations (lookups, scans, searches and a few writes);
-//      each must return or throw calico::Error: a crash, a hang (-timeout), a sanitizer
-//      report, or any other exception type is a finding;
+//      each must return or throw the error the README promises for a corrupt page (see
+//      "What a corrupt page may raise" below): a crash, a hang (-timeout), a sanitizer
+//      report, another exception type, or a calico::Error of another code or naming no page
+//      of the index is a finding (the process aborts with the error's message);
 //   3. every page is put back from its image (writes may have touched several), and when
 //      the space grew by more than kMaxGrowthBlocks (pages allocated by writes, orphaned by
 //      the restore) the index is built again in a new space and the old one dropped.
@@ -21,10 +23,27 @@
 // page's valid bytes without trailing zeros: the input that leaves the page as it is); the
 // corpus holds a few of them, one per kind of page.
 //
+// What a corrupt page may raise (error_finding below, and Harness::one_input):
+//   - Error(kCorruptPage) naming a page of the index's space below its end, with the message
+//     ending in "in page <space>:<block>" for that page (src/index/corrupt_page.h). The named
+//     page is the one whose bytes broke the format: usually the overwritten page, or a valid
+//     page that the overwritten one points to wrongly (a child of another kind, a chain that
+//     closes a cycle);
+//   - only when the overwritten page is the metadata page (block 0) and only from the
+//     index's open(): Error(kInvalidArgument), the documented answer of every open() to a
+//     space that is not an index of its format (targets call open() through open_index()).
+//   - what a target's optional legal(error, overwritten page) accepts: the answer of one of
+//     its operations to valid bytes that say something else than the build wrote (e.g. an
+//     HNSW add of an id whose page now says the id is present: kInvalidArgument). Keep it
+//     to such answers; it must not accept a code for bytes that break the format.
+//   Any other code (kRestartLimit, kPageOutOfRange, kPoolFull, ...) is a finding.
+//   CALICO_FUZZ_SURVEY=1 in the environment prints each finding of this kind instead of
+//   aborting, and at exit a count per error code (to survey a target before tightening).
+//
 // Adding a target: a class with the members of the Target concept below, and
 // CALICO_FUZZ_TARGET(ClassName) in its own tests/fuzz/<name>_fuzz.cc (CMakeLists.txt builds
-// every such file). Targets that parse something other than an index page (the catalog,
-// later) can call LLVMFuzzerTestOneInput-style code directly instead: see
+// every such file). Targets that parse something other than an index page (the catalog)
+// can call LLVMFuzzerTestOneInput-style code directly instead: see
 // CALICO_FUZZ_BYTES_TARGET, the hook for byte-level parsers.
 #pragma once
 
@@ -51,6 +70,55 @@ namespace calico::fuzz {
 
 inline constexpr uint64_t kMaxGrowthBlocks = 256;
 inline constexpr uint64_t kInvariantEvery = 64;
+
+// An open() that refused the space as not an index of its format (kInvalidArgument): legal
+// only when the input overwrote the metadata page (see check_error).
+struct OpenRefused {
+  Error error;
+};
+
+// Calls open (a callable returning the opened index) and turns its kInvalidArgument into
+// OpenRefused; every other Error passes through.
+template <class Open>
+auto open_index(Open&& open) -> decltype(open()) {
+  try {
+    return open();
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kInvalidArgument) throw OpenRefused{e};
+    throw;
+  }
+}
+
+// Counts of the errors inputs raised, per code (printed at exit under CALICO_FUZZ_SURVEY).
+struct ErrorStats {
+  uint64_t by_code[16] = {};
+  uint64_t open_refused = 0;
+  uint64_t named_other_page = 0;  // kCorruptPage naming a page other than the overwritten one
+  uint64_t findings = 0;
+};
+
+inline bool survey_mode() {
+  static const bool on = [] {
+    const char* v = std::getenv("CALICO_FUZZ_SURVEY");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return on;
+}
+
+// Why e is not what a corrupt page may raise (fuzz_harness.h, top), or "" when it is.
+inline std::string error_finding(const Error& e, SpaceId space, uint64_t space_blocks) {
+  if (e.code() != ErrorCode::kCorruptPage) return "an Error of another code than kCorruptPage";
+  const PageId p = e.page();
+  if (p == PageId{} || p.space() != space || p.block() >= space_blocks) {
+    return "kCorruptPage naming no page of the index's space";
+  }
+  const std::string suffix = "in page " + std::to_string(p.space()) + ":" + std::to_string(p.block());
+  const std::string what = e.what();
+  if (what.size() < suffix.size() || what.compare(what.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return "kCorruptPage whose message does not name its page";
+  }
+  return "";
+}
 
 // Removes path (recursively) when the process exits normally. One path per process.
 inline void remove_at_exit(const std::string& path) {
@@ -101,6 +169,7 @@ inline PoolOptions fuzz_pool_options(const std::string& dir) {
 //   SpaceId space() const;
 //   std::vector<BlockId> candidates() const;  // pages inputs may overwrite
 //   void run(BufferPool& pool, const uint8_t* data, size_t size);  // operations; may throw Error
+//   optional: void verify(BufferPool&);  bool legal(const Error&, PageId overwritten) const;
 template <class Target>
 class Harness {
  public:
@@ -118,10 +187,18 @@ class Harness {
     }
     try {
       target_->run(*pool_, data + 1, n);
-    } catch (const Error&) {
-      // The contract: bad page bytes are an Error (kCorruptPage, or kRestartLimit for a
-      // structure that never settles). Anything else escapes and is a finding.
+    } catch (const OpenRefused& r) {
+      ++stats().open_refused;
+      if (pid.block() != 0) finding(r.error, "open() refused the index for a page other than its metadata page", pid);
+    } catch (const Error& e) {
+      ++stats().by_code[static_cast<unsigned>(e.code()) % 16];
+      if (e.code() == ErrorCode::kCorruptPage && e.page() != pid) ++stats().named_other_page;
+      const std::string why = error_finding(e, target_->space(), pool_->space_blocks(target_->space()));
+      bool legal = false;
+      if constexpr (requires { target_->legal(e, pid); }) legal = target_->legal(e, pid);
+      if (!why.empty() && !legal) finding(e, why, pid);
     }
+    // Any other exception type escapes: libFuzzer reports it as a finding.
     restore();
     if (++inputs_ % kInvariantEvery == 0) {
       pool_->check_invariants();
@@ -130,6 +207,37 @@ class Harness {
   }
 
  private:
+  static ErrorStats& stats() {
+    static ErrorStats* const st = [] {
+      auto* p = new ErrorStats();
+      if (survey_mode()) {
+        std::atexit([] {
+          const ErrorStats& s = stats();
+          std::fprintf(stderr, "fuzz survey (%s): findings %llu, open() refused %llu, kCorruptPage naming another page %llu\n",
+                       Target::kName, static_cast<unsigned long long>(s.findings),
+                       static_cast<unsigned long long>(s.open_refused),
+                       static_cast<unsigned long long>(s.named_other_page));
+          for (unsigned c = 0; c < 16; ++c) {
+            if (s.by_code[c] != 0) {
+              std::fprintf(stderr, "fuzz survey (%s):   %s: %llu\n", Target::kName,
+                           to_string(static_cast<ErrorCode>(c)), static_cast<unsigned long long>(s.by_code[c]));
+            }
+          }
+        });
+      }
+      return p;
+    }();
+    return *st;
+  }
+  // An input raised what a corrupt page may not: abort with the error (a finding), or in
+  // survey mode print it and go on.
+  void finding(const Error& e, const std::string& why, PageId overwritten) {
+    ++stats().findings;
+    std::fprintf(stderr, "fuzz finding (%s, input overwrote page %u:%u): %s: %s\n", Target::kName,
+                 overwritten.space(), overwritten.block(), why.c_str(), e.what());
+    if (!survey_mode()) std::abort();
+  }
+
   void rebuild() {
     if (target_) {
       const SpaceId old = target_->space();
@@ -217,14 +325,20 @@ class Harness {
     return 0;                                                                           \
   }
 
-// The hook for byte-level parsers that need no index (e.g. a future catalog target, in
-// tests/fuzz/catalog_fuzz.cc): fn(const uint8_t* data, size_t size) parses the bytes and
-// may throw calico::Error only.
-#define CALICO_FUZZ_BYTES_TARGET(fn)                                                    \
+// The hook for byte-level parsers that need no index (tests/fuzz/catalog_fuzz.cc):
+// fn(const uint8_t* data, size_t size) parses the bytes and may throw calico::Error of the
+// one code `allowed_code` only (the parser's own, e.g. kCorruptCatalog); any other code
+// aborts (a finding), any other exception type escapes to libFuzzer.
+#define CALICO_FUZZ_BYTES_TARGET(fn, allowed_code)                                      \
   extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {             \
     try {                                                                               \
       fn(data, size);                                                                   \
-    } catch (const ::calico::Error&) {                                                  \
+    } catch (const ::calico::Error& e) {                                                \
+      if (e.code() != (allowed_code)) {                                                 \
+        std::fprintf(stderr, "fuzz finding: an Error of another code than %s: %s\n",    \
+                     ::calico::to_string(allowed_code), e.what());                      \
+        std::abort();                                                                   \
+      }                                                                                 \
     }                                                                                   \
     return 0;                                                                           \
   }

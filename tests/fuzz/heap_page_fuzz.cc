@@ -40,7 +40,7 @@ class HeapTarget {
     }
   }
   void run(BufferPool& pool, const uint8_t* data, size_t size) {
-    HeapFile h = HeapFile::open(pool, name_);
+    HeapFile h = open_index([&] { return HeapFile::open(pool, name_); });
     uint64_t bytes = 0;
     for (ScanRead read : {ScanRead::kOptimistic, ScanRead::kShared}) {
       ScanOptions opt;

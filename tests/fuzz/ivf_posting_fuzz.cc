@@ -68,7 +68,7 @@ class IvfTarget {
     }
   }
   void run(BufferPool& pool, const uint8_t* data, size_t size) {
-    auto ivf = index::BasicIvf<BufferPool>::open(pool, name_);
+    auto ivf = open_index([&] { return index::BasicIvf<BufferPool>::open(pool, name_); });
     index::IvfSearchState st(ivf);
     std::vector<vector::Neighbor> out;
     const std::vector<float> q = vec_of(size > 0 ? data[size - 1] : 7);
@@ -88,7 +88,8 @@ class IvfTarget {
     std::vector<vector::Neighbor> outs[2];
     ivf.search_batch(qs.data(), 2, index::IvfSearchOptions{}, st, outs);
     std::vector<uint32_t> ids;
-    for (uint32_t l = 0; l < kLists; ++l) ivf.list_ids(l, &ids);
+    // The lists the opened index has: the input may have rewritten nlist in valid metadata.
+    for (uint32_t l = 0; l < ivf.nlist(); ++l) ivf.list_ids(l, &ids);
     ivf.add(1000, q.data());
   }
 

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Every data file a documentation page names must be committed.
+
+Usage: scripts/check_docs_data.py [ROOT]     (ROOT: a git work tree, default: this repository)
+
+Pages: README.md and docs/**/*.md. A data file is any path ending in .jsonl, .json, .csv,
+.tsv, .png or .svg. A mention is checked when the page cites it:
+  - in prose (inline `code` spans included) and in Markdown links and images;
+  - in a code block, after a '#' comment, or as an argument that names a path under docs/
+    (e.g. `bench/report/micro_figures.py docs/micro/large.jsonl`).
+Not checked, because they name what a command will write, not committed data:
+  - other arguments of a command in a code block (`calico_bench ... ycsb.jsonl`), and the
+    argument of an output option anywhere (`--json out.jsonl`, `--plot x.png`, `> x.csv`);
+  - placeholders anywhere: a path with a glob or template character (* ? { } < > $) or with
+    a component in capitals (OUT.jsonl, OUTDIR/postgres.jsonl, DIR/...); a bare extension
+    (".jsonl").
+A mention resolves against the page's directory, then the repository root; it exists when
+`git ls-files` lists it (tracked: a .gitignore rule cannot hide a missing file, and an
+untracked file on the checker's disk does not count).
+
+Exit status 0 when every cited file is tracked; 1 with one line per missing file,
+"page:line -> path", when some are not; 2 on a usage error.
+"""
+import os
+import re
+import subprocess
+import sys
+
+EXTENSIONS = ("jsonl", "json", "csv", "tsv", "png", "svg")
+# A path-like token ending in one of the extensions (not followed by more path characters).
+TOKEN = re.compile(r"[A-Za-z0-9_.*?{}<>$/+-]*\.(?:%s)(?![A-Za-z0-9_/-])" % "|".join(EXTENSIONS))
+PLACEHOLDER_CHARS = set("*?{}<>$")
+# The argument of an output option names what a command writes, wherever it appears.
+OUTPUT_OPTION = re.compile(r"(?:--json|--out|--plot|--output|-o|>>?)[ =]$")
+PLACEHOLDER_COMPONENT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def is_placeholder(token):
+    if token.startswith(".") and "/" not in token and token.count(".") == 1:
+        return True  # a bare extension (".jsonl"), not a file
+    if any(c in PLACEHOLDER_CHARS for c in token):
+        return True
+    for part in token.split("/"):
+        stem = part.split(".", 1)[0]
+        if stem and PLACEHOLDER_COMPONENT.match(stem):
+            return True
+    return False
+
+
+def tracked_files(root):
+    out = subprocess.run(["git", "-C", root, "ls-files", "-z"], check=True, capture_output=True).stdout
+    return {p for p in out.decode("utf-8", "replace").split("\0") if p}
+
+
+def pages(root, tracked):
+    found = set()
+    if "README.md" in tracked or os.path.isfile(os.path.join(root, "README.md")):
+        found.add("README.md")
+    docs = os.path.join(root, "docs")
+    for dirpath, _, files in os.walk(docs):
+        for f in files:
+            if f.endswith(".md"):
+                found.add(os.path.relpath(os.path.join(dirpath, f), root))
+    return sorted(found)
+
+
+def mentions(text):
+    """Yields (line number, token) for every cited data file of one page."""
+    in_fence = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+            continue
+        in_code = in_fence or line.startswith("    ") or line.startswith("\t")
+        if in_code:
+            command, _, comment = line.partition("#")
+            for m in TOKEN.finditer(comment):
+                if not OUTPUT_OPTION.search(comment[: m.start()]):
+                    yield lineno, m.group(0)
+            for m in TOKEN.finditer(command):
+                tok = m.group(0)
+                if tok.startswith("docs/") and not OUTPUT_OPTION.search(command[: m.start()]):
+                    yield lineno, tok
+        else:
+            for m in TOKEN.finditer(line):
+                if not OUTPUT_OPTION.search(line[: m.start()]):
+                    yield lineno, m.group(0)
+
+
+def resolve(page, token, tracked):
+    token = token.lstrip("./") if token.startswith("./") else token
+    candidates = [os.path.normpath(os.path.join(os.path.dirname(page), token)), os.path.normpath(token)]
+    return any(c in tracked for c in candidates)
+
+
+def main(argv):
+    if len(argv) > 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    root = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    root = os.path.abspath(root)
+    tracked = tracked_files(root)
+    missing = []
+    checked = 0
+    for page in pages(root, tracked):
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            text = f.read()
+        for lineno, token in mentions(text):
+            if is_placeholder(token):
+                continue
+            checked += 1
+            if not resolve(page, token, tracked):
+                missing.append(f"{page}:{lineno} -> {token}")
+    if missing:
+        print(f"docs data check: {len(missing)} cited data file(s) not committed (git ls-files):")
+        for m in missing:
+            print(f"  {m}")
+        return 1
+    print(f"docs data check: ok, {checked} citations of data files, all committed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Tests of scripts/check_docs_data.py on throw-away git repositories.
+
+Usage: scripts/check_docs_data_test.py   (exit 0 when every case behaves; run by scripts/test.sh)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CHECKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_docs_data.py")
+
+
+def git(root, *args):
+    subprocess.run(["git", "-C", root, *args], check=True, capture_output=True)
+
+
+def write(root, path, text):
+    full = os.path.join(root, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def check(root):
+    r = subprocess.run([sys.executable, CHECKER, root], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+PAGE = """# Results
+
+The raw lines are in `docs/a/data.jsonl`.
+
+    ./build/calico_bench demo --json demo.jsonl --plot OUT.png     # data: docs/a/more.jsonl
+    bench/report/table.py OUTDIR/x.jsonl docs/a/data.jsonl
+
+![figure](a/fig.png) and the sweep in OUT/*.jsonl.
+Each run appends `.jsonl` lines to the file of `--json written.jsonl`.
+"""
+
+
+class CheckDocsData(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        git(self.root, "init", "-q")
+        write(self.root, "README.md", "# Readme\n\nSee docs/a.md.\n")
+        write(self.root, "docs/a.md", PAGE)
+        write(self.root, ".gitignore", "*.jsonl\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_missing_files_are_listed_with_page_and_line(self):
+        rc, out = check(self.root)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("docs/a.md:3 -> docs/a/data.jsonl", out)
+        self.assertIn("docs/a.md:5 -> docs/a/more.jsonl", out)  # a citation in a code comment
+        self.assertIn("docs/a.md:6 -> docs/a/data.jsonl", out)  # a docs/ argument of a command
+        self.assertIn("docs/a.md:8 -> a/fig.png", out)  # an image, relative to the page
+        # What a command writes, and placeholders, are not citations.
+        self.assertNotIn("demo.jsonl", out)
+        self.assertNotIn("OUT", out)
+        self.assertNotIn("written.jsonl", out)  # an output option's argument, in prose too
+        self.assertNotIn("-> .jsonl", out)  # a bare extension
+
+    def test_an_ignored_untracked_file_does_not_count(self):
+        for p in ("docs/a/data.jsonl", "docs/a/more.jsonl", "docs/a/fig.png"):
+            write(self.root, p, "{}\n")
+        rc, out = check(self.root)  # on disk, but *.jsonl is ignored and nothing is tracked
+        self.assertEqual(rc, 1, out)
+        self.assertIn("docs/a.md:3 -> docs/a/data.jsonl", out)
+        git(self.root, "add", "docs/a/fig.png")
+        rc, out = check(self.root)
+        self.assertEqual(rc, 1, out)
+        self.assertNotIn("fig.png", out)
+        self.assertIn("docs/a/more.jsonl", out)
+
+    def test_passes_when_every_cited_file_is_tracked(self):
+        for p in ("docs/a/data.jsonl", "docs/a/more.jsonl", "docs/a/fig.png"):
+            write(self.root, p, "{}\n")
+            git(self.root, "add", "-f", p)
+        rc, out = check(self.root)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("ok", out)
+
+    def test_readme_at_the_root_is_checked(self):
+        write(self.root, "README.md", "# Readme\n\nFigures from `docs/missing.csv`.\n")
+        rc, out = check(self.root)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("README.md:3 -> docs/missing.csv", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
