@@ -517,6 +517,30 @@ void expect_ivf_reads_fail(Env& env, PageId bad, uint32_t list) {
   env.expect_corrupt(bad, [&] { ivf.list_ids(list, &ids); });
 }
 
+index::ivf_detail::IvfMeta ivf_meta(Env& env) {
+  SharedGuard g = env.pool().pin_shared(PageId(env.pool().open_space("ivf"), 0));
+  return load<index::ivf_detail::IvfMeta>(g.data(), 0);
+}
+
+// open() reads the centroid and directory pages: bytes there that the metadata's index cannot
+// accept are a corrupt page naming that page (open() answered kInvalidArgument naming block
+// 0, "not an IVF index", until the fuzz harness checked the code).
+TEST(CorruptPages, IvfOpenNamesANonFiniteCentroidPage) {
+  Env env;
+  build_ivf(env);
+  const PageId page(env.pool().open_space("ivf"), ivf_meta(env).centroid_first);
+  env.patch(page, [](std::byte* p) { store<float>(p, 4, std::numeric_limits<float>::quiet_NaN()); });
+  env.expect_corrupt(page, [&] { Ivf::open(env.pool(), "ivf"); });
+}
+
+TEST(CorruptPages, IvfOpenNamesADirectoryEntryOutsideThePostingPages) {
+  Env env;
+  build_ivf(env);
+  const PageId page(env.pool().open_space("ivf"), ivf_meta(env).directory_first);
+  env.patch(page, [](std::byte* p) { store<uint32_t>(p, 0, 0); });  // list 0 starts at the metadata page
+  env.expect_corrupt(page, [&] { Ivf::open(env.pool(), "ivf"); });
+}
+
 TEST(CorruptPages, IvfPostingPageWithWrongTag) {
   Env env;
   build_ivf(env);
