@@ -32,6 +32,13 @@ void fill(const TempDir& dir, BlockId pages) {
   testing::fill_space(*pool, pool->create_space("t"), pages, stamp_plus(0));
 }
 
+// Blocks 0 .. n-1 of space s.
+std::vector<PageId> first_pages(SpaceId s, BlockId n) {
+  std::vector<PageId> pids;
+  for (BlockId b = 0; b < n; ++b) pids.push_back(PageId(s, b));
+  return pids;
+}
+
 // Pins each page and checks its stamp (fill's pattern).
 void expect_pages_intact(BufferPool& pool, const std::vector<PageId>& pids) {
   for (PageId pid : pids) {
@@ -175,8 +182,7 @@ TEST(AsyncLanes, AnythingThrownWhileTakingAPrefetchFrameLeavesNoPendingEntry) {
   o.test_points = &points;
   auto pool = BufferPool::open(o);
   const SpaceId s = pool->open_space("t");
-  std::vector<PageId> group;
-  for (BlockId b = 0; b < 10; ++b) group.push_back(PageId(s, b));
+  const std::vector<PageId> group = first_pages(s, 10);
   points.countdown = 3;  // blocks 0 and 1 are pushed, block 2's frame throws
   EXPECT_THROW(pool->prefetch_group(group), std::bad_alloc);
   pool->check_invariants();
@@ -211,8 +217,7 @@ TEST(AsyncLanes, ClosingAPoolWhosePrefetchRingGaveUpDoesNotEndTheProcess) {
   o.fault_injector = &device;
   auto pool = BufferPool::open(o);
   const SpaceId s = pool->open_space("t");
-  std::vector<PageId> group;
-  for (BlockId b = 0; b < 8; ++b) group.push_back(PageId(s, b));
+  const std::vector<PageId> group = first_pages(s, 8);
   device.stall = true;
   ASSERT_EQ(pool->prefetch_group(group), group.size());
   ::testing::internal::CaptureStderr();
@@ -235,8 +240,7 @@ TEST(AsyncLanes, ADropFinishesWhenAPrefetchRingGaveUpAndItsFramesComeBack) {
   const SpaceId other = pool->create_space("other");
   testing::fill_space(*pool, other, 200, stamp_plus(0));
   pool->flush();  // nothing dirty: no write-back needs the stalled device
-  std::vector<PageId> group;
-  for (BlockId b = 0; b < 8; ++b) group.push_back(PageId(s, b));
+  const std::vector<PageId> group = first_pages(s, 8);
   device.stall = true;
   ASSERT_EQ(pool->prefetch_group(group), group.size());
   ::testing::internal::CaptureStderr();
