@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "pool/test_points.h"
 #include "support/pause_at.h"
 #include "support/flusher.h"
+#include "support/failure_log.h"
 #include "support/test_util.h"
 #include "translation/sparse_array.h"
 
@@ -508,14 +510,7 @@ TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
   testing::fill_space(*pool, s, pages, [](uint64_t) { return 0; });
   std::vector<std::atomic<uint64_t>> model(pages);  // changed only under the page's exclusive latch
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failures{0};
-  std::mutex failure_mutex;
-  std::string first_failure;
-  auto fail = [&](const std::string& what) {
-    ++failures;
-    std::lock_guard lock(failure_mutex);
-    if (first_failure.empty()) first_failure = what;
-  };
+  testing::FailureLog fail;
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -548,7 +543,7 @@ TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
   std::this_thread::sleep_for(std::chrono::seconds(std::max(2, CALICO_STRESS_SECONDS / 2)));
   stop = true;
   for (auto& w : workers) w.join();
-  EXPECT_EQ(failures.load(), 0u) << first_failure;
+  EXPECT_EQ(fail.count(), 0u) << fail.first();
   const PoolStats st = pool->stats();
   std::printf("recycled-entries stress: %lu evictions, %lu moves to the side table, %lu back, %lu refused\n",
               (unsigned long)st.evictions, (unsigned long)st.sparse_moves, (unsigned long)st.dense_moves,
@@ -584,14 +579,8 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   std::vector<std::atomic<uint64_t>> model(pages);  // changed only under the page's exclusive latch
 
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failures{0}, ops{0}, pinned_faults{0}, group_reads{0};
-  std::mutex failure_mutex;
-  std::string first_failure;
-  auto fail = [&](const std::string& what) {
-    ++failures;
-    std::lock_guard lock(failure_mutex);
-    if (first_failure.empty()) first_failure = what;
-  };
+  std::atomic<uint64_t> ops{0}, pinned_faults{0}, group_reads{0};
+  testing::FailureLog fail;
   auto check_pinned = [&](const std::byte* page, PageId pid, const char* what) {
     if (!bench::check_pattern(page, usable, pid) || bench::pattern_stamp(page) != model[pid.block()].load()) {
       fail(std::string(what) + ": page " + std::to_string(pid.block()) + " differs from the model");
@@ -676,13 +665,13 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
       group_reads += my_group_reads;
     });
   }
-  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), fail);
+  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), std::ref(fail));
   std::this_thread::sleep_for(std::chrono::seconds(CALICO_STRESS_SECONDS));
   stop = true;
   for (auto& w : workers) w.join();
   flusher.join();
 
-  EXPECT_EQ(failures.load(), 0u) << first_failure;
+  EXPECT_EQ(fail.count(), 0u) << fail.first();
   const PoolStats st = pool->stats();
   std::printf("sparse stress: %lu ops (%lu faults under a pin, %lu validated group reads), %lu evictions, %lu moves to the side table, "
               "%lu back, %lu refused, %lu sparse groups now, %lu side table bytes\n",

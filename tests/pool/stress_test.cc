@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -14,6 +15,7 @@
 
 #include "pool/prediction.h"
 #include "support/flusher.h"
+#include "support/failure_log.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 
@@ -76,15 +78,9 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   // generation as their stamp.
   std::atomic<uint64_t> transient{0};
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failures{0}, ops{0}, writes{0}, optimistic{0}, forced_fallbacks{0}, prefetches{0}, drops{0},
+  std::atomic<uint64_t> ops{0}, writes{0}, optimistic{0}, forced_fallbacks{0}, prefetches{0}, drops{0},
       transient_reads{0}, group_reads{0};
-  std::mutex failure_mutex;
-  std::string first_failure;
-  auto fail = [&](const std::string& what) {
-    ++failures;
-    std::lock_guard lock(failure_mutex);
-    if (first_failure.empty()) first_failure = what;
-  };
+  testing::FailureLog fail;
 
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -225,7 +221,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
       }
     }
   });
-  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(150), fail);
+  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(150), std::ref(fail));
 
   std::this_thread::sleep_for(std::chrono::seconds(CALICO_STRESS_SECONDS));
   stop = true;
@@ -233,7 +229,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   dropper.join();
   flusher.join();
 
-  EXPECT_EQ(failures.load(), 0u) << first_failure;
+  EXPECT_EQ(fail.count(), 0u) << fail.first();
   EXPECT_GT(writes.load(), 100u);
   EXPECT_GT(optimistic.load(), 100u);
   EXPECT_GT(forced_fallbacks.load(), 10u);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -22,6 +23,7 @@
 
 #include "pool/buffer_pool_impl.h"
 #include "support/flusher.h"
+#include "support/failure_log.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "translation/hash_chained.h"
@@ -166,14 +168,8 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
   std::vector<std::atomic<uint64_t>> model(kPages);
 
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> failures{0}, writes{0}, pinned{0}, optimistic{0}, hinted{0}, try_latched{0};
-  std::mutex failure_mutex;
-  std::string first_failure;
-  auto fail = [&](const std::string& what) {
-    ++failures;
-    std::lock_guard lock(failure_mutex);
-    if (first_failure.empty()) first_failure = what;
-  };
+  std::atomic<uint64_t> writes{0}, pinned{0}, optimistic{0}, hinted{0}, try_latched{0};
+  testing::FailureLog fail;
   std::vector<std::thread> workers;
   for (int t = 0; t < kThreads; ++t) {
     workers.emplace_back([&, t] {
@@ -245,13 +241,13 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
       }
     });
   }
-  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), fail);
+  std::thread flusher = testing::periodic_flusher(*pool, stop, std::chrono::milliseconds(100), std::ref(fail));
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   stop = true;
   for (auto& w : workers) w.join();
   flusher.join();
 
-  EXPECT_EQ(failures.load(), 0u) << first_failure;
+  EXPECT_EQ(fail.count(), 0u) << fail.first();
   PoolStats st = pool->stats();
   EXPECT_GT(st.evictions, 1000u) << "entries must be recycled constantly";
   EXPECT_GT(writes.load(), 100u);
