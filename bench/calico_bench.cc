@@ -19,7 +19,7 @@
 #include "sizes.h"
 #include "tier_calibrate.h"
 #include "tpcc/tpcc.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 #include "vector.h"
 #include "ycsb.h"
 

@@ -1,6 +1,6 @@
 // The translation microbenchmarks of calico.txt (section 3, Tables 2-4 and 6, Figure 1;
 // section 6.5-6.6, Figures 10 and 11), run on every translation variant of
-// src/variants/registry.h with the same index code and identical data:
+// include/calico/variants.h with the same index code and identical data:
 //
 //   calico_bench scan            heap SUM, sequential and random page order (Table 2,
 //                                Figure 1a/b)                               bench/scan.cc

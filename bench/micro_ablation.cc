@@ -13,7 +13,7 @@
 
 #include "micro.h"
 #include "micro_graph.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench {
 

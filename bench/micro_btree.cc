@@ -11,7 +11,7 @@
 #include "kv/kv_adapter.h"
 #include "micro.h"
 #include "micro_data.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "index/btree.h"
+#include "index/btree/btree.h"
 #include "kv/generated_records.h"
 #include "kv/kv_adapter.h"
 #include "micro_harness.h"

@@ -12,7 +12,7 @@
 
 #include "calico/error.h"
 #include "machine.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench::micro {
 

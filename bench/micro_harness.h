@@ -57,7 +57,7 @@ struct Common {
   bool quiet = false;                     // no progress lines (tests)
 };
 
-// The translations to run: `requested` (validated against src/variants/registry.h; the
+// The translations to run: `requested` (validated against include/calico/variants.h; the
 // error names the known ones) or all of them, in registry order; without `allow_direct`,
 // "direct" is dropped with a note on stdout. Errors: calico::Error kInvalidArgument.
 std::vector<std::string> select_translations(const std::vector<std::string>& requested, bool allow_direct,

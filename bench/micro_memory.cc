@@ -25,7 +25,7 @@
 #include "machine.h"
 #include "micro.h"
 #include "micro_data.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 #include "zipf.h"
 
 namespace calico::bench {
@@ -73,7 +73,7 @@ struct MemoryPoint {
       const uint64_t end = std::min(p.blocks, (group + 1) * kEntriesPerOsPage);
       uint64_t resident = 0;
       for (uint64_t b = group * kEntriesPerOsPage; b < end; ++b) {
-        resident += pool.frame_of(PageId(space, static_cast<BlockId>(b))) != kInvalidFrame;
+        resident += pool.internals().frame_of(PageId(space, static_cast<BlockId>(b))) != kInvalidFrame;
       }
       p.occupied_bytes += resident > 0 ? 4096 : 0;
       p.sparse_floor_bytes += std::min<uint64_t>(4096, 16 * resident);

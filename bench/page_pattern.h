@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "calico/page_id.h"
-#include "pool/racy_read.h"
+#include "calico/optimistic_reader.h"
 
 namespace calico::bench {
 
@@ -39,7 +39,7 @@ inline uint64_t pattern_stamp(const std::byte* page) {
   std::memcpy(&s, page + 8, 8);
   return s;
 }
-// The same, read from a page that may be changing: an optimistic reader (pool/racy_read.h);
+// The same, read from a page that may be changing: an optimistic reader (calico/optimistic_reader.h);
 // meaningful only if the read validates.
 CALICO_OPTIMISTIC_READER __attribute__((noinline)) inline uint64_t pattern_stamp_racy(const std::byte* page) {
   uint64_t s;
@@ -48,7 +48,7 @@ CALICO_OPTIMISTIC_READER __attribute__((noinline)) inline uint64_t pattern_stamp
 }
 
 // Copies `bytes` of a page that may be changing under an optimistic read (the copy is used
-// only if the read validates). An optimistic reader (pool/racy_read.h): not instrumented by
+// only if the read validates). An optimistic reader (calico/optimistic_reader.h): not instrumented by
 // ThreadSanitizer, which cannot know about the validation; every use of the copy is.
 CALICO_OPTIMISTIC_READER __attribute__((noinline)) inline void copy_page_racy(std::byte* dst, const std::byte* src,
                                                                              size_t bytes) {

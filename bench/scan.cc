@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "index/heap_file.h"
-#include "variants/registry.h"
+#include "index/heap_file/heap_file.h"
+#include "calico/variants.h"
 
 namespace calico::bench {
 namespace {

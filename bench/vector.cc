@@ -25,11 +25,11 @@
 #include "data/dataset.h"
 #include "data/recall.h"
 #include "disk_stats.h"
-#include "index/hnsw.h"
-#include "index/ivf.h"
+#include "index/hnsw/hnsw.h"
+#include "index/ivf/ivf.h"
 #include "machine.h"
 #include "micro_harness.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 #include "vector/distance.h"
 
 namespace calico::bench {

@@ -1,4 +1,4 @@
-// The calico adapter: Calico's B+tree (src/index/btree.h) in one space of a BufferPool.
+// The calico adapter: Calico's B+tree (src/index/btree/btree.h) in one space of a BufferPool.
 //
 // Entry point: open_calico(config) (registered in kv_adapter.cc as "calico").
 //
@@ -12,7 +12,7 @@
 //    Updates: upsert; inserts: insert; scans: BTree::scan from the start key.
 //  - Larger than memory: the pool evicts (CLOCK) and writes back; the limit is real.
 //  - --far-mb / --far-tier (issue 17): a far frame tier behind the pool of a tiered
-//    translation (calico:array_tiered: Calico tiers, src/pool/tiering.h); per-tier hits and
+//    translation (calico:array_tiered: Calico tiers, src/pool/features/tiering.h); per-tier hits and
 //    migrations are printed when the store closes. Other translations ignore it.
 // The pool's hit counters (hits / accesses) are reported as the hit rate.
 #include <fmt/format.h>
@@ -26,11 +26,11 @@
 #include <optional>
 
 #include "calico/buffer_pool.h"
-#include "index/btree.h"
+#include "index/btree/btree.h"
 #include "kv/generated_records.h"
 #include "far_tier_option.h"
 #include "kv/kv_adapter.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench::kv {
 namespace {

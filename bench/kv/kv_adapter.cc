@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench::kv {
 

@@ -3,7 +3,7 @@
 //
 // Entry points:
 //   open_kv(system, config)        opens a fresh store: "calico" (the array translation),
-//                                  "calico:<translation>" (src/variants/registry.h), "lmdb",
+//                                  "calico:<translation>" (include/calico/variants.h), "lmdb",
 //                                  "rocksdb", "wiredtiger"
 //   kv_systems()                   the engines open_kv accepts
 //   check_system(system)           throws std::invalid_argument / calico::Error naming a bad one

@@ -25,7 +25,7 @@
 
 #include "micro_data.h"
 #include "micro_harness.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench {
 namespace {

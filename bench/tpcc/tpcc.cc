@@ -30,7 +30,7 @@
 #include "tpcc/peers/peer_table.h"
 #include "tpcc/run.h"
 #include "tpcc/sizing.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::bench {
 

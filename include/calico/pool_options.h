@@ -7,7 +7,7 @@
 #include <string>
 
 #include "calico/page_id.h"
-#include "memory/tiers/tier_config.h"
+#include "calico/detail/tier_config.h"
 
 namespace calico {
 
@@ -36,11 +36,11 @@ struct PoolOptions {
   // released before it gets kPoolFull (1 .. 3,600,000 ms). Pins are usually short; a
   // workload that holds many pins on a small pool (or runs under a sanitizer) may want more.
   uint32_t pool_full_wait_ms = 200;
-  // A second frame tier (issue 17; src/pool/tiering.h, docs/tiers.md). pool_bytes is then
+  // A second frame tier (issue 17; src/pool/features/tiering.h, docs/tiers.md). pool_bytes is then
   // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
   // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0
   // (the default). far_tier.page_size is ignored (the pool's is used). Only tiered
-  // translations take a far tier (pool::Tiered: array_tiered, vmcache_n); the others refuse
+  // translations take a far tier (translation::Tiered: array_tiered, vmcache_n); the others refuse
   // it at open.
   memory::tiers::TierConfig far_tier;  // frames = 0: no far tier
   // Probability that an access finding its page in the far tier promotes it into the fast
@@ -59,7 +59,7 @@ struct PoolOptions {
   // (array_tiered) demotes eviction_batch pages per round and promotes one page per access.
   uint32_t demotion_batch = 512;   // 1 .. 65536
   uint32_t promotion_batch = 64;   // 1 .. 4096
-  // Sparse groups (translation array_sparse only, src/translation/sparse_array.h): a group of
+  // Sparse groups (translation array_sparse only, src/translation/array/sparse_array.h): a group of
   // 512 entries (one 4 KB page of the array) left with at most sparse_group_at resident
   // pages by an eviction moves them to a side table and is punched; a sparse group whose
   // count has reached dense_group_at when a fault comes moves back. 1 <= sparse_group_at <

@@ -2,7 +2,7 @@
 // which are templates over the translation (BasicBufferPool<Translation>). module.cc sees
 // only these abstract classes; handle_impl.h implements them once as templates and
 // variants/*.cc instantiates them, one translation unit per group of variants
-// (make_pool.cc picks one by name through src/variants/registry.h).
+// (make_pool.cc picks one by name through include/calico/variants.h).
 //
 // Lifetime and locking (the rules every implementation keeps):
 //   - a PoolApi owns the pool; the indexes it opened are registered in it by name (one
@@ -135,7 +135,7 @@ class PoolApi {
 };
 
 // Opens (or creates) the pool of options.data_dir with the translation named `translation`
-// (every name of src/variants/registry.h). Errors: calico::Error.
+// (every name of include/calico/variants.h). Errors: calico::Error.
 std::shared_ptr<PoolApi> open_pool(std::string_view translation, const PoolOptions& options);
 std::vector<std::string> translation_names();
 

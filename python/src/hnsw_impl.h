@@ -18,7 +18,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
-#include "index/hnsw.h"
+#include "index/hnsw/hnsw.h"
 #include "vector_checks.h"
 
 namespace calico::py {
@@ -167,7 +167,7 @@ class HnswImpl final : public HnswApi {
   std::optional<Index> index_;
   // The direct translation (the ceiling) validates no optimistic read, so concurrent adds
   // (whose searches read lists other adds write) are serialised; searching while adding is
-  // then still unsupported there (src/index/hnsw.h).
+  // then still unsupported there (src/index/hnsw/hnsw.h).
   static constexpr bool kDirectAdds = Pool::TranslationPolicy::kDirect;
   std::mutex direct_add_mu_;
   std::mutex auto_ids_mu_;  // held by an add with ids = None for its whole batch

@@ -1,8 +1,8 @@
-// open_pool: the translation variant by name (src/variants/registry.h). Every variant of
+// open_pool: the translation variant by name (include/calico/variants.h). Every variant of
 // the registry needs its make_pool instantiation in variants/*.cc (else this file does not
 // link).
 #include "api.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::py {
 

@@ -24,7 +24,7 @@
 //
 // Reads: kOptimistic uses read_optimistic + validate (no atomic write; the bytes read before
 // validation go through graph_racy_* functions, which bounds-check everything taken from the
-// page and are optimistic readers, pool/racy_read.h; after kOptimisticAttempts failed
+// page and are optimistic readers, calico/optimistic_reader.h; after kOptimisticAttempts failed
 // validations the read is done under a shared pin). kPinned pins shared for every read.
 // A validated or pinned page that breaks the invariants (not this node's page, degree past
 // kMaxDegree, a neighbour >= nodes) is Error(kCorruptPage) naming the page: such bytes can
@@ -48,7 +48,7 @@
 #include "calico/checks.h"
 #include "calico/error.h"
 #include "index/corrupt_page.h"
-#include "pool/racy_read.h"
+#include "calico/optimistic_reader.h"
 
 namespace calico::index {
 

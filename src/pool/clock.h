@@ -1,5 +1,5 @@
 // ClockHand: the position of CLOCK's hand over frames 1..num_frames, or over one tier's
-// frames first..last (pool/tiering.h).
+// frames first..last (pool/features/tiering.h).
 // Thread safety: none; the pool calls it only while holding its eviction mutex.
 #pragma once
 

@@ -1,6 +1,6 @@
-// BasicBufferPool<T> eviction: frames for faults, CLOCK with the reference bit in the entry (kMarked), batched
+// pool::PoolCore<T> eviction: frames for faults, CLOCK with the reference bit in the entry (kMarked), batched
 // write-back, and the hole-punch release (Algorithm 3 with the reservation protocol of
-// translation/hole_punch_counter.h).
+// translation/array/hole_punch_counter.h).
 //
 // One evictor at a time (evict_mutex_). A round:
 //   1. Move the hand over frames. For each owned frame, confirm through its entry (the frame
@@ -14,8 +14,8 @@
 //      to the caller, never thrown at it (get_frame decides whether it matters).
 // Every victim latched in step 1 is unlatched on every path out (VictimLatches), and the
 // thread's ring exists before step 1, so a thread that cannot have one latches nothing.
-// With a far tier (pool/tiering.h) a round frees tier-0 frames by demotion instead
-// (make_room_tiered, pool/tier_moves.h), and only pages leaving the far tier go to disk.
+// With a far tier (pool/features/tiering.h) a round frees tier-0 frames by demotion instead
+// (make_room_tiered, pool/features/tier_moves.h), and only pages leaving the far tier go to disk.
 //   3. For each written or clean victim: (pages in place: discard the page, still latched)
 //      seed the frame's next version, clear its owner, zero the entry, release the punch
 //      reference (the last one punches the entries' page), delete the entry if the table
@@ -23,13 +23,22 @@
 //      translation/entry.h, "Recycled entries"), and give the frame to the free list.
 #pragma once
 
-// Part of buffer_pool_impl.h (which includes this file at its end, with the includes and
-// using-declarations both parts share).
+#include "calico/checks.h"
+#include "io/io_ring.h"
+#include "pool/access.h"
+#include "pool/pool_support.h"
+#include "pool/test_points.h"
 
 namespace calico {
 
+using translation::EntryWord;
+using translation::kExclusive;
+using translation::kIoPending;
+using translation::kMarked;
+using translation::kUnlocked;
+
 template <class T>
-FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
+FrameId pool::PoolCore<T>::get_frame(bool may_fail, PageId pid) {
   if constexpr (T::kDirect) {
     // Block b lives in frame b + 1 or nowhere; nothing is evicted (array.h, DirectTranslation).
     FrameId f = pid.block() < frames_.num_frames() ? static_cast<FrameId>(pid.block()) + 1 : kInvalidFrame;
@@ -46,9 +55,9 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
     FrameId want = T::preferred_frame(pid, frames_.num_frames());
     if (want != kInvalidFrame && free_list_.take(want)) return want;
   }
-  if constexpr (pool::Predicting<T>) {
+  if constexpr (translation::Predicting<T>) {
     // Predictive translation: a page is loaded into its preferred frame when that is free
-    // (pool/promotion.h moves it there later otherwise). The owner test skips the free
+    // (pool/features/promotion.h moves it there later otherwise). The owner test skips the free
     // list's lock when the frame is visibly taken.
     FrameId want = predictor_.preferred_frame(pid);
     if (meta_[want].owner.load(std::memory_order_relaxed) == 0 && free_list_.take(want)) return want;
@@ -92,7 +101,7 @@ FrameId BasicBufferPool<T>::get_frame(bool may_fail, PageId pid) {
 }
 
 template <class T>
-uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure) {
+uint32_t pool::PoolCore<T>::evict_batch(bool wait, WriteFailure* write_failure) {
   if constexpr (T::kDirect) return 0;  // direct translation never evicts
   // The ring first: a thread that cannot have one (no file descriptor left) fails here,
   // having latched nothing.
@@ -114,7 +123,7 @@ uint32_t BasicBufferPool<T>::evict_batch(bool wait, WriteFailure* write_failure)
 }
 
 template <class T>
-void BasicBufferPool<T>::collect_victims(pool::ClockHand& hand, FrameId range_frames, uint32_t batch,
+void pool::PoolCore<T>::collect_victims(pool::ClockHand& hand, FrameId range_frames, uint32_t batch,
                                          std::vector<Victim>& victims) {
   CALICO_DCHECK(victims.capacity() >= batch);
   // Two passes over all frames mark and then take every unpinned page; more finds nothing.
@@ -148,7 +157,7 @@ void BasicBufferPool<T>::collect_victims(pool::ClockHand& hand, FrameId range_fr
 }
 
 template <class T>
-uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,
+uint32_t pool::PoolCore<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,
                                           WriteFailure* write_failure) {
   (void)tier;  // counted with a far tier only
   // Batched policies (vmcache_n) evict the far tier demotion_batch pages at a time.
@@ -222,7 +231,7 @@ uint32_t BasicBufferPool<T>::evict_locked(io::IoRing& ring, pool::ClockHand& han
   counters_.evictions.fetch_add(freed, std::memory_order_relaxed);
   if constexpr (kSparseGroups) {
     // Groups these evictions left with few references move to the side table (only tried:
-    // pool/sparse_moves.h), each group once per round.
+    // pool/features/sparse_groups.h), each group once per round.
     for (size_t i = 0; i < victims.size(); ++i) {
       const Victim& v = victims[i];
       auto& t = v.space->table;

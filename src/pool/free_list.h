@@ -21,7 +21,7 @@ class FreeList {
  public:
   // Starts with frames 1..num_frames, handed out in ascending order.
   explicit FreeList(FrameId num_frames) : FreeList(1, num_frames) {}
-  // Frames first..last only (one tier's, pool/tiering.h; empty when last < first);
+  // Frames first..last only (one tier's, pool/features/tiering.h; empty when last < first);
   // push() takes no frame above last.
   FreeList(FrameId first, FrameId last) : listed_(size_t{last} + 1, 0) {
     CALICO_CHECK(first != kInvalidFrame && size_t{last} + 1 >= first);

@@ -15,7 +15,7 @@ class TestPoints {
     kAllocateBlockRead,  // allocate(): num_blocks read as pid.block(), its entry not yet latched
     kPrefetchClaimed,    // prefetch_group(): pid's entry claimed (io pending), no frame taken
                          // yet; a test may throw here what taking the frame could throw
-    // Sparse groups (array_sparse only; pool/sparse_moves.h):
+    // Sparse groups (array_sparse only; pool/features/sparse_groups.h):
     kFaultLookedUp,      // fault(): pid's entry looked up, its group reference not yet taken
     kFaultRefTaken,      // fault(): pid's group reference taken, its entry not yet latched
     kFaultClaimed,       // fault(): pid's entry claimed (0 -> loading), its owner not yet checked

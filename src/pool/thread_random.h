@@ -1,5 +1,5 @@
 // thread_random(): a per-thread xorshift64 stream for the pool's probabilistic choices
-// (predictive promotion, pool/prediction.h; tier promotion, pool/tiering.h). Seeded from the
+// (predictive promotion, pool/features/prediction.h; tier promotion, pool/features/tiering.h). Seeded from the
 // thread's stack address on first use: no atomics, no shared cache line, never 0.
 #pragma once
 

@@ -17,11 +17,11 @@
 //    after the page left the frame; the checks above then reject it).
 //
 // The fallback table. LIPAH's pool is a hash table from page id to frame; the registered
-// `lipah` falls back to `hash_open`'s table (src/translation/hash_open.h: partitioned
+// `lipah` falls back to `hash_open`'s table (src/translation/hash/hash_open.h: partitioned
 // absl::flat_hash_map), `array_hinted` to Calico's array. Any Table of the pool's policy
 // contract works; the tests also run it over a table that counts its lookups.
 //
-// B+trees (src/index/btree.h) on a pool with frame hints store a 4-byte frame hint next to
+// B+trees (src/index/btree/btree.h) on a pool with frame hints store a 4-byte frame hint next to
 // every child id and repair hints opportunistically: only when the exclusive latch of the
 // page holding the hint is free at once, without marking the page dirty (a frame hint
 // rarely survives the page's next eviction; lipah.txt 4.4).
@@ -30,8 +30,8 @@
 #include <concepts>
 #include <string_view>
 
-#include "translation/hash_open.h"
-#include "translation/translation_array.h"
+#include "translation/hash/hash_open.h"
+#include "translation/array/translation_array.h"
 
 namespace calico::translation {
 

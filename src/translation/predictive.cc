@@ -9,7 +9,7 @@
 
 #include "calico/checks.h"
 #include "calico/error.h"
-#include "translation/hole_punch_counter.h"  // cpu_relax
+#include "translation/array/hole_punch_counter.h"  // cpu_relax
 
 namespace calico::translation {
 

@@ -12,7 +12,7 @@
 //     pool opens; section 3.1 uses Granlund-Montgomery for the same purpose). The pool
 //     prefetches the predicted frame before the lookup resolves (Listing 3), loads faults
 //     into the preferred frame when it is free, and promotes/demotes pages into it on later
-//     hits (src/pool/promotion.h).
+//     hits (src/pool/features/promotion.h).
 //
 // Lookup (entry()): hash(block) picks the bucket; a matching inlined key returns its Entry
 // at once (one cache line). Otherwise find_or_insert() reads the bucket optimistically:
@@ -197,7 +197,7 @@ struct PredictiveTranslation {
   static constexpr uint32_t kPromoteOneIn = 32;
   static constexpr uint32_t kDemoteOneIn = 512;
 
-  // Per pool (BasicBufferPool holds one; pool/prediction.h): the preferred frame of a page,
+  // Per pool (BasicBufferPool holds one; pool/features/prediction.h): the preferred frame of a page,
   // 1 .. num_frames.
   class FramePredictor {
    public:

@@ -1,6 +1,6 @@
 // VmcacheNTranslation ("vmcache_n"): vmcache^n (vmcache-n-tiered-memory.txt, sections 2-3)
-// in user space, as a tiered pool policy (issue 17; the pool side is pool/tiering.h and
-// pool/tier_moves.h; docs/tiers.md, "vmcache^n in user space", says what is faithful).
+// in user space, as a tiered pool policy (issue 17; the pool side is pool/features/tiering.h and
+// pool/features/tier_moves.h; docs/tiers.md, "vmcache^n in user space", says what is faithful).
 //
 // Like vmcache (translation/vmcache.h: 4 KB OS pages, pages in place, one state word per
 // block), but each space reserves TWO data regions of the space's capacity, one per memory
@@ -15,8 +15,8 @@
 // one NUMA node, so the far tier is emulated and the physical move is a user-space copy
 // between two virtual addresses.
 //
-// Migration (the pool's move primitive for this policy, pool/promotion.h and
-// pool/tier_moves.h): under the page's exclusive latch, copy the page from its source-region
+// Migration (the pool's move primitive for this policy, pool/features/promotion.h and
+// pool/features/tier_moves.h): under the page's exclusive latch, copy the page from its source-region
 // address to its destination-region address through the far tier's copy() (so the emulated
 // bandwidth throttle charges both tiered designs alike), then madvise(MADV_DONTNEED) the
 // source page: the standard-syscall form of move_pages (the copy is the kernel's
@@ -29,7 +29,7 @@
 // for loads, which its experiments use).
 //
 // Readers never crash, and optimistic readers stay correct across a move, by the argument
-// of vmcache.h ("Readers never crash") and of Calico tiers (pool/tier_moves.h): both regions
+// of vmcache.h ("Readers never crash") and of Calico tiers (pool/features/tier_moves.h): both regions
 // stay mapped while the pool lives; a reader holding {old token, v} reads the old region's
 // address, which after the discard reads as zeros (or as contents a later move wrote there);
 // the entry now shows another token, and a token's version seed only grows (entry.h,
@@ -47,7 +47,7 @@
 //    fills, and evicts far pages to disk in rounds of the same size;
 //  - queues a far page whose access draws promotion (promote_on_read / promote_on_write),
 //    without waiting, and when PoolOptions::promotion_batch (64) are queued the thread that
-//    queued the last one migrates them together (pool/tier_moves.h, promote_batch).
+//    queued the last one migrates them together (pool/features/tier_moves.h, promote_batch).
 // Calico tiers (array_tiered) keeps eviction_batch-sized demotions and promotes one page at
 // a time on the access.
 //
@@ -130,7 +130,7 @@ struct VmcacheNTranslation {
   static constexpr bool kFlatEntries = true;
   static constexpr bool kPagesInPlace = true;
   static constexpr bool kDirect = false;
-  static constexpr bool kTiered = true;           // takes PoolOptions::far_tier (pool/tiering.h)
+  static constexpr bool kTiered = true;           // takes PoolOptions::far_tier (pool/features/tiering.h)
   static constexpr bool kBatchedMigration = true;  // demotion_batch / promotion_batch (above)
 };
 

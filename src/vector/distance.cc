@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "calico/error.h"
-#include "pool/racy_read.h"
+#include "calico/optimistic_reader.h"
 #include "vector/simd_kernels.h"
 
 namespace calico::vector {

@@ -8,7 +8,7 @@
 //                          (normalize() before storing and before searching)
 //
 // Thread-safe: the table is resolved on first use (a function-local static).
-// Every kernel is an optimistic reader (pool/racy_read.h): HNSW and IVF searches compute
+// Every kernel is an optimistic reader (calico/optimistic_reader.h): HNSW and IVF searches compute
 // distances in place on frames read optimistically, dropping the value unless the page
 // validates afterwards.
 #pragma once

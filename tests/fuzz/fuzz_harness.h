@@ -64,7 +64,7 @@
 #include "calico/error.h"
 // The fuzz build instantiates the pool implicitly (CALICO_IMPLICIT_INSTANTIATION, see
 // CMakeLists.txt): the member definitions come from here.
-#include "pool/buffer_pool_impl.h"
+#include "pool/definitions.h"
 
 namespace calico::fuzz {
 

@@ -1,7 +1,7 @@
 // Fuzz target: arbitrary bytes as one page (metadata or data page) of a small heap file;
 // then scans (optimistic and shared), column sums, reads and an append. See fuzz_harness.h.
 #include "fuzz_harness.h"
-#include "index/heap_file_impl.h"
+#include "index/heap_file/heap_file_impl.h"
 
 namespace calico::fuzz {
 namespace {

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "index/btree.h"
-#include "index/record_hint.h"
+#include "index/btree/btree.h"
+#include "index/btree/record_hint.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 
@@ -297,15 +297,15 @@ TYPED_TEST(BTreeHints, EvictionAndReloadKeepThePageButNotTheFrame) {
     ASSERT_TRUE(tree.lookup_hinted(k, &h, &v, &st, &frame));
     EXPECT_EQ(st.hits, 1u);
     if (Pool::kFrameHints) {
-      EXPECT_EQ(frame, pool.frame_of(pid));
+      EXPECT_EQ(frame, pool.internals().frame_of(pid));
     }
   }
   const FrameId old_frame = frame;
   // Read other leaves until the page is evicted and its frame holds another page.
   auto frame_taken = [&] {
-    if (pool.frame_of(pid) != kInvalidFrame) return false;
+    if (pool.internals().frame_of(pid) != kInvalidFrame) return false;
     for (BlockId b = 1; b < pool.space_blocks(tree.space()); ++b) {
-      if (pool.frame_of(PageId(tree.space(), b)) == old_frame) return true;
+      if (pool.internals().frame_of(PageId(tree.space(), b)) == old_frame) return true;
     }
     return old_frame == kInvalidFrame;  // no frame hints: evicted is enough
   };
@@ -326,7 +326,7 @@ TYPED_TEST(BTreeHints, EvictionAndReloadKeepThePageButNotTheFrame) {
       EXPECT_GT(pool.stats().hint_misses, before.hint_misses);
     }
     if (Pool::kFrameHints) {
-      EXPECT_EQ(frame, pool.frame_of(pid)) << "the frame hint is repaired";
+      EXPECT_EQ(frame, pool.internals().frame_of(pid)) << "the frame hint is repaired";
     }
     if (!Pool::kFrameHints) {
       EXPECT_EQ(st.frame_misses, 0u);

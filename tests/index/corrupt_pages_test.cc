@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "index/btree.h"
+#include "index/btree/btree.h"
 #include "index/graph.h"
-#include "index/heap_file.h"
-#include "index/hnsw.h"
-#include "index/ivf.h"
+#include "index/heap_file/heap_file.h"
+#include "index/hnsw/hnsw.h"
+#include "index/ivf/ivf.h"
 #include "io/checksum.h"
 #include "support/test_util.h"
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "pool/prediction.h"
+#include "pool/features/prediction.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 
@@ -405,7 +405,7 @@ TYPED_TEST_SUITE(ReadGroupOnEveryTranslation, testing::EvictingPools, testing::P
 
 TYPED_TEST(ReadGroupOnEveryTranslation, StartsTheReadsOfResidentPagesAndPrefetchesTheRest) {
   using Pool = TypeParam;
-  constexpr bool kStartsReads = !pool::Predicting<typename Pool::TranslationPolicy>;
+  constexpr bool kStartsReads = !translation::Predicting<typename Pool::TranslationPolicy>;
   TempDir dir;
   {
     auto pool = Pool::open(testing::pool_options<Pool>(dir.path(), 64));

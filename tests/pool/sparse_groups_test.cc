@@ -1,4 +1,4 @@
-// Sparse groups (array_sparse: translation/sparse_array.h, pool/sparse_moves.h): groups move
+// Sparse groups (array_sparse: translation/array/sparse_array.h, pool/features/sparse_groups.h): groups move
 // between the array and the side table under readers, pins, faults, evictions, prefetches
 // and flushes; every refusal path is driven deterministically; every page is checked.
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include "support/flusher.h"
 #include "support/failure_log.h"
 #include "support/test_util.h"
-#include "translation/sparse_array.h"
+#include "translation/array/sparse_array.h"
 
 #ifndef CALICO_STRESS_SECONDS
 #define CALICO_STRESS_SECONDS 8
@@ -65,9 +65,9 @@ struct Fixture {
   // fault into it tries to move it back. Pre: dense_group_at 8, nothing resident.
   void fill_sparse_group_to_its_move_back() {
     for (uint64_t b : {1, 2}) touch(b);
-    ASSERT_TRUE(pool->try_sparse_group(pid(0)));
+    ASSERT_TRUE(pool->internals().try_sparse_group(pid(0)));
     for (uint64_t b = 10; b < 16; ++b) touch(b);
-    ASSERT_TRUE(pool->group_is_sparse(pid(0)));
+    ASSERT_TRUE(pool->internals().group_is_sparse(pid(0)));
   }
   uint64_t optimistic_stamp(uint64_t b) {
     return pool->optimistic_read(pid(b), [&](const std::byte* p) { return bench::pattern_stamp_racy(p); });
@@ -93,18 +93,18 @@ TEST(SparseGroups, AMoveKeepsEveryPageAndReturnsTheArrayPage) {
   Fixture f(64, 8, 16, 2 * kGroup);
   for (uint64_t b : {1, 100, 300}) f.touch(b);
   const PoolStats before = f.pool->stats();
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(511)));
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(512)));
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(511)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(512)));
   f.pool->check_invariants();
   const PoolStats st = f.pool->stats();
   EXPECT_EQ(st.sparse_groups, 1u);
   EXPECT_EQ(st.sparse_moves, 1u);
   EXPECT_GT(st.side_table_bytes, 0u);
   EXPECT_EQ(st.punches, before.punches + 1) << "the array page is punched";
-  EXPECT_FALSE(f.pool->try_sparse_group(f.pid(0))) << "already sparse";
+  EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0))) << "already sparse";
   for (uint64_t b : {1, 100, 300}) {
-    EXPECT_NE(f.pool->frame_of(f.pid(b)), kInvalidFrame);
+    EXPECT_NE(f.pool->internals().frame_of(f.pid(b)), kInvalidFrame);
     f.touch(b);
     EXPECT_EQ(f.optimistic_stamp(b), b);
   }
@@ -115,7 +115,7 @@ TEST(SparseGroups, AMoveKeepsEveryPageAndReturnsTheArrayPage) {
   }
   f.touch(100, 7);
   f.touch(200);  // a fault into a sparse group goes to the side table
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
   f.pool->check_invariants();
   f.pool->flush();
   f.pool.reset();
@@ -129,16 +129,16 @@ TEST(SparseGroups, APinOrALatchRefusesTheMove) {
   for (uint64_t b : {3, 4, 5}) f.touch(b);
   {
     SharedGuard g = f.pool->pin_shared(f.pid(4));
-    EXPECT_FALSE(f.pool->try_sparse_group(f.pid(0)));
+    EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0)));
   }
   {
     ExclusiveGuard g = f.pool->pin_exclusive(f.pid(5));
-    EXPECT_FALSE(f.pool->try_sparse_group(f.pid(0)));
+    EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0)));
   }
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   EXPECT_EQ(f.pool->stats().refused_group_moves, 2u);
   f.pool->check_invariants();  // every latch the refused moves took was given back
-  EXPECT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   f.pool->check_invariants();
   for (uint64_t b : {3, 4, 5}) f.touch(b);
 }
@@ -152,12 +152,12 @@ TEST(SparseGroups, AFaultInFlightRefusesTheMove) {
     f.touch(9);
   });
   pause.wait_paused();  // block 9's fault holds its reference, its entry still zero
-  EXPECT_FALSE(f.pool->try_sparse_group(f.pid(0))) << "count 3 but 2 resident entries";
+  EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0))) << "count 3 but 2 resident entries";
   EXPECT_EQ(f.pool->stats().refused_group_moves, 1u);
   pause.resume();
   expect_finishes(faulter, "the faulter");
   faulter.get();
-  EXPECT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   f.pool->check_invariants();
   for (uint64_t b : {1, 2, 9}) f.touch(b);
 }
@@ -168,7 +168,7 @@ TEST(SparseGroups, AFaultWaitingOnAMoveResumesInTheSideTable) {
   for (uint64_t b : {1, 2}) f.touch(b);
   auto mover = std::async(std::launch::async, [&] {
     pause.pause_thread(std::this_thread::get_id());
-    return f.pool->try_sparse_group(f.pid(0));
+    return f.pool->internals().try_sparse_group(f.pid(0));
   });
   pause.wait_paused();  // the move flag is set, blocks 1 and 2 latched in the array
   std::atomic<bool> read{false};
@@ -185,7 +185,7 @@ TEST(SparseGroups, AFaultWaitingOnAMoveResumesInTheSideTable) {
   expect_finishes(faulter, "the faulter");
   faulter.get();
   EXPECT_TRUE(read.load());
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0))) << "the fault went to the side table";
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0))) << "the fault went to the side table";
   f.pool->check_invariants();  // count 3 = three side entries
   for (uint64_t b : {1, 2, 7}) f.touch(b);
 }
@@ -203,11 +203,11 @@ TEST(SparseGroups, AFaultThatLookedUpBeforeAMoveToTheSideTableStartsOverThere) {
     f.touch(7);  // looks up block 7's array word, then pauses
   });
   pause.wait_paused();
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   pause.resume();
   expect_finishes(faulter, "the faulter");
   faulter.get();
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
   f.pool->check_invariants();  // no array word of the sparse group written; count 3
   for (uint64_t b : {1, 2, 7}) f.touch(b);
 }
@@ -216,18 +216,18 @@ TEST(SparseGroups, AFaultThatLookedUpBeforeAMoveBackToTheArrayStartsOverThere) {
   PauseAt pause(pool::TestPoints::Point::kFaultLookedUp);
   Fixture f(64, 4, 8, kGroup, &pause);
   f.touch(1);
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   auto faulter = std::async(std::launch::async, [&] {
     pause.pause_thread(std::this_thread::get_id());
     f.touch(40);  // looks up block 40's side entry (created zero), then pauses
   });
   pause.wait_paused();
   for (uint64_t b = 10; b < 18; ++b) f.touch(b);  // 8 side entries, then the 9th fault moves the group back
-  ASSERT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  ASSERT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   pause.resume();
   expect_finishes(faulter, "the faulter");
   faulter.get();
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   f.pool->check_invariants();  // block 40 in the array, no non-zero side entry left
   for (uint64_t b : {1, 10, 17, 40}) f.touch(b);
 }
@@ -237,17 +237,17 @@ TEST(SparseGroups, OptimisticReadsAcrossAMoveFailValidation) {
   for (uint64_t b : {1, 2}) f.touch(b);
   OptimisticRead dense = f.pool->read_optimistic(f.pid(1));
   EXPECT_TRUE(SparsePool::validate(dense));
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   EXPECT_FALSE(SparsePool::validate(dense)) << "the array word is zero";
   OptimisticRead sparse = f.pool->read_optimistic(f.pid(1));
   EXPECT_TRUE(SparsePool::validate(sparse));
   EXPECT_EQ(bench::pattern_stamp_racy(sparse.data), 1u);
   // Faults fill the side table to dense_group_at; the next fault moves the group back.
   for (uint64_t b = 10; b < 16; ++b) f.touch(b);
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
   EXPECT_TRUE(SparsePool::validate(sparse));
   f.touch(20);
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   EXPECT_EQ(f.pool->stats().dense_moves, 1u);
   EXPECT_FALSE(SparsePool::validate(sparse)) << "the side entry was retired";
   f.pool->check_invariants();
@@ -260,12 +260,12 @@ TEST(SparseGroups, AFaulterHoldingAPinInTheGroupDoesNotWaitForItself) {
   {
     SharedGuard held = f.pool->pin_shared(f.pid(10));
     f.touch(30);  // the move back is refused by our own pin; the fault goes to the side table
-    EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+    EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
     EXPECT_GE(f.pool->stats().refused_group_moves, 1u);
   }
   f.pool->check_invariants();
   f.touch(31);
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   f.pool->check_invariants();
   for (uint64_t b : {1, 2, 10, 15, 30, 31}) f.touch(b);
 }
@@ -283,13 +283,13 @@ TEST(SparseGroups, ARefusedMoveBackLeavesTheFaultersSideEntryAndTheFaultComplete
     auto faulter = std::async(std::launch::async, [&] { f.touch(3); });  // scanned before block 15
     expect_finishes(faulter, "the fault of block 3 under a pin on block 15");
     faulter.get();
-    EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+    EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
     EXPECT_GE(f.pool->stats().refused_group_moves, 1u);
-    EXPECT_NE(f.pool->frame_of(f.pid(3)), kInvalidFrame) << "block 3 is resident, in the side table";
+    EXPECT_NE(f.pool->internals().frame_of(f.pid(3)), kInvalidFrame) << "block 3 is resident, in the side table";
   }
   f.pool->check_invariants();
   f.touch(4);  // nothing pinned now: this fault moves the group back
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   f.pool->check_invariants();
   for (uint64_t b : {1, 2, 3, 4, 10, 15}) f.touch(b);
 }
@@ -326,13 +326,13 @@ TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLo
   RecycledSideEntryRace race;
   Fixture f(64, 8, 16, 3 * kGroup, &race);
   auto push_out = [&](uint64_t b) {  // by faults into group 1, which stays dense
-    for (int round = 0; round < 3 && f.pool->frame_of(f.pid(b)) != kInvalidFrame; ++round) {
+    for (int round = 0; round < 3 && f.pool->internals().frame_of(f.pid(b)) != kInvalidFrame; ++round) {
       for (uint64_t x = kGroup; x < kGroup + 200; ++x) f.touch(x);
     }
-    ASSERT_EQ(f.pool->frame_of(f.pid(b)), kInvalidFrame) << "block " << b << " was not evicted";
+    ASSERT_EQ(f.pool->internals().frame_of(f.pid(b)), kInvalidFrame) << "block " << b << " was not evicted";
   };
   f.touch(5);
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   ASSERT_NO_FATAL_FAILURE(push_out(5));  // group 0: sparse and empty
   auto faulter = std::async(std::launch::async, [&] {
     race.faulter = std::this_thread::get_id();
@@ -341,7 +341,7 @@ TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLo
   testing::wait_until([&] { return race.stage.load() == 1; }, "the faulter to take its reference");
   f.touch(7);            // through E: loaded
   ASSERT_NO_FATAL_FAILURE(push_out(7));  // evicted: E retired, first in its slab's free list
-  ASSERT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  ASSERT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
   // m: a block of group 2 whose side entry comes from E's slab (the same partition).
   using Side = translation::SparseTranslationArray::SideTable;
   uint64_t m = 2 * kGroup;
@@ -354,16 +354,16 @@ TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLo
   }
   const uint64_t refused = f.pool->stats().refused_group_moves;
   race.armed = true;
-  EXPECT_FALSE(f.pool->try_sparse_group(f.pid(2 * kGroup))) << "the recycled entry holds the faulter's claim";
+  EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(2 * kGroup))) << "the recycled entry holds the faulter's claim";
   EXPECT_EQ(f.pool->stats().refused_group_moves, refused + 1);
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(2 * kGroup)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(2 * kGroup)));
   race.finish = true;
   expect_finishes(faulter, "the faulter");
   faulter.get();
   f.pool->check_invariants();
   f.touch(m, 9);
   f.touch(7);
-  EXPECT_TRUE(f.pool->try_sparse_group(f.pid(2 * kGroup)));  // nothing in its way now
+  EXPECT_TRUE(f.pool->internals().try_sparse_group(f.pid(2 * kGroup)));  // nothing in its way now
   f.pool->check_invariants();
   f.touch(m, 9);
   f.pool->flush();
@@ -397,22 +397,22 @@ TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
 TEST(SparseGroups, AnEmptiedSparseGroupStaysSparseAndItsNextFaultGoesToTheSideTable) {
   Fixture f(64, 8, 16, 2 * kGroup);
   f.touch(5);
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
-  for (int round = 0; round < 3 && f.pool->frame_of(f.pid(5)) != kInvalidFrame; ++round) {
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
+  for (int round = 0; round < 3 && f.pool->internals().frame_of(f.pid(5)) != kInvalidFrame; ++round) {
     for (uint64_t b = kGroup; b < kGroup + 200; ++b) f.touch(b);  // pushes block 5 out
   }
-  ASSERT_EQ(f.pool->frame_of(f.pid(5)), kInvalidFrame);
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0))) << "emptied, and still sparse";
+  ASSERT_EQ(f.pool->internals().frame_of(f.pid(5)), kInvalidFrame);
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0))) << "emptied, and still sparse";
   f.pool->check_invariants();
   const PoolStats before = f.pool->stats();
   f.touch(7);
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0))) << "the fault went to the side table";
-  EXPECT_NE(f.pool->frame_of(f.pid(7)), kInvalidFrame);
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0))) << "the fault went to the side table";
+  EXPECT_NE(f.pool->internals().frame_of(f.pid(7)), kInvalidFrame);
   EXPECT_EQ(f.optimistic_stamp(7), 7u);
   f.pool->check_invariants();
   EXPECT_EQ(f.pool->stats().sparse_moves, before.sparse_moves);
   for (uint64_t b = 0; b < 40; ++b) f.touch(b);  // dense_group_at (16) resident: back to the array
-  EXPECT_FALSE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
   EXPECT_GT(f.pool->stats().dense_moves, before.dense_moves);
   f.pool->check_invariants();
 }
@@ -429,7 +429,7 @@ TEST(SparseGroups, FlushWritesAPageThatMovesDuringItsScan) {
   const uint64_t written = f.pool->stats().write_backs;
   auto mover = std::async(std::launch::async, [&] {
     pause.pause_thread(std::this_thread::get_id());
-    return f.pool->try_sparse_group(f.pid(0));
+    return f.pool->internals().try_sparse_group(f.pid(0));
   });
   pause.wait_paused();  // block 1 latched in the array by the mover
   auto flusher = std::async(std::launch::async, [&] { f.pool->flush(); });
@@ -451,7 +451,7 @@ TEST(SparseGroups, FlushWritesAPageThatMovesDuringItsScan) {
 TEST(SparseGroups, PrefetchesAndAllocationsIntoASparseGroupGoToTheSideTable) {
   Fixture f(64, 8, 16, 100);
   f.touch(5);
-  ASSERT_TRUE(f.pool->try_sparse_group(f.pid(0)));
+  ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   const std::vector<PageId> ids{f.pid(3), f.pid(4), f.pid(5)};
   EXPECT_EQ(f.pool->prefetch_group(ids), 2u) << "block 5 is resident (in the side table)";
   for (uint64_t b : {3, 4, 5}) f.touch(b);
@@ -461,7 +461,7 @@ TEST(SparseGroups, PrefetchesAndAllocationsIntoASparseGroupGoToTheSideTable) {
     bench::stamp_pattern(g.data(), f.pool->usable_page_size(), g.page_id(), 100);
     g.mark_dirty();
   }
-  EXPECT_TRUE(f.pool->group_is_sparse(f.pid(0)));
+  EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
   f.pool->check_invariants();  // count 4: four side entries
   f.touch(100);
   f.pool.reset();
@@ -475,7 +475,7 @@ TEST(SparseGroups, DropReturnsTheSideTable) {
   testing::fill_space(*f.pool, keep, 4, [](uint64_t b) { return b; });
   for (uint64_t g = 0; g < 3; ++g) {
     f.touch(g * kGroup + 1);
-    ASSERT_TRUE(f.pool->try_sparse_group(f.pid(g * kGroup)));
+    ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(g * kGroup)));
   }
   const PoolStats before = f.pool->stats();
   EXPECT_EQ(before.sparse_groups, 3u);
@@ -532,7 +532,7 @@ TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
               fail("read: page " + std::to_string(pid.block()) + " differs from the model (a lost update)");
             }
           } else {
-            pool->try_sparse_group(pid);
+            pool->internals().try_sparse_group(pid);
           }
         } catch (const Error& e) {
           fail(std::string("unexpected error: ") + e.what());
@@ -653,7 +653,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
               ++my_group_reads;
             }
           } else {
-            pool->try_sparse_group(pid);  // as the evictor would, at any moment
+            pool->internals().try_sparse_group(pid);  // as the evictor would, at any moment
           }
           ++my_ops;
         } catch (const Error& e) {

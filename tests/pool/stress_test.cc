@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "pool/prediction.h"
+#include "pool/features/prediction.h"
 #include "support/flusher.h"
 #include "support/failure_log.h"
 #include "support/test_util.h"
@@ -234,7 +234,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   EXPECT_GT(optimistic.load(), 100u);
   EXPECT_GT(forced_fallbacks.load(), 10u);
   EXPECT_GT(prefetches.load(), 10u);
-  if constexpr (pool::Predicting<typename Pool::TranslationPolicy>) {
+  if constexpr (translation::Predicting<typename Pool::TranslationPolicy>) {
     EXPECT_EQ(group_reads.load(), 0u) << "a policy that promotes on access starts no group reads";
   } else {
     EXPECT_GT(group_reads.load(), 10u);
@@ -268,7 +268,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
 // it optimistically: the optimistic race at its densest, with no other synchronisation
 // between the threads (no eviction, no shared counter). Validated reads must be whole
 // pages. Under ThreadSanitizer this is the test that reports a read of page bytes made
-// outside an optimistic reader (src/pool/racy_read.h): the readers' copies race with the
+// outside an optimistic reader (include/calico/optimistic_reader.h): the readers' copies race with the
 // writer by design, and only the annotation keeps them out of the report.
 TYPED_TEST(StressOnEveryTranslation, OptimisticReadersOfAHotPageSeeOnlyWholePages) {
   using Pool = TypeParam;

@@ -1,4 +1,4 @@
-// Calico tiers (issue 17; pool/tiering.h, pool/tier_moves.h): a far frame tier in the buffer
+// Calico tiers (issue 17; pool/features/tiering.h, pool/features/tier_moves.h): a far frame tier in the buffer
 // pool. Tiny tiers, so that pages keep moving fast -> far -> disk -> fast:
 //  - a single-threaded model test against a reference map (every read checked, stats show
 //    promotions, demotions and far evictions, and no fast page goes straight to disk), then a
@@ -61,7 +61,7 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
   SpaceId space;
   {
     auto pool = Pool::open(o);
-    ASSERT_EQ(pool->fast_frames(), 8u);
+    ASSERT_EQ(pool->internals().fast_frames(), 8u);
     ASSERT_EQ(pool->num_frames(), 24u);
     const size_t usable = pool->usable_page_size();
     space = pool->create_space("t");
@@ -139,32 +139,32 @@ TYPED_TEST(TierPool, OptimisticReadAcrossAMoveAndBackDoesNotValidate) {
   const PageId pid(space, 1);
   // One round trip first: the page then sits in its frame at the frame's version seed (no
   // write since it arrived), the case where a missing seed bump would repeat {frame, version}.
-  ASSERT_TRUE(pool->move_to_tier(pid, 1));
-  ASSERT_TRUE(pool->move_to_tier(pid, 0));
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 1));
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 0));
 
   // Started in the fast tier.
   OptimisticRead r = pool->read_optimistic(pid);
   const FrameId fast_frame = r.seen.frame();
-  ASSERT_LE(fast_frame, pool->fast_frames());
+  ASSERT_LE(fast_frame, pool->internals().fast_frames());
   ASSERT_TRUE(Pool::validate(r));
-  ASSERT_TRUE(pool->move_to_tier(pid, 1));
-  const FrameId far_frame = pool->frame_of(pid);
-  ASSERT_GT(far_frame, pool->fast_frames());
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 1));
+  const FrameId far_frame = pool->internals().frame_of(pid);
+  ASSERT_GT(far_frame, pool->internals().fast_frames());
   EXPECT_FALSE(Pool::validate(r)) << "a read of the frame the page left validated";
-  ASSERT_TRUE(pool->move_to_tier(pid, 0));
-  ASSERT_EQ(pool->frame_of(pid), fast_frame) << "the scenario needs the page back in its old frame";
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 0));
+  ASSERT_EQ(pool->internals().frame_of(pid), fast_frame) << "the scenario needs the page back in its old frame";
   EXPECT_FALSE(Pool::validate(r)) << "{frame, version} repeated after a move out and back (frame ABA)";
 
   // Started in the far tier.
-  ASSERT_TRUE(pool->move_to_tier(pid, 1));
-  ASSERT_EQ(pool->frame_of(pid), far_frame);
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 1));
+  ASSERT_EQ(pool->internals().frame_of(pid), far_frame);
   OptimisticRead r2 = pool->read_optimistic(pid);
   ASSERT_EQ(r2.seen.frame(), far_frame);
   ASSERT_TRUE(Pool::validate(r2));
-  ASSERT_TRUE(pool->move_to_tier(pid, 0));
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 0));
   EXPECT_FALSE(Pool::validate(r2));
-  ASSERT_TRUE(pool->move_to_tier(pid, 1));
-  ASSERT_EQ(pool->frame_of(pid), far_frame);
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 1));
+  ASSERT_EQ(pool->internals().frame_of(pid), far_frame);
   EXPECT_FALSE(Pool::validate(r2)) << "{frame, version} repeated after a move out and back (frame ABA)";
 
   // The page survived four moves, and a fresh read validates.
@@ -187,19 +187,19 @@ TYPED_TEST(TierPool, PinnedPagesDoNotMove) {
   const SpaceId space = pool->create_space("t");
   testing::fill_space(*pool, space, 1, [](BlockId) { return 1; });
   const PageId pid(space, 0);
-  const FrameId f = pool->frame_of(pid);
+  const FrameId f = pool->internals().frame_of(pid);
   {
     SharedGuard g = pool->pin_shared(pid);
-    EXPECT_FALSE(pool->move_to_tier(pid, 1));
-    EXPECT_EQ(pool->frame_of(pid), f);
+    EXPECT_FALSE(pool->internals().move_to_tier(pid, 1));
+    EXPECT_EQ(pool->internals().frame_of(pid), f);
   }
-  ASSERT_TRUE(pool->move_to_tier(pid, 1));
-  const FrameId far = pool->frame_of(pid);
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 1));
+  const FrameId far = pool->internals().frame_of(pid);
   {
     SharedGuard g = pool->pin_shared(pid);  // promote_on_read = 1: this pin promotes first
-    EXPECT_LE(pool->frame_of(pid), pool->fast_frames());
-    EXPECT_NE(pool->frame_of(pid), far);
-    EXPECT_FALSE(pool->move_to_tier(pid, 1));
+    EXPECT_LE(pool->internals().frame_of(pid), pool->internals().fast_frames());
+    EXPECT_NE(pool->internals().frame_of(pid), far);
+    EXPECT_FALSE(pool->internals().move_to_tier(pid, 1));
   }
   EXPECT_EQ(pool->stats().promotions, 1u);
   pool->check_invariants();
@@ -272,7 +272,7 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
         const PageId pid(space, static_cast<BlockId>(rng() % pages));
         if (held == pid) continue;
         SharedGuard g = pool->pin_shared(held);
-        pool->move_to_tier(pid, static_cast<int>(rng() % 2));
+        pool->internals().move_to_tier(pid, static_cast<int>(rng() % 2));
       }
     };
     auto flusher = [&] {
@@ -306,13 +306,13 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
 TEST(TierPoolOptions, DefaultIsOneTier) {
   TempDir dir;
   auto pool = BasicBufferPool<translation::TieredArrayTranslation>::open(testing::small_options(dir.path(), 8));
-  EXPECT_EQ(pool->fast_frames(), pool->num_frames());
+  EXPECT_EQ(pool->internals().fast_frames(), pool->num_frames());
   PoolStats st = pool->stats();
   EXPECT_EQ(st.tier[0].frames, 8u);
   EXPECT_EQ(st.tier[1].frames, 0u);
   const SpaceId space = pool->create_space("t");
   testing::fill_space(*pool, space, 20, [](BlockId b) { return b; });
-  EXPECT_FALSE(pool->move_to_tier(PageId(space, 19), 1));
+  EXPECT_FALSE(pool->internals().move_to_tier(PageId(space, 19), 1));
   st = pool->stats();
   EXPECT_EQ(st.tier[0].evictions, st.evictions);
   EXPECT_EQ(st.promotions + st.demotions + st.tier[1].hits + st.tier[1].evictions, 0u);

@@ -51,8 +51,8 @@ TEST(VmcacheN, MoveCopiesIntoTheOtherRegionAndDiscardsTheSource) {
   const PageId pid(space, 1);
   const std::byte* fast_addr = pool->pin_shared(pid).data();
 
-  ASSERT_TRUE(pool->move_to_tier(pid, 1));
-  ASSERT_GT(pool->frame_of(pid), pool->fast_frames());
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 1));
+  ASSERT_GT(pool->internals().frame_of(pid), pool->internals().fast_frames());
   const std::byte* far_addr;
   {
     SharedGuard g = pool->pin_shared(pid);
@@ -65,7 +65,7 @@ TEST(VmcacheN, MoveCopiesIntoTheOtherRegionAndDiscardsTheSource) {
   // zeros (a stale reader would fail its validation, never crash).
   EXPECT_TRUE(all_zero(fast_addr, pool->page_size())) << "the fast region still holds the moved page";
 
-  ASSERT_TRUE(pool->move_to_tier(pid, 0));
+  ASSERT_TRUE(pool->internals().move_to_tier(pid, 0));
   {
     SharedGuard g = pool->pin_shared(pid);
     EXPECT_EQ(g.data(), fast_addr) << "a page's address in a tier is fixed: region + block * page size";
@@ -92,7 +92,7 @@ TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
   const SpaceId space = pool->create_space("t");
   const uint64_t pages = 12;
   testing::fill_space(*pool, space, pages, [](BlockId b) { return uint64_t{b} * 3; });
-  for (uint64_t b = 0; b < pages; ++b) ASSERT_TRUE(pool->move_to_tier(PageId(space, static_cast<BlockId>(b)), 1));
+  for (uint64_t b = 0; b < pages; ++b) ASSERT_TRUE(pool->internals().move_to_tier(PageId(space, static_cast<BlockId>(b)), 1));
   const uint64_t demotions = pool->stats().demotions;
 
   auto read = [&](BlockId b) {
@@ -105,7 +105,7 @@ TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
   for (BlockId b = 0; b < 4; ++b) {
     EXPECT_EQ(read(b), uint64_t{b} * 3);
     EXPECT_EQ(read(b), uint64_t{b} * 3);  // queued once only
-    EXPECT_GT(pool->frame_of(PageId(space, b)), pool->fast_frames()) << "block " << b << " moved before its batch";
+    EXPECT_GT(pool->internals().frame_of(PageId(space, b)), pool->internals().fast_frames()) << "block " << b << " moved before its batch";
   }
   EXPECT_EQ(pool->stats().promotions, 0u);
   EXPECT_EQ(read(4), 12u);
@@ -114,10 +114,10 @@ TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
   EXPECT_EQ(st.promotion_batches, 1u);
   EXPECT_EQ(st.demotions, demotions);
   for (BlockId b = 0; b < 5; ++b) {
-    EXPECT_LE(pool->frame_of(PageId(space, b)), pool->fast_frames()) << "block " << b << " was not promoted";
+    EXPECT_LE(pool->internals().frame_of(PageId(space, b)), pool->internals().fast_frames()) << "block " << b << " was not promoted";
     EXPECT_EQ(read(b), uint64_t{b} * 3);
   }
-  for (BlockId b = 5; b < pages; ++b) EXPECT_GT(pool->frame_of(PageId(space, b)), pool->fast_frames());
+  for (BlockId b = 5; b < pages; ++b) EXPECT_GT(pool->internals().frame_of(PageId(space, b)), pool->internals().fast_frames());
   pool->check_invariants();
 }
 

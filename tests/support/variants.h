@@ -1,4 +1,4 @@
-// Test support: the translation variants of src/variants/registry.h as GoogleTest type
+// Test support: the translation variants of include/calico/variants.h as GoogleTest type
 // lists, so that an index or stress test written once runs on every translation.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "support/test_util.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 namespace calico::testing {
 

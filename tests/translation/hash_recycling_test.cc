@@ -1,5 +1,5 @@
 // The pool over hash tables that delete a page's entry when it is evicted and recycle it for
-// other pages (translation/partitioned_table.h; entry.h, "Recycled entries"; pool/README.md):
+// other pages (translation/hash/partitioned_table.h; entry.h, "Recycled entries"; pool/README.md):
 //  - translation memory follows the resident pages: after touching many more pages than
 //    frames, the table holds about the frames' worth of entries and its bytes stop growing;
 //  - a multi-threaded stress on a tiny pool (constant eviction, so entries change pages all
@@ -21,13 +21,13 @@
 #include <thread>
 #include <vector>
 
-#include "pool/buffer_pool_impl.h"
+#include "pool/definitions.h"
 #include "support/flusher.h"
 #include "support/failure_log.h"
 #include "support/test_util.h"
 #include "support/variants.h"
-#include "translation/hash_chained.h"
-#include "translation/hash_open.h"
+#include "translation/hash/hash_chained.h"
+#include "translation/hash/hash_open.h"
 #include "translation/lipah.h"
 
 namespace calico {
@@ -124,7 +124,7 @@ TYPED_TEST(HashRecycling, TranslationMemoryFollowsResidentPages) {
     for (uint64_t b = 0; b < pages; b += 7) {
       PageId pid(s, static_cast<BlockId>(b));
       pool->try_pin_exclusive(pid);
-      pool->frame_of(pid);
+      pool->internals().frame_of(pid);
       peak_entries = std::max(peak_entries, table->size());
     }
   }
@@ -230,7 +230,7 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
               }
               ++try_latched;
             }
-            (void)pool->frame_of(pid);
+            (void)pool->internals().frame_of(pid);
           } else {
             for (auto& p : group) p = PageId(s, static_cast<BlockId>(rng() % kPages));
             pool->prefetch_group(group);

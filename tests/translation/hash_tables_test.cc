@@ -1,4 +1,4 @@
-// Tests for the hash-table translations (translation/hash_chained.h, hash_open.h,
+// Tests for the hash-table translations (translation/hash/hash_chained.h, hash_open.h,
 // hash_lockfree.h): find-or-insert returns one stable entry per block, also under concurrent
 // inserts of overlapping blocks; the lock-free table's sizing rule and its full error;
 // the partitioned tables delete zero entries (forget) and recycle them, so their memory
@@ -22,10 +22,10 @@
 #include "calico/buffer_pool.h"
 #include "calico/error.h"
 #include "support/test_util.h"
-#include "translation/entry_slab.h"
-#include "translation/hash_chained.h"
-#include "translation/hash_lockfree.h"
-#include "translation/hash_open.h"
+#include "translation/hash/entry_slab.h"
+#include "translation/hash/hash_chained.h"
+#include "translation/hash/hash_lockfree.h"
+#include "translation/hash/hash_open.h"
 
 namespace calico::translation {
 namespace {

@@ -1,5 +1,5 @@
-// Tests for translation/hole_punch_counter.h: reference counting, the punch lock and invariant I1.
-#include "translation/hole_punch_counter.h"
+// Tests for translation/array/hole_punch_counter.h: reference counting, the punch lock and invariant I1.
+#include "translation/array/hole_punch_counter.h"
 
 #include <gtest/gtest.h>
 

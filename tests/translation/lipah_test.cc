@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "index/btree.h"
-#include "pool/buffer_pool_impl.h"
+#include "index/btree/btree.h"
+#include "pool/definitions.h"
 #include "support/test_util.h"
 
 namespace calico {

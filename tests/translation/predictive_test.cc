@@ -1,4 +1,4 @@
-// Tests for predictive translation (translation/predictive.h, pool/promotion.h): the fast
+// Tests for predictive translation (translation/predictive.h, pool/features/promotion.h): the fast
 // modulo, the chained table (sizing, stable entries, concurrent inserts, reset), preferred
 // frames for loads into an empty pool, promotion, demotion, validation failures of readers
 // of moved pages, and many threads reading and writing while pages move and get evicted.
@@ -132,7 +132,7 @@ std::map<FrameId, PageId> frame_owners(Pool& pool, const std::vector<std::pair<S
   for (auto [space, pages] : spaces) {
     for (BlockId b = 0; b < pages; ++b) {
       PageId pid(space, b);
-      FrameId f = pool.frame_of(pid);
+      FrameId f = pool.internals().frame_of(pid);
       if (f != kInvalidFrame) {
         EXPECT_TRUE(owners.emplace(f, pid).second) << "two pages in frame " << f;
       }
@@ -148,8 +148,8 @@ uint64_t expect_preferred_or_taken(Pool& pool, SpaceId space, uint64_t pages,
   uint64_t in_place = 0;
   for (BlockId b = 0; b < pages; ++b) {
     PageId pid(space, b);
-    FrameId want = pool.preferred_frame(pid);
-    if (pool.frame_of(pid) == want) {
+    FrameId want = pool.internals().preferred_frame(pid);
+    if (pool.internals().frame_of(pid) == want) {
       ++in_place;
     } else {
       auto it = owners.find(want);
@@ -179,7 +179,7 @@ TEST(PredictivePool, PagesLoadedIntoAnEmptyPoolLandInTheirPreferredFrames) {
   for (BlockId b = 0; b < pages; ++b) {
     PageId pid(space, b);
     pool->optimistic_read(pid, [](const std::byte*) { return 0; });
-    in_place += pool->frame_of(pid) == pool->preferred_frame(pid);
+    in_place += pool->internals().frame_of(pid) == pool->internals().preferred_frame(pid);
   }
   EXPECT_GE(in_place, pages * 3 / 4) << "faults";
   testing::expect_space(*pool, space, pages, stamp_of);
@@ -200,10 +200,10 @@ TEST(PredictivePool, HitsPromotePagesIntoFreedPreferredFramesAndKeepTheirContent
     space = pool->create_space("hot");
     testing::fill_space(*pool, space, pages, stamp_of);  // dirty: moves must carry the bit
     uint64_t in_place_before = 0;
-    for (BlockId b = 0; b < pages; ++b) in_place_before += pool->frame_of(PageId(space, b)) == pool->preferred_frame(PageId(space, b));
+    for (BlockId b = 0; b < pages; ++b) in_place_before += pool->internals().frame_of(PageId(space, b)) == pool->internals().preferred_frame(PageId(space, b));
     EXPECT_LT(in_place_before, pages / 2);
     pool->drop_space(filler);  // frees the filler's frames (many are preferred frames of "hot")
-    ASSERT_EQ(pool->promotions(), 0u);
+    ASSERT_EQ(pool->internals().promotions(), 0u);
 
     for (int round = 0; round < 600; ++round) {
       for (BlockId b = 0; b < pages; ++b) {
@@ -214,8 +214,8 @@ TEST(PredictivePool, HitsPromotePagesIntoFreedPreferredFramesAndKeepTheirContent
     // Demotions go on among colliding pages and free frames late, so only the count is
     // checked: about 28 of 30 pages can have a preferred frame of their own.
     uint64_t in_place = 0;
-    for (BlockId b = 0; b < pages; ++b) in_place += pool->frame_of(PageId(space, b)) == pool->preferred_frame(PageId(space, b));
-    EXPECT_GT(pool->promotions(), 0u);
+    for (BlockId b = 0; b < pages; ++b) in_place += pool->internals().frame_of(PageId(space, b)) == pool->internals().preferred_frame(PageId(space, b));
+    EXPECT_GT(pool->internals().promotions(), 0u);
     EXPECT_GE(in_place, pages * 3 / 4);
     testing::expect_space(*pool, space, pages, stamp_of);
     pool->check_invariants();
@@ -233,10 +233,10 @@ struct Collision {
 Collision find_collision(Pool& pool, SpaceId space, uint64_t pages) {
   for (BlockId i = 0; i < pages; ++i) {
     PageId a(space, i);
-    if (pool.frame_of(a) != pool.preferred_frame(a)) continue;
+    if (pool.internals().frame_of(a) != pool.internals().preferred_frame(a)) continue;
     for (BlockId j = 0; j < pages; ++j) {
       PageId b(space, j);
-      if (j != i && pool.preferred_frame(b) == pool.preferred_frame(a)) return {a, b};
+      if (j != i && pool.internals().preferred_frame(b) == pool.internals().preferred_frame(a)) return {a, b};
     }
   }
   return {};
@@ -251,21 +251,21 @@ TEST(PredictivePool, AHotPageDemotesTheHolderOfItsPreferredFrame) {
   testing::fill_space(*pool, space, pages, stamp_of);
   const auto [resident, hot] = find_collision(*pool, space, pages);
   ASSERT_TRUE(resident.valid()) << "no two pages share a preferred frame";
-  const FrameId target = pool->preferred_frame(hot);
-  ASSERT_EQ(pool->frame_of(resident), target);
-  ASSERT_NE(pool->frame_of(hot), target);
+  const FrameId target = pool->internals().preferred_frame(hot);
+  ASSERT_EQ(pool->internals().frame_of(resident), target);
+  ASSERT_NE(pool->internals().frame_of(hot), target);
 
   // An optimistic reader of each page, started before the moves.
   OptimisticRead r_resident = pool->read_optimistic(resident);
-  ASSERT_EQ(pool->frame_of(resident), target);
-  const uint64_t demotions_before = pool->demotions();
-  for (int i = 0; i < 100000 && pool->frame_of(hot) != target; ++i) {
+  ASSERT_EQ(pool->internals().frame_of(resident), target);
+  const uint64_t demotions_before = pool->internals().demotions();
+  for (int i = 0; i < 100000 && pool->internals().frame_of(hot) != target; ++i) {
     SharedGuard g = pool->pin_shared(hot);
     ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), hot));
   }
-  ASSERT_EQ(pool->frame_of(hot), target) << "no demotion in 100000 hits (expected one per ~512)";
-  EXPECT_GT(pool->demotions(), demotions_before);
-  EXPECT_NE(pool->frame_of(resident), target);
+  ASSERT_EQ(pool->internals().frame_of(hot), target) << "no demotion in 100000 hits (expected one per ~512)";
+  EXPECT_GT(pool->internals().demotions(), demotions_before);
+  EXPECT_NE(pool->internals().frame_of(resident), target);
   EXPECT_FALSE(Pool::validate(r_resident)) << "a reader of a demoted page must fail validation";
   for (PageId pid : {resident, hot}) {
     SharedGuard g = pool->pin_shared(pid);
@@ -293,15 +293,15 @@ TEST(PredictivePool, ReadersOfAPromotedPageFailValidation) {
   FrameId from = kInvalidFrame;
   for (BlockId b = 0; b < 16 && from == kInvalidFrame; ++b) {
     PageId candidate(space, b);
-    FrameId want = pool->preferred_frame(candidate);
-    if (pool->frame_of(candidate) == want || owners.contains(want)) continue;
+    FrameId want = pool->internals().preferred_frame(candidate);
+    if (pool->internals().frame_of(candidate) == want || owners.contains(want)) continue;
     r = pool->read_optimistic(candidate);
-    if (pool->frame_of(candidate) != want) pid = candidate, from = pool->frame_of(candidate);
+    if (pool->internals().frame_of(candidate) != want) pid = candidate, from = pool->internals().frame_of(candidate);
   }
   ASSERT_NE(from, kInvalidFrame) << "no page outside a free preferred frame";
   ASSERT_TRUE(Pool::validate(r));  // nothing moved yet
-  for (int i = 0; i < 10000 && pool->frame_of(pid) == from; ++i) (void)pool->pin_shared(pid);
-  ASSERT_EQ(pool->frame_of(pid), pool->preferred_frame(pid));
+  for (int i = 0; i < 10000 && pool->internals().frame_of(pid) == from; ++i) (void)pool->pin_shared(pid);
+  ASSERT_EQ(pool->internals().frame_of(pid), pool->internals().preferred_frame(pid));
   EXPECT_FALSE(Pool::validate(r));
   OptimisticRead fresh = pool->read_optimistic(pid);
   EXPECT_TRUE(bench::check_pattern(fresh.data, pool->usable_page_size(), pid));
@@ -371,11 +371,11 @@ TEST(PredictivePool, ConcurrentAccessDuringPromotionsKeepsEveryPage) {
 
   EXPECT_EQ(failures.load(), 0u);
   EXPECT_GT(ops.load(), 1000u);
-  EXPECT_GT(pool->promotions(), 0u);
-  EXPECT_GT(pool->demotions(), 0u);  // about 1 in 512 mispredicted hits: dozens per run
+  EXPECT_GT(pool->internals().promotions(), 0u);
+  EXPECT_GT(pool->internals().demotions(), 0u);  // about 1 in 512 mispredicted hits: dozens per run
   std::printf("%llu operations, %llu promotions, %llu demotions, %llu evictions\n",
-              (unsigned long long)ops.load(), (unsigned long long)pool->promotions(),
-              (unsigned long long)pool->demotions(), (unsigned long long)pool->stats().evictions);
+              (unsigned long long)ops.load(), (unsigned long long)pool->internals().promotions(),
+              (unsigned long long)pool->internals().demotions(), (unsigned long long)pool->stats().evictions);
   pool->check_invariants();
   testing::expect_space(*pool, space, pages, [&](uint64_t b) { return model[b].load(); });
   pool.reset();

@@ -1,7 +1,7 @@
-// Sparse-group counters (translation/sparse_group_counter.h): references say which
+// Sparse-group counters (translation/array/sparse_group_counter.h): references say which
 // representation they cover, the last one of a sparse group leaves it sparse and empty, moves start only from
 // a quiet group of the right kind and count, and acquirers wait while a move runs.
-#include "translation/sparse_group_counter.h"
+#include "translation/array/sparse_group_counter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Tests for translation/translation_array: capacity checks, lazy backing, hole punching, reset.
-#include "translation/translation_array.h"
+#include "translation/array/translation_array.h"
 
 #include <gtest/gtest.h>
 

@@ -20,7 +20,7 @@
 #include "calico/error.h"
 #include "support/test_util.h"
 #include "support/variants.h"
-#include "variants/registry.h"
+#include "calico/variants.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CALICO_VMCACHE_SANITIZED 1  // shadow memory has page tables of its own

@@ -1,0 +1,84 @@
+# The translation variants, listed once. Each group is one translation unit in the library
+# (the pool and the B+tree and heap file instantiated for its policies) and one in the Python
+# module (make_pool), generated into the build tree; calico/variants.h reaches every policy
+# in this order (the report order: the ceiling, Calico's arrays, then the competitors).
+#   group | headers | policies (types in calico::translation)
+set(CALICO_VARIANT_GROUPS
+  "array|translation/array/array.h|DirectTranslation ArrayTranslation"
+  "array_sparse|translation/array/sparse_array.h|SparseArrayTranslation"
+  "array_tiered|translation/array/array.h|TieredArrayTranslation"
+  "hash|translation/hash/hash_chained.h translation/hash/hash_open.h translation/hash/hash_lockfree.h|HashChainedTranslation HashOpenTranslation HashLockFreeTranslation"
+  "predictive|translation/predictive.h|PredictiveTranslation"
+  "vmcache|translation/vmcache.h|VmcacheTranslation Vmcache2mTranslation"
+  "lipah|translation/lipah.h|LipahTranslation"
+  "array_hinted|translation/lipah.h|ArrayHintedTranslation"
+  "vmcache_n|translation/vmcache_n.h|VmcacheNTranslation")
+
+set(CALICO_GENERATED_DIR ${CMAKE_BINARY_DIR}/generated)
+
+# Writes the library's variant sources, and the policy list of calico/variants.h, into
+# ${CALICO_GENERATED_DIR}; sets `out_var` to the sources. file(CONFIGURE) rewrites a file only
+# when its content changes, so a reconfigure rebuilds nothing that did not change.
+function(calico_generate_library_variants out_var)
+  set(sources)
+  set(all_includes)
+  set(all_policies)
+  foreach(group_spec ${CALICO_VARIANT_GROUPS})
+    string(REPLACE "|" ";" parts "${group_spec}")
+    list(GET parts 0 group)
+    list(GET parts 1 headers)
+    list(GET parts 2 policies)
+    string(REPLACE " " ";" headers "${headers}")
+    string(REPLACE " " ";" policies "${policies}")
+    set(text "// Generated from cmake/variants.cmake: the pool and its indexes for the '${group}' group.\n")
+    string(APPEND text "#include \"index/btree/btree.h\"\n#include \"index/heap_file/heap_file_impl.h\"\n#include \"pool/definitions.h\"\n")
+    foreach(h ${headers})
+      string(APPEND text "#include \"${h}\"\n")
+      list(APPEND all_includes "#include \"${h}\"")
+    endforeach()
+    string(APPEND text "\nnamespace calico {\n\n")
+    foreach(p ${policies})
+      string(APPEND text "template class pool::PoolCore<translation::${p}>;\n")
+      string(APPEND text "template class BasicBufferPool<translation::${p}>;\n")
+      string(APPEND text "template class index::BasicBTree<BasicBufferPool<translation::${p}>>;\n")
+      string(APPEND text "template class BasicHeapFile<BasicBufferPool<translation::${p}>>;\n")
+      list(APPEND all_policies "translation::${p}")
+    endforeach()
+    string(APPEND text "\n}  // namespace calico\n")
+    file(CONFIGURE OUTPUT ${CALICO_GENERATED_DIR}/variants/${group}.cc CONTENT "${text}" @ONLY)
+    list(APPEND sources ${CALICO_GENERATED_DIR}/variants/${group}.cc)
+  endforeach()
+  list(REMOVE_DUPLICATES all_includes)
+  list(JOIN all_includes "\n" includes_text)
+  list(JOIN all_policies ",\n    " policies_text)
+  set(text "// Generated from cmake/variants.cmake: every translation policy, in report order.\n#pragma once\n\n")
+  string(APPEND text "${includes_text}\n\n#define CALICO_ALL_TRANSLATIONS \\\n    ${policies_text}\n")
+  string(REPLACE ",\n" ", \\\n" text "${text}")
+  file(CONFIGURE OUTPUT ${CALICO_GENERATED_DIR}/calico/detail/all_translations.h CONTENT "${text}" @ONLY)
+  set(${out_var} ${sources} PARENT_SCOPE)
+endfunction()
+
+# The Python module's variant sources (make_pool per policy); sets `out_var`.
+function(calico_generate_python_variants out_var)
+  set(sources)
+  foreach(group_spec ${CALICO_VARIANT_GROUPS})
+    string(REPLACE "|" ";" parts "${group_spec}")
+    list(GET parts 0 group)
+    list(GET parts 1 headers)
+    list(GET parts 2 policies)
+    string(REPLACE " " ";" headers "${headers}")
+    string(REPLACE " " ";" policies "${policies}")
+    set(text "// Generated from cmake/variants.cmake: make_pool for the '${group}' group.\n#include \"pool_impl.h\"\n")
+    foreach(h ${headers})
+      string(APPEND text "#include \"${h}\"\n")
+    endforeach()
+    string(APPEND text "\nnamespace calico::py {\n\n")
+    foreach(p ${policies})
+      string(APPEND text "template std::shared_ptr<PoolApi> make_pool<BasicBufferPool<translation::${p}>>(const PoolOptions&);\n")
+    endforeach()
+    string(APPEND text "\n}  // namespace calico::py\n")
+    file(CONFIGURE OUTPUT ${CALICO_GENERATED_DIR}/python_variants/${group}.cc CONTENT "${text}" @ONLY)
+    list(APPEND sources ${CALICO_GENERATED_DIR}/python_variants/${group}.cc)
+  endforeach()
+  set(${out_var} ${sources} PARENT_SCOPE)
+endfunction()
