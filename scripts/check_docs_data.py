@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Every data file a documentation page names must be committed.
+"""Every file a documentation page names must be committed, and every relative link must resolve.
 
 Usage: scripts/check_docs_data.py [ROOT]     (ROOT: a git work tree, default: this repository)
 
-Pages: README.md and docs/**/*.md. A data file is any path ending in .jsonl, .json, .csv,
-.tsv, .png or .svg. A mention is checked when the page cites it:
+Pages: README.md and docs/**/*.md. Two checks:
+
+1. Named files. A named file is any path ending in .jsonl, .json, .csv, .tsv, .png, .svg
+   (data and figures), .txt (printed reports) or .md (other pages). A mention is checked
+   when the page cites it:
   - in prose (inline `code` spans included) and in Markdown links and images;
   - in a code block, after a '#' comment, or as an argument that names a path under docs/
-    (e.g. `bench/report/micro_figures.py docs/micro/large.jsonl`).
+    (e.g. `bench/report/micro_figures.py docs/results/micro/large.jsonl`).
 Not checked, because they name what a command will write, not committed data:
   - other arguments of a command in a code block (`calico_bench ... ycsb.jsonl`), and the
     argument of an output option anywhere (`--json out.jsonl`, `--plot x.png`, `> x.csv`);
@@ -18,21 +21,28 @@ A mention resolves against the page's directory, then the repository root; it ex
 `git ls-files` lists it (tracked: a .gitignore rule cannot hide a missing file, and an
 untracked file on the checker's disk does not count).
 
-Exit status 0 when every cited file is tracked; 1 with one line per missing file,
-"page:line -> path", when some are not; 2 on a usage error.
+2. Links. Every Markdown link, image and reference definition outside code whose target is
+   not a URL (scheme:...) or an anchor alone (#...) must name, relative to the page's
+   directory as Markdown resolves it, a tracked file or a directory holding one (the #anchor
+   is not checked).
+
+Exit status 0 when both hold; 1 with one line per missing file or broken link,
+"page:line -> path", when some do not; 2 on a usage error.
 """
 import os
 import re
 import subprocess
 import sys
 
-EXTENSIONS = ("jsonl", "json", "csv", "tsv", "png", "svg")
+EXTENSIONS = ("jsonl", "json", "csv", "tsv", "png", "svg", "txt", "md")
 # A path-like token ending in one of the extensions (not followed by more path characters).
 TOKEN = re.compile(r"[A-Za-z0-9_.*?{}<>$/+-]*\.(?:%s)(?![A-Za-z0-9_/-])" % "|".join(EXTENSIONS))
 PLACEHOLDER_CHARS = set("*?{}<>$")
 # The argument of an output option names what a command writes, wherever it appears.
 OUTPUT_OPTION = re.compile(r"(?:--json|--out|--plot|--output|-o|>>?)[ =]$")
 PLACEHOLDER_COMPONENT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+# A path right after "scheme:" is part of a URL, not a file of the repository.
+URL_BEFORE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:$")
 
 
 def is_placeholder(token):
@@ -84,8 +94,45 @@ def mentions(text):
                     yield lineno, tok
         else:
             for m in TOKEN.finditer(line):
-                if not OUTPUT_OPTION.search(line[: m.start()]):
+                before = line[: m.start()]
+                if not OUTPUT_OPTION.search(before) and not URL_BEFORE.search(before):
                     yield lineno, m.group(0)
+
+
+# [text](target "title") and ![alt](target); [key]: target at the start of a line.
+INLINE_LINK = re.compile(r"!?\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
+CODE_SPAN = re.compile(r"(`+).*?\1")
+SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def links(text):
+    """Yields (line number, target) for every relative link of one page, outside code."""
+    in_fence = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+            continue
+        if in_fence or line.startswith("    ") or line.startswith("\t"):
+            continue
+        line = CODE_SPAN.sub("", line)
+        targets = [m.group(1) for m in INLINE_LINK.finditer(line)]
+        m = REFERENCE_DEF.match(line)
+        if m:
+            targets.append(m.group(1))
+        for target in targets:
+            if SCHEME.match(target) or target.startswith("#"):
+                continue
+            yield lineno, target
+
+
+def link_resolves(page, target, tracked, tracked_dirs):
+    path = target.split("#", 1)[0].split("?", 1)[0]
+    if not path:
+        return True
+    full = os.path.normpath(os.path.join(os.path.dirname(page), path))
+    return full in tracked or full in tracked_dirs
 
 
 def resolve(page, token, tracked):
@@ -101,8 +148,15 @@ def main(argv):
     root = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     root = os.path.abspath(root)
     tracked = tracked_files(root)
+    tracked_dirs = {os.path.dirname(p) for p in tracked}
+    for d in list(tracked_dirs):
+        while d:
+            d = os.path.dirname(d)
+            tracked_dirs.add(d)
     missing = []
+    broken = []
     checked = 0
+    checked_links = 0
     for page in pages(root, tracked):
         with open(os.path.join(root, page), encoding="utf-8") as f:
             text = f.read()
@@ -112,14 +166,22 @@ def main(argv):
             checked += 1
             if not resolve(page, token, tracked):
                 missing.append(f"{page}:{lineno} -> {token}")
+        for lineno, target in links(text):
+            checked_links += 1
+            if not link_resolves(page, target, tracked, tracked_dirs):
+                broken.append(f"{page}:{lineno} -> {target}")
     if missing:
-        print(f"docs data check: {len(missing)} cited data file(s) not committed (git ls-files):")
+        print(f"docs check: {len(missing)} named file(s) not committed (git ls-files):")
         for m in missing:
             print(f"  {m}")
+    if broken:
+        print(f"docs check: {len(broken)} relative link(s) that do not resolve:")
+        for b in broken:
+            print(f"  {b}")
+    if missing or broken:
         return 1
-    print(f"docs data check: ok, {checked} citations of data files, all committed")
+    print(f"docs check: ok, {checked} named files, all committed; {checked_links} relative links, all resolve")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

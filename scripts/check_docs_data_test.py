@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of scripts/check_docs_data.py on throw-away git repositories.
+"""Tests of scripts/check_docs_data.py (named files and relative links) on throw-away git repositories.
 
 Usage: scripts/check_docs_data_test.py   (exit 0 when every case behaves; run by scripts/test.sh)
 """
@@ -81,6 +81,7 @@ class CheckDocsData(unittest.TestCase):
         for p in ("docs/a/data.jsonl", "docs/a/more.jsonl", "docs/a/fig.png"):
             write(self.root, p, "{}\n")
             git(self.root, "add", "-f", p)
+        git(self.root, "add", "docs/a.md")  # README.md names it
         rc, out = check(self.root)
         self.assertEqual(rc, 0, out)
         self.assertIn("ok", out)
@@ -90,6 +91,53 @@ class CheckDocsData(unittest.TestCase):
         rc, out = check(self.root)
         self.assertEqual(rc, 1, out)
         self.assertIn("README.md:3 -> docs/missing.csv", out)
+
+    def test_a_named_page_must_be_tracked(self):
+        rc, out = check(self.root)  # README.md names docs/a.md, which is not added
+        self.assertEqual(rc, 1, out)
+        self.assertIn("README.md:3 -> docs/a.md", out)
+        write(self.root, "docs/b.md", "# B\n\nMoved: `docs/old/place.md`; run `bench/x.py --md docs/$REPORT.md`.\n")
+        rc, out = check(self.root)
+        self.assertIn("docs/b.md:3 -> docs/old/place.md", out)
+        self.assertNotIn("REPORT", out)  # a placeholder
+
+
+class CheckDocsLinks(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        git(self.root, "init", "-q")
+        for p in ("docs/design/x.md", "docs/results/y.md", "docs/results/y/fig.png", "src/pool/README.md"):
+            write(self.root, p, "# page\n")
+            git(self.root, "add", p)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def page(self, text):
+        write(self.root, "docs/design/p.md", text)
+        git(self.root, "add", "docs/design/p.md")
+        return check(self.root)
+
+    def test_relative_links_resolve_against_the_page(self):
+        rc, out = self.page(
+            "# P\n\nSee [x](x.md#a-section), [y](../results/y.md), ![f](../results/y/fig.png),\n"
+            "[the folder](../results/y/), [the pool](../../src/pool/README.md), [web](https://example.org/a.md),\n"
+            "[here](#top) and [Key].\n\n[Key]: ../results/y.md#part\n")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("relative links, all resolve", out)
+
+    def test_broken_links_are_listed_with_page_and_line(self):
+        rc, out = self.page(
+            "# P\n\n[gone](../y.md) and ![gone](y/fig.png)\n\n[Key]: ../references.md#calico\n"
+            "`[not a link](nowhere.md)`\n\n    [code](nowhere.md)\n")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("docs/design/p.md:3 -> ../y.md", out)
+        self.assertIn("docs/design/p.md:3 -> y/fig.png", out)
+        self.assertIn("docs/design/p.md:5 -> ../references.md#calico", out)
+        link_part = out.split("relative link(s)", 1)[1]
+        self.assertNotIn("nowhere.md", link_part)  # code spans and code blocks are not links
+        self.assertIn("docs/design/p.md:6 -> nowhere.md", out)  # but a code span names a file
 
 
 if __name__ == "__main__":
