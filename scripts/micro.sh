@@ -23,7 +23,7 @@
 # paired ratios.
 #
 # The A/A control of --quick and --large: array_sparse runs array's hot path instruction for
-# instruction while nothing is evicted (src/translation/sparse_array.h; docs/hot_path.md), in
+# instruction while nothing is evicted (src/translation/array/sparse_array.h; docs/hot_path.md), in
 # its own pool and its own code. Its ratio to array is what the machine alone makes of one
 # design: a difference between designs no larger than that is not resolved by the run.
 #

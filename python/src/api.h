@@ -1,8 +1,9 @@
 // The type-erased interface between the Python module (module.cc) and the pools and indexes,
 // which are templates over the translation (BasicBufferPool<Translation>). module.cc sees
-// only these abstract classes; handle_impl.h implements them once as templates and
-// variants/*.cc instantiates them, one translation unit per group of variants
-// (make_pool.cc picks one by name through include/calico/variants.h).
+// only these abstract classes; pool_impl.h (with btree_impl.h, hnsw_impl.h, ivf_impl.h)
+// implements them once as templates, and the translation units cmake/variants.cmake
+// generates instantiate them, one per group of variants (make_pool.cc picks one by name
+// through include/calico/variants.h).
 //
 // Lifetime and locking (the rules every implementation keeps):
 //   - a PoolApi owns the pool; the indexes it opened are registered in it by name (one
@@ -139,7 +140,7 @@ class PoolApi {
 std::shared_ptr<PoolApi> open_pool(std::string_view translation, const PoolOptions& options);
 std::vector<std::string> translation_names();
 
-// One instantiation per variant (variants/*.cc).
+// One instantiation per variant (generated from cmake/variants.cmake).
 template <class Pool>
 std::shared_ptr<PoolApi> make_pool(const PoolOptions& options);
 

@@ -1,5 +1,5 @@
 // open_pool: the translation variant by name (include/calico/variants.h). Every variant of
-// the registry needs its make_pool instantiation in variants/*.cc (else this file does not
+// the registry needs its make_pool instantiation, generated from cmake/variants.cmake (else this file does not
 // link).
 #include "api.h"
 #include "calico/variants.h"

@@ -1,6 +1,6 @@
 // PoolImpl<Pool>: PoolApi over one BasicBufferPool<Translation> and the registry of the
 // indexes opened on it (api.h has the lifetime and locking rules). Included only by the
-// variant translation units (variants/*.cc), which instantiate make_pool<Pool>.
+// variant translation units (generated from cmake/variants.cmake), which instantiate make_pool<Pool>.
 #pragma once
 
 #include <map>

@@ -23,6 +23,13 @@
 //      translation/entry.h, "Recycled entries"), and give the frame to the free list.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "calico/checks.h"
 #include "io/io_ring.h"
 #include "pool/access.h"

@@ -191,7 +191,8 @@ inline void pool::PoolCore<T>::clear_owner(FrameId f) {
 // of the proof at read_optimistic_hinted), else nullptr.
 template <class T>
 inline translation::Entry* pool::PoolCore<T>::hinted_entry(PageId pid, FrameId f) const
-  requires kFrameHints {
+  requires translation::kHasFrameHints<T>  // not kFrameHints: clang 14 (fuzz build)
+{
   if (f - 1 >= frames_.num_frames()) return nullptr;  // kInvalidFrame (wraps) or past the end
   if (!owned_by(f, pid)) return nullptr;
   return frame_entries_[f].load(std::memory_order_acquire);

@@ -220,7 +220,7 @@ class PoolCore {
   void publish_owner(FrameId f, PageId pid, translation::Entry& e);
   void clear_owner(FrameId f);
   translation::Entry* hinted_entry(PageId pid, FrameId f) const
-    requires kFrameHints;
+    requires translation::kHasFrameHints<Translation>;
   bool owned_by(FrameId f, PageId pid) const;
   void count_hint(bool hit);
 

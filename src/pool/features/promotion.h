@@ -31,18 +31,20 @@
 // through the entry, as for faults and evictions.
 #pragma once
 
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
 #include "calico/checks.h"
 #include "io/io_ring.h"
 #include "pool/access.h"
 #include "pool/pool_support.h"
 #include "pool/test_points.h"
-
-#include <bit>
-#include <cstring>
-#include <mutex>
-#include <shared_mutex>
-
-#include "calico/checks.h"
 
 namespace calico {
 

@@ -28,15 +28,20 @@
 // refused by acquire_ref_for (the reference covers the other representation).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "calico/checks.h"
 #include "io/io_ring.h"
 #include "pool/access.h"
 #include "pool/pool_support.h"
 #include "pool/test_points.h"
-
-#include <array>
-#include <map>
-
 #include "translation/array/sparse_group_counter.h"
 
 namespace calico {

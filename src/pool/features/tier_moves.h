@@ -54,16 +54,19 @@
 // promote without deadlock.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
 #include "calico/checks.h"
 #include "io/io_ring.h"
 #include "pool/access.h"
 #include "pool/pool_support.h"
 #include "pool/test_points.h"
-
-#include <algorithm>
-#include <chrono>
-#include <mutex>
-#include <shared_mutex>
 
 namespace calico {
 
