@@ -1,27 +1,27 @@
 // calico_bench: the benchmark driver. One subcommand per experiment.
-//   demo   the README's main job (bench/demo.h)
-//   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb.h)
+//   demo   the README's main job (bench/demo/demo.h)
+//   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb/ycsb.h)
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
-//          the translation microbenchmarks on every translation variant (bench/micro.h)
-//   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
+//          the translation microbenchmarks on every translation variant (bench/micro/micro.h)
+//   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector/vector.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
-//   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tier_calibrate.h)
+//   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tiers/tier_calibrate.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <exception>
 
-#include "demo.h"
-#include "index/graph.h"
-#include "micro.h"
-#include "scan.h"
-#include "sizes.h"
-#include "tier_calibrate.h"
+#include "demo/demo.h"
+#include "micro/graph.h"
+#include "micro/micro.h"
+#include "micro/scan.h"
+#include "common/sizes.h"
+#include "tiers/tier_calibrate.h"
 #include "tpcc/tpcc.h"
 #include "variants/registry.h"
-#include "vector.h"
-#include "ycsb.h"
+#include "vector/vector.h"
+#include "ycsb/ycsb.h"
 
 namespace {
 
@@ -30,7 +30,7 @@ namespace {
 // with the option's name.
 const CLI::Range kSizeMb(0.0, double(calico::bench::kMaxSizeMb), "MB");
 
-// The options every microbenchmark takes (micro_harness.h, Common).
+// The options every microbenchmark takes (micro/harness.h, Common).
 void add_micro_options(CLI::App* a, calico::bench::micro::Common& c) {
   a->add_option("--translations", c.translations,
                 fmt::format("translation variants, comma list (default: all of {})",
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   calico::bench::MicroBfsConfig bfs;
   auto add_graph_options = [](CLI::App* a, calico::bench::MicroBfsConfig& g) {
     a->add_option("--nodes", g.nodes, "graph nodes (one 4 KB page each)")->capture_default_str()->check(CLI::Range(1u, 1u << 28));
-    a->add_option("--degree", g.degree, "random neighbours per node")->capture_default_str()->check(CLI::Range(1u, calico::index::GraphFormat::kMaxDegree));
+    a->add_option("--degree", g.degree, "random neighbours per node")->capture_default_str()->check(CLI::Range(1u, calico::bench::GraphFormat::kMaxDegree));
     a->add_option("--visits", g.visits, "nodes visited per BFS query")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
     a->add_option("--queries", g.queries, "BFS queries (random roots) per run")->capture_default_str()->check(CLI::Range(1u, 1u << 20));
     a->add_option("--pool-mb", g.pool_mb, "pool size (0: graph + 25% + 64 MB, all resident)")->capture_default_str()->check(kSizeMb);

@@ -1,4 +1,4 @@
-// Tests of the vector-search dataset layer (bench/data/): file formats, the clustered
+// Tests of the vector-search dataset layer (bench/vector/data/): file formats, the clustered
 // generator, exact ground truth, the dataset cache and recall.
 #include <gtest/gtest.h>
 
@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 
 #include "calico/error.h"
-#include "data/dataset.h"
-#include "data/ground_truth.h"
-#include "data/recall.h"
-#include "data/synthetic.h"
-#include "data/vector_files.h"
+#include "vector/data/dataset.h"
+#include "vector/data/ground_truth.h"
+#include "vector/data/recall.h"
+#include "vector/data/synthetic.h"
+#include "vector/data/vector_files.h"
 #include "support/test_util.h"
 #include "vector/distance.h"
 

@@ -1,6 +1,6 @@
 // The TPC-C peer on LMDB (liblmdb, Debian's 0.9.24): open_lmdb_store.
 //
-// Configuration (as the YCSB adapter, bench/kv/lmdb_kv.cc): one environment with
+// Configuration (as the YCSB adapter, bench/ycsb/lmdb_kv.cc): one environment with
 // MDB_NOSYNC | MDB_NOMETASYNC (no fsync at commit), MDB_NOTLS (a read transaction belongs to
 // its thread context, not to the OS thread's slot), MDB_NORDAHEAD; no MDB_WRITEMAP (the
 // adapter does not use it). One named database "tpcc_<name>" per TPC-C table or index. Map

@@ -1,6 +1,6 @@
 // The TPC-C peer on WiredTiger (libwiredtiger, Debian's 3.2.1): open_wiredtiger_store.
 //
-// Configuration (as the YCSB adapter, bench/kv/wiredtiger_kv.cc, and the Calico paper:
+// Configuration (as the YCSB adapter, bench/ycsb/wiredtiger_kv.cc, and the Calico paper:
 // write-ahead logging off): one connection, cache_size = the options' cache bytes,
 // log=(enabled=false), statistics=(none), no periodic checkpoints (one after the load, one at
 // close); one table "table:tpcc_<name>" per TPC-C table or index, key_format=u,
