@@ -134,7 +134,7 @@ int run_scan(const ScanConfig& cfg) {
 
   uint64_t bw_checksum = 0;
   const size_t bw_bytes = std::min<size_t>(cfg.data_mb << 20, size_t{1} << 30);
-  // Three passes whatever --repeat is, so that scripts/micro_counts.sh can difference rounds.
+  // Three passes whatever --repeat is, so that bench/experiments/micro_counts.sh can difference rounds.
   const double bandwidth = memory_read_bandwidth(bw_bytes, 3, &bw_checksum);
   // The SUM reads, per page, the header and slot array and one cache line per row's column:
   // that, not the page size, is its memory traffic.

@@ -21,8 +21,8 @@
 //      as a terminal table and JSON lines;
 //   6. with --ablation, Figure 11 on HNSW: hash_open -> array 4 KB frames -> + huge pages ->
 //      + optimistic reads -> + group prefetch (1 thread, --ablation-ef).
-// The peers (hnswlib, faiss, usearch) run from bench/peers/vector_peers.py on the same data
-// files; scripts/vector.sh runs both, interleaved, and bench/report/vector_figures.py
+// The peers (hnswlib, faiss, usearch) run from bench/harness/peers/vector_peers.py on the same data
+// files; bench/experiments/vector.sh runs both, interleaved, and bench/harness/report/vector_figures.py
 // draws recall-vs-QPS.
 // Returns 0, or 1 when a self-check failed (a run's results differ from the first run of
 // the same case). Bad options throw calico::Error / std::runtime_error.

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# scripts/tpcc.sh [OUTDIR]: the TPC-C tables of docs/tpcc.md (issue 14), on a quiet machine.
+# Reproduces: Calico paper, Figures 6b and 7c-d (TPC-C in memory and larger than memory, with
+# WiredTiger and LMDB) and Figure 10 (TPC-C's translation memory); LIPAH paper, Figure 3
+# (index skipping on TPC-C).
+#
+# bench/experiments/tpcc.sh [OUTDIR]: the TPC-C tables of docs/tpcc.md, on a quiet machine.
 #
 #   inmem  every LIPAH configuration in memory: hash_open, vmcache, lipah, array and array_hinted, each with
 #          index skipping off, on and remember, at 1 and 2 threads, W_INMEM warehouses
@@ -20,7 +24,7 @@
 #    for the run (restored after). Not real-time: O_DIRECT write completions and WiredTiger's
 #    and the page cache's writeback run in kernel workers of the normal class, which threads
 #    spinning at real-time priority starve (measured: 2 threads at a third of 1 thread's tx/s).
-# Then bench/report/tpcc_tables.py prints the tables (medians of tx per second and per
+# Then bench/harness/report/tpcc_tables.py prints the tables (medians of tx per second and per
 # CPU-second, and ratios paired within each repeat).
 #
 # Environment: EXPERIMENTS (inmem,ltm,variants,growth,peers), W_INMEM (10), W_LTM (5),
@@ -29,7 +33,7 @@
 # (build-micro). About 70 minutes at the defaults on 2 cores; writes OUTDIR/<experiment>.jsonl
 # and .log (default ./tpcc-results) and the pools' files under OUTDIR/data (removed after).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-tpcc-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -91,4 +95,4 @@ for e in ${EXPERIMENTS//,/ }; do
     *) echo "unknown experiment '$e' (inmem, ltm, variants, growth, peers)" >&2; exit 2 ;;
   esac
 done
-python3 "$ROOT/bench/report/tpcc_tables.py" "$OUT"/*.jsonl
+python3 "$ROOT/bench/harness/report/tpcc_tables.py" "$OUT"/*.jsonl

@@ -2,15 +2,15 @@
 """Summarises calico_bench ycsb JSON lines: median ops/s per (workload, distribution,
 threads, in_memory, system), with each peer's ratio to Calico.
 
-When the files also hold scripts/ycsb_ltm.sh's lines, prints two more tables:
+When the files also hold bench/experiments/ycsb_ltm.sh's lines, prints two more tables:
   - read I/O of the measured runs ({"experiment":"ycsb_ltm_io"}): the process's read MB/s
     and reads per operation (from /proc/PID/io, so other processes' I/O is not counted; read
-    size 4 KB, or the device's mean read size when it is larger), and that mean read size; with scripts/disk_iops.sh's lines
+    size 4 KB, or the device's mean read size when it is larger), and that mean read size; with bench/experiments/disk_iops.sh's lines
     ({"experiment":"disk_iops"}) also the fraction of the disk's 4 KB random-read IOPS at
     queue depth = threads, for systems whose reads are 4 KB;
   - memory ({"experiment":"ycsb_ltm_mem"}): cache setting, peak cgroup usage, peak anon.
 
-Usage: bench/report/ycsb_table.py results.jsonl [more.jsonl ...]  (prints Markdown)
+Usage: bench/harness/report/ycsb_table.py results.jsonl [more.jsonl ...]  (prints Markdown)
 """
 import json
 import statistics
@@ -40,7 +40,7 @@ def main(paths):
                 elif exp == "disk_iops":
                     disk.setdefault(r["iodepth"], []).append(r)
         for r in ycsb:
-            # scripts/ycsb_ltm.sh runs repeat r with --seed 42 + r (one run per process)
+            # bench/experiments/ycsb_ltm.sh runs repeat r with --seed 42 + r (one run per process)
             r["_io"] = io.get((r["system"], r["workload"], r["distribution"], r["threads"], r["seed"] - 42))
             runs[(r["workload"], r["distribution"], r["threads"], r["in_memory"], r["system"])].append(r)
 
@@ -102,7 +102,7 @@ def main(paths):
                 cells.append(cell)
             print(f"| {wl} | {dist} | {threads} | " + " | ".join(cells) + " |")
         if iops:
-            print("\nDisk (scripts/disk_iops.sh): " + ", ".join(
+            print("\nDisk (bench/experiments/disk_iops.sh): " + ", ".join(
                 f"qd {qd}: {iops[qd]:.0f} IOPS (median of {len(disk[qd])})" for qd in sorted(iops)))
 
     if mem:

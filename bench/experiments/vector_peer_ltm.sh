@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
+# Reproduces: Calico paper, Figure 5 (USearch's larger-than-memory points).
+#
 # usearch's memory-mapped view (Index.restore(view=True)) larger than memory: for each
-# fraction f, bench/peers/vector_peers.py runs alone in a v1 memory cgroup limited to
+# fraction f, bench/harness/peers/vector_peers.py runs alone in a v1 memory cgroup limited to
 #   the interpreter's own footprint (numpy, usearch, queries, ground truth: measured first,
 #   with the index mapped but not yet touched) + f x the usearch index file,
 # so that f of the index fits in the page cache, as Calico's pool holds f of its index
@@ -8,22 +10,22 @@
 # query and IOPS from /proc/self/io (read_bytes / 4 KB). Appends JSON lines with
 # "pool_fraction" and "limit_bytes" to OUT/vector.jsonl.
 #
-# Usage: scripts/vector_peer_ltm.sh OUT DSDIR FRACTIONS(comma list) EF THREADS(comma list) M EFC
+# Usage: bench/experiments/vector_peer_ltm.sh OUT DSDIR FRACTIONS(comma list) EF THREADS(comma list) M EFC
 # Environment: MAX_QUERIES=N searches only the first N queries; PEER_TIMEOUT=S (default 900)
 # stops a fraction's run after S seconds and records that it did not finish; READAHEAD_KB=K
 # sets the index file's block device read_ahead_kb for the run (restored on exit). The
 # readahead in force is recorded as "read_ahead_kb" in every JSON line.
 # Needs root and the cgroup v1 memory controller; the usearch index saved in OUT/peer-indexes
-# (scripts/vector.sh builds it).
+# (bench/experiments/vector.sh builds it).
 set -euo pipefail
 if [ $# -lt 7 ]; then sed -n 2,14p "$0"; exit 2; fi
 out=$1 dsdir=$2 fractions=$3 ef=$4 threads=$5 M=$6 efc=$7
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY="$ROOT/.venv/bin/python"
 cgroot=/sys/fs/cgroup/memory
 [ -w "$cgroot" ] || { echo "vector_peer_ltm: $cgroot is not writable (need root and cgroup v1 memory)" >&2; exit 2; }
 idx=$(ls "$out"/peer-indexes/*-usearch-*.index 2>/dev/null | head -n1)
-[ -n "$idx" ] || { echo "vector_peer_ltm: no usearch index in $out/peer-indexes (run scripts/vector.sh)" >&2; exit 2; }
+[ -n "$idx" ] || { echo "vector_peer_ltm: no usearch index in $out/peer-indexes (run bench/experiments/vector.sh)" >&2; exit 2; }
 index_bytes=$(stat -c %s "$idx")
 # The block device under the index file, whose readahead decides how much a fault reads.
 dev=$(findmnt -no SOURCE --target "$idx")
@@ -39,7 +41,7 @@ read_ahead_kb=$(cat "$ra_file" 2>/dev/null || echo -1)
 echo "vector_peer_ltm: $ra_file = $read_ahead_kb" >&2
 common=(--data-dir "$dsdir" --systems usearch_view --M "$M" --ef-construction "$efc" --ef "$ef"
         --index-dir "$out/peer-indexes" --no-base)
-baseline=$("$PY" "$ROOT/bench/peers/vector_peers.py" "${common[@]}" --print-baseline-rss)
+baseline=$("$PY" "$ROOT/bench/harness/peers/vector_peers.py" "${common[@]}" --print-baseline-rss)
 echo "vector_peer_ltm: usearch index $((index_bytes >> 20)) MB; interpreter baseline $((baseline >> 20)) MB" >&2
 cg="$cgroot/calico-vector-usearch"
 IFS=, read -ra fs <<< "$fractions"
@@ -54,7 +56,7 @@ for f in "${fs[@]}"; do
   t0=$(date +%s)
   rc=0
   timeout "${PEER_TIMEOUT:-900}" sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cg" "$PY" \
-    "$ROOT/bench/peers/vector_peers.py" "${common[@]}" ${MAX_QUERIES:+--max-queries "$MAX_QUERIES"} \
+    "$ROOT/bench/harness/peers/vector_peers.py" "${common[@]}" ${MAX_QUERIES:+--max-queries "$MAX_QUERIES"} \
     --threads "$threads" --repeat 1 --warmup 1 --json "$tmp" || rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "vector_peer_ltm: usearch_view did not finish at f = $f (exit $rc; 124 = timeout, 137 = memory limit)" \

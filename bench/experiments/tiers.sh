@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# scripts/tiers.sh [OUTDIR]: the far-tier sweeps of docs/tiers.md (issue 17), on a quiet machine:
+# Reproduces: vmcache^n paper, Figure 2 (vmcache^n vs. vmcache: random lookups and TPC-C on a far
+# memory tier); no Calico paper figure.
+#
+# bench/experiments/tiers.sh [OUTDIR]: the far-tier sweeps of docs/tiers.md, on a quiet machine:
 # random lookups, then TPC-C (WORKLOADS="lookups tpcc").
 #
 # Lookups: random point lookups, the vmcache^n paper's key-value workload (section 4: 8-byte uniform
@@ -21,7 +24,7 @@
 # TPCC_FAST_MB x ratio, the same four designs interleaved per repeat (single-tier ones
 # without the far tier), TPCC_SECONDS (10) per run, THREADS threads.
 #
-# Then bench/report/tiers_tables.py prints the table (medians of ops/s, ratios paired
+# Then bench/harness/report/tiers_tables.py prints the table (medians of ops/s, ratios paired
 # within each repeat, far hits, migrations per second, time per page moved, time waiting for
 # migration bandwidth) and plots OUTDIR/lookups.png.
 #
@@ -32,7 +35,7 @@
 # defaults on 2 cores; writes OUTDIR/{lookups,tpcc}.{jsonl,log,png} (default ./tiers-results)
 # and the data under OUTDIR/data (removed after).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-tiers-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -87,7 +90,7 @@ if [[ " $WORKLOADS " == *" lookups "* ]]; then
       --warmup-seconds "$WARMUP" --repeat "$REPEAT" --data-dir "$OUT/data" --json "$OUT/lookups.jsonl" \
       >> "$OUT/lookups.log" 2>&1 || { echo "far ${ratio}x FAILED (see $OUT/lookups.log)"; tail -5 "$OUT/lookups.log"; exit 1; }
   done
-  "$PY" "$ROOT/bench/report/tiers_tables.py" --figure "$OUT/lookups.png" "$OUT/lookups.jsonl"
+  "$PY" "$ROOT/bench/harness/report/tiers_tables.py" --figure "$OUT/lookups.png" "$OUT/lookups.jsonl"
 fi
 
 if [[ " $WORKLOADS " == *" tpcc "* ]]; then
@@ -103,5 +106,5 @@ if [[ " $WORKLOADS " == *" tpcc "* ]]; then
       --repeat "$REPEAT" --data-dir "$OUT/data" --json "$OUT/tpcc.jsonl" \
       >> "$OUT/tpcc.log" 2>&1 || { echo "tpcc far ${ratio}x FAILED (see $OUT/tpcc.log)"; tail -5 "$OUT/tpcc.log"; exit 1; }
   done
-  "$PY" "$ROOT/bench/report/tiers_tables.py" --figure "$OUT/tpcc.png" "$OUT/tpcc.jsonl"
+  "$PY" "$ROOT/bench/harness/report/tiers_tables.py" --figure "$OUT/tpcc.png" "$OUT/tpcc.jsonl"
 fi

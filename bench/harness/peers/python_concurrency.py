@@ -16,7 +16,7 @@
 The data comes from python_peers.py (generated, cached in --work-dir). Timings on a shared
 machine are noisy: each figure is the median of --repeat rounds.
 
-Usage: .venv/bin/python bench/peers/python_concurrency.py --n 200000 --dim 128 --queries 2000
+Usage: .venv/bin/python bench/harness/peers/python_concurrency.py --n 200000 --dim 128 --queries 2000
 """
 
 import argparse
@@ -26,8 +26,9 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import python_peers as pp  # noqa: E402
+if not __package__:  # run by path (python3 bench/harness/...): the repository root makes `bench` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from bench.harness.peers import python_peers as pp  # noqa: E402
 
 np = pp.np
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
+# Reproduces: no paper figure: a tool of the Calico paper, Figure 5 runs on a RAM disk (the I/O path
+# without the device's latency).
+#
 # A block device in RAM, for measuring I/O paths without the disk's latency: an ext4 file
 # system on a loop device whose backing file lives in tmpfs. O_DIRECT reads on it reach the
 # loop device (a kernel worker copies from the tmpfs file), so every read is a real block I/O
 # that costs CPU but no device wait. No kernel module is needed (brd and null_blk are often
 # absent in VMs); needs root, losetup and mkfs.ext4.
 #
-# Usage: scripts/ram_disk.sh up MB DIR    create a MB-megabyte RAM disk, mounted at DIR
-#        scripts/ram_disk.sh down DIR     unmount DIR, detach its loop device, free the RAM
+# Usage: bench/experiments/ram_disk.sh up MB DIR    create a MB-megabyte RAM disk, mounted at DIR
+#        bench/experiments/ram_disk.sh down DIR     unmount DIR, detach its loop device, free the RAM
 set -euo pipefail
 usage() { sed -n 2,9p "$0" >&2; exit 2; }
 [ $# -ge 2 ] || usage

@@ -4,7 +4,7 @@
 (IVF-Flat), at each of --threads search threads; a table, JSON lines and a recall-QPS PNG.
 
 The peers' adapters, the dataset reader, recall@10 and the machine description come from
-bench/peers/vector_peers.py (the C++ bench's peer harness); this file adds Calico's adapters
+bench/harness/peers/vector_peers.py (the C++ bench's peer harness); this file adds Calico's adapters
 (calico_hnsw, calico_ivf: the calico package, pool in --work-dir), generated data with NumPy
 ground truth when no --data-dir is given, and the plot.
 
@@ -14,7 +14,7 @@ queries --warmup times untimed, then --repeat times interleaved across all point
 queries / median batch time; recall@10 is from the last batch.
 
 Usage (after scripts/setup.sh and pip install . into .venv):
-  .venv/bin/python bench/peers/python_peers.py --n 200000 --dim 128 --queries 1000 \\
+  .venv/bin/python bench/harness/peers/python_peers.py --n 200000 --dim 128 --queries 1000 \\
       --systems calico_hnsw,hnswlib,faiss_hnsw,usearch,calico_ivf,faiss_ivf \\
       --ef 10,20,40,80,160 --nprobe 1,4,16,64 --threads 1,2 --json py.jsonl --plot py.png
 """
@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import vector_peers as vp  # noqa: E402
+if not __package__:  # run by path (python3 bench/harness/...): the repository root makes `bench` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from bench.harness.peers import vector_peers as vp  # noqa: E402
 
 np = vp.np
 K = vp.K

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# scripts/vector.sh [OUTDIR]: the vector-search experiment of issue 5, end to end.
+# Reproduces: Calico paper, Figures 4 and 5 (vector search in memory and larger than memory, with
+# hnswlib, faiss and USearch) and Figure 11 (the ablation, on HNSW).
+#
+# bench/experiments/vector.sh [OUTDIR]: the vector-search experiment (docs/vector.md), end to end.
 #   1. sets up the machine (scripts/setup.sh: apt packages and the Python peers in .venv) and
 #      builds build-vector (Release: -O3, as the peers' wheels are; CALICO_CHECKS_LEVEL=1; no
 #      tests);
 #   2. generates the dataset (SIFT-like, clustered) and its exact ground truth, builds
 #      Calico's HNSW and IVF-Flat once (calico_bench vector --build-only);
 #   3. in memory: ROUNDS rounds, each running Calico (calico_bench vector --repeat 1) and
-#      the peers (bench/peers/vector_peers.py --repeat 1: hnswlib, faiss HNSW and IVF,
+#      the peers (bench/harness/peers/vector_peers.py --repeat 1: hnswlib, faiss HNSW and IVF,
 #      usearch) on the same files, alternating which goes first; the peers build once into
 #      OUTDIR/peer-indexes and reload afterwards;
 #   4. larger than memory: Calico's HNSW on LTM_TRANSLATIONS with the pool at LTM_FRACTIONS
 #      of the index (O_DIRECT), and usearch's memory-mapped view in a v1 memory cgroup
 #      limited to the same fraction of its index plus the interpreter's own footprint
 #      (measured first);
-#   5. the disk's 4 KB random-read IOPS at queue depths 1 to 64 (scripts/disk_iops.sh), the
+#   5. the disk's 4 KB random-read IOPS at queue depths 1 to 64 (bench/experiments/disk_iops.sh), the
 #      curve each larger-than-memory run is compared with at the device depth it kept;
 #   6. the Figure 11 ablation on HNSW;
-#   7. bench/report/vector_figures.py -> docs/vector.md and docs/vector/*.png.
+#   7. bench/harness/report/vector_figures.py -> docs/vector.md and docs/vector/*.png.
 # Everything goes to OUTDIR (default ./vector-results): vector.jsonl, logs, the dataset cache
 # (data/), the built indexes (pools/, peer-indexes/).
 #
@@ -32,7 +35,7 @@
 # Needs a quiet machine; at the defaults about 1 hour on 2 cores (the builds take most), ~6 GB
 # of disk. The LTM part needs root and the cgroup v1 memory controller.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-vector-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -70,7 +73,7 @@ run_calico() {
 }
 run_peers() {
   [ -n "${SKIP_PEERS:-}" ] && return 0
-  "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems hnswlib,faiss_hnsw,faiss_ivf,usearch \
+  "$PY" "$ROOT/bench/harness/peers/vector_peers.py" "${peers[@]}" --systems hnswlib,faiss_hnsw,faiss_ivf,usearch \
     --threads "$THREADS" --repeat 1 --warmup 1 2>&1 | tee -a "$OUT/memory.log"
 }
 if [ -z "${SKIP_MEMORY:-}" ]; then
@@ -86,16 +89,16 @@ if [ -z "${SKIP_LTM:-}" ]; then
     --pool-fraction "$LTM_FRACTIONS" --repeat "$LTM_REPEAT" --hnsw-batch "$LTM_BATCH" --json "$JSON" 2>&1 | tee "$OUT/ltm.log"
   if [ -z "${SKIP_PEERS:-}" ]; then
     log "larger than memory: usearch view (memory cgroup)"
-    "$PY" "$ROOT/bench/peers/vector_peers.py" "${peers[@]}" --systems usearch_view --threads 1 --ef "$LTM_EF" \
+    "$PY" "$ROOT/bench/harness/peers/vector_peers.py" "${peers[@]}" --systems usearch_view --threads 1 --ef "$LTM_EF" \
       --repeat 1 --warmup 0 --json /dev/null > /dev/null  # makes sure the saved index exists
     # The mapped view can read megabytes per fault (readahead): a bounded number of queries
     # and a timeout per fraction keep the run finite; unfinished fractions are recorded.
     MAX_QUERIES=${PEER_LTM_QUERIES:-100} PEER_TIMEOUT=${PEER_LTM_TIMEOUT:-600} READAHEAD_KB=${PEER_LTM_READAHEAD_KB:-} \
-    bash "$ROOT/scripts/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$LTM_THREADS" "$M" "$EFC" \
+    bash "$ROOT/bench/experiments/vector_peer_ltm.sh" "$OUT" "$DSDIR" "$LTM_FRACTIONS" "$LTM_EF" "$LTM_THREADS" "$M" "$EFC" \
       2>&1 | tee -a "$OUT/ltm.log"
   fi
   log "disk IOPS"
-  QDS="1 2 4 8 16 32 64" bash "$ROOT/scripts/disk_iops.sh" "$OUT" "$JSON"
+  QDS="1 2 4 8 16 32 64" bash "$ROOT/bench/experiments/disk_iops.sh" "$OUT" "$JSON"
 fi
 
 if [ -z "${SKIP_ABLATION:-}" ]; then
@@ -111,5 +114,5 @@ ltm_args=""
 REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT/vector.jsonl
 mkdir -p "$ROOT/docs/$REPORT"
 cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"
-"$PY" "$ROOT/bench/report/vector_figures.py" "$JSON" --md "$ROOT/docs/$REPORT.md" --png-dir "$ROOT/docs/$REPORT" \
-  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE$ltm_args${SKIP_MEMORY:+ SKIP_MEMORY=1}${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} scripts/vector.sh"
+"$PY" "$ROOT/bench/harness/report/vector_figures.py" "$JSON" --md "$ROOT/docs/$REPORT.md" --png-dir "$ROOT/docs/$REPORT" \
+  --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE$ltm_args${SKIP_MEMORY:+ SKIP_MEMORY=1}${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} bench/experiments/vector.sh"

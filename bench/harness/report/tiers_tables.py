@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The far-tier sweeps of docs/tiers.md (scripts/tiers.sh): calico_bench ycsb or tpcc JSON
+"""The far-tier sweeps of docs/tiers.md (bench/experiments/tiers.sh): calico_bench ycsb or tpcc JSON
 lines of several systems and several far-tier sizes.
 
 Prints, per workload (random lookups: ycsb; TPC-C: tpcc), far-tier size (as a multiple of
@@ -10,7 +10,7 @@ read from disk per transaction (TPC-C), migrations per second, the time spent pe
 moved (for vmcache_n also its parts: backing the destination, copying, discarding the
 source), and the time moves waited for the emulated link's bandwidth.
 
-Usage: bench/report/tiers_tables.py [--figure OUT.png] runs.jsonl [more.jsonl ...]
+Usage: bench/harness/report/tiers_tables.py [--figure OUT.png] runs.jsonl [more.jsonl ...]
 (prints Markdown; --figure also plots median throughput against the far tier's size, one
 line per system and thread count, the whiskers spanning the repeats; needs matplotlib; with
 both workloads in the input, one panel each)

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Reproduces: Calico paper, section 6.1 (the SSD's random 4 KB read IOPS, the bound that Figures 5 and
+# 7 are read against); no figure of its own.
+#
 # Random 4 KB read IOPS and latency of the disk under DIR, with O_DIRECT, at queue depths
 # QDS (environment, default "1 2 8 32": one synchronous fault per thread is depth 1, a
 # group prefetch keeps up to a group's reads in flight) (fio, io_uring engine, one job, a
@@ -6,7 +9,7 @@
 # IOPS and mean / p99 completion latency per depth and appends one JSON line per depth to
 # OUT.jsonl ({"experiment":"disk_iops", ...}).
 #
-# Usage: scripts/disk_iops.sh [DIR (default /tmp)] [OUT.jsonl (default disk_iops.jsonl)]
+# Usage: bench/experiments/disk_iops.sh [DIR (default /tmp)] [OUT.jsonl (default disk_iops.jsonl)]
 # Needs fio (scripts/setup.sh installs it).
 set -euo pipefail
 case "${1:-}" in -h|--help) sed -n 2,10p "$0"; exit 0 ;; esac

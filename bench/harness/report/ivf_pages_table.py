@@ -2,7 +2,7 @@
 """IVF-Flat at each page size against faiss_ivf, paired per round (docs/vector_ivf.md, "Page size").
 
 Input: JSON lines of `calico_bench vector --index ivf --ivf-page-size P --json F` (one run per
-page size per round) and `bench/peers/vector_peers.py --systems faiss_ivf --json F` (one run
+page size per round) and `bench/harness/peers/vector_peers.py --systems faiss_ivf --json F` (one run
 per round), in any order. The i-th line of a key (page size or faiss, threads, nprobe) belongs
 to round i. Prints a Markdown table: faiss's median QPS, and per page size Calico's median QPS
 and the ratio calico / faiss paired within each round: median (min..max).

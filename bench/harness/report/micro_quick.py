@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The headline ratios of `scripts/micro.sh --quick` and `--large` from their JSON lines.
+"""The headline ratios of `bench/experiments/micro.sh --quick` and `--large` from their JSON lines.
 
 For every workload: per translation the median ns per operation, the paired ratio against
 array and direct (median over rounds of the baseline's time / this time in the same round:
@@ -65,7 +65,7 @@ def main():
     ap.add_argument("jsonl")
     ap.add_argument("--commit", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--source", default="scripts/micro.sh --quick")
+    ap.add_argument("--source", default="bench/experiments/micro.sh --quick")
     a = ap.parse_args()
     rows = [json.loads(l) for l in open(a.jsonl) if l.strip()]
     rows = [r for r in rows if r.get("experiment") in ("scan", "btree", "bfs")]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Peer systems for the vector-search benchmark (issue 5): hnswlib, faiss (HNSW and IVF-Flat)
+"""Peer systems for the vector-search benchmark (docs/vector.md): hnswlib, faiss (HNSW and IVF-Flat)
 and usearch (in memory and memory-mapped view), measured the way the C++ bench measures Calico.
 
-Input: a dataset directory as written by the C++ dataset layer (bench/data/dataset.h):
+Input: a dataset directory as written by the C++ dataset layer (bench/vector/data/dataset.h):
 base.fvecs, query.fvecs and gt.ivecs (exact top-100 ids per query, closest first).
 
 Measurement (the same as the C++ bench):
@@ -20,7 +20,7 @@ usearch_view serves the usearch index saved in --index-dir through Index.restore
 view=True), a memory-mapped file: the larger-than-memory comparison.
 
 Usage (after scripts/setup.sh, which installs the packages into .venv):
-  .venv/bin/python bench/peers/vector_peers.py --data-dir /work/vecdata/clustered-n1000000-d128-c1000-q1000-s42-l2 \
+  .venv/bin/python bench/harness/peers/vector_peers.py --data-dir /work/vecdata/clustered-n1000000-d128-c1000-q1000-s42-l2 \
       --systems hnswlib,faiss_hnsw,faiss_ivf,usearch,usearch_view --M 16 --ef-construction 100 \
       --ef 10,20,40,80,160 --nlist 1024 --nprobe 1,4,16,64 --threads 1,2 --repeat 3 \
       --index-dir /work/vecdata/peer-indexes --json peers.jsonl
@@ -338,7 +338,7 @@ def parse_args(argv):
                     help="do not read base.fvecs (every index must be saved in --index-dir; larger-than-memory runs)")
     ap.add_argument("--print-baseline-rss", action="store_true",
                     help="load everything but search nothing, print the resident set size in bytes and exit "
-                         "(scripts/vector_peer_ltm.sh sizes its memory limit from it)")
+                         "(bench/experiments/vector_peer_ltm.sh sizes its memory limit from it)")
     args = ap.parse_args(argv)
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     for s in args.systems:
@@ -411,7 +411,7 @@ def read_bytes():
 
 def disk_read_counters(path):
     """(reads completed, ms spent by reads) of the block device holding path
-    (/sys/dev/block/MAJ:MIN/stat, as bench/disk_stats.h), or None: around a run they give the
+    (/sys/dev/block/MAJ:MIN/stat, as bench/common/disk_stats.h), or None: around a run they give the
     device's IOPS and mean reads in flight (aqu-sz), whoever issued the reads."""
     try:
         st = os.stat(path)

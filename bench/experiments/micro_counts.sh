@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# scripts/micro_counts.sh [OUT.jsonl] [TRANSLATIONS]
+# Reproduces: Calico paper, Tables 2, 3, 4 and 6 (instructions and cache misses per operation, counted
+# with cachegrind where the paper reads hardware counters).
+#
+# bench/experiments/micro_counts.sh [OUT.jsonl] [TRANSLATIONS]
 #
 # Deterministic per-operation counts of the translation hot path (this machine has no
 # hardware counters): each workload runs under cachegrind twice per translation, with 1 and
@@ -22,7 +25,7 @@
 # (default docs/micro/counts.jsonl). TRANSLATIONS: comma list (default
 # direct,array,vmcache_2m,vmcache,hash_open). Takes ~11-20 minutes for the default five (11 on this 2-core VM).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$ROOT/docs/micro/counts.jsonl}
 TRANSLATIONS=${2:-direct,array,vmcache_2m,vmcache,hash_open}
 WORKLOADS=${WORKLOADS:-scan btree bfs bfs-prefetch}  # a subset, e.g. WORKLOADS=bfs, to recount one workload

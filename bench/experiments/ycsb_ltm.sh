@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Reproduces: Calico paper, Figure 7a-b (YCSB-C larger than memory, with LMDB, WiredTiger and
+# RocksDB).
+#
 # Larger-than-memory YCSB with every engine held to the SAME total memory: each run is one
 # process alone in a (v1) memory cgroup of LIMIT_MB, which charges its heap, its kernel memory
 # and the OS page cache it brings in. Each engine is configured to use as much of LIMIT_MB as
@@ -20,14 +23,14 @@
 # Override with CALICO_POOL_MB, ROCKSDB_CACHE_MB, WT_CACHE_MB (e.g. for a different LIMIT);
 # SYSTEMS="wiredtiger rocksdb" runs a subset (pilots).
 #
-# Usage: scripts/ycsb_ltm.sh LIMIT_MB RECORDS REPEAT OUT.jsonl [BUILD_DIR]
-#   e.g. scripts/ycsb_ltm.sh 128 4000000 5 ycsb_ltm.jsonl   (4M x 128 B = 488 MiB raw, ~4x the limit)
+# Usage: bench/experiments/ycsb_ltm.sh LIMIT_MB RECORDS REPEAT OUT.jsonl [BUILD_DIR]
+#   e.g. bench/experiments/ycsb_ltm.sh 128 4000000 5 ycsb_ltm.jsonl   (4M x 128 B = 488 MiB raw, ~4x the limit)
 # Runs C (zipf), A (zipf) and C (uniform) at 1 and 2 threads, 5 s each after a 3 s warm-up;
 # repeats rotate the system order. Besides the driver's JSON lines (one per run), appends per
 # run {"experiment":"ycsb_ltm_io"}: the process's read bytes (/proc/PID/io) and the data
 # device's reads and writes (/proc/diskstats) over the measured run; and per process
 # {"experiment":"ycsb_ltm_mem"}: the cgroup's peak usage, peak sampled anon (rss), limit hits.
-# bench/report/ycsb_table.py OUT.jsonl prints all three tables.
+# bench/harness/report/ycsb_table.py OUT.jsonl prints all three tables.
 # Needs root and the cgroup v1 memory controller at /sys/fs/cgroup/memory.
 set -euo pipefail
 if [ $# -lt 4 ]; then sed -n 2,31p "$0"; exit 2; fi
@@ -35,7 +38,7 @@ limit_mb=$1 records=$2 repeat=$3 out=$4 build=${5:-build}
 seconds=5 warmup=3
 cgroot=/sys/fs/cgroup/memory
 [ -w "$cgroot" ] || { echo "ycsb_ltm: $cgroot is not writable (need root and cgroup v1 memory)" >&2; exit 2; }
-bench="$(cd "$(dirname "$0")/.." && pwd)/$build/calico_bench"
+bench="$(cd "$(dirname "$0")/../.." && pwd)/$build/calico_bench"
 [ -x "$bench" ] || { echo "ycsb_ltm: $bench not built" >&2; exit 2; }
 limit=$(( limit_mb << 20 ))
 declare -A cache_mb=(

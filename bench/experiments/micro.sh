@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# scripts/micro.sh [OUTDIR] [OPTIONS...]: the translation microbenchmarks of calico.txt
+# Reproduces: Calico paper, Tables 2, 3, 4 and 6; Figures 1, 10 and 11 (the translation microbenchmarks).
+#
+# bench/experiments/micro.sh [OUTDIR] [OPTIONS...]: the translation microbenchmarks of the Calico paper
 # (Tables 2, 3, 4, 6; Figures 1, 10, 11) at their default sizes on every translation of
 # src/variants/registry.h, then regenerates docs/micro.md and docs/micro/*.png.
 #
 # docs/micro.md also gets the sections of docs/micro/large.jsonl (--large below) and
-# docs/micro/counts.jsonl (scripts/micro_counts.sh) when they exist.
+# docs/micro/counts.jsonl (bench/experiments/micro_counts.sh) when they exist.
 #
 # Sets up the machine (scripts/setup.sh), builds a release tree (build-micro:
 # RelWithDebInfo, CALICO_CHECKS_LEVEL=1, no tests) when needed, and writes into OUTDIR
 # (default ./micro-results): micro.jsonl (every result), one log per experiment, and the pools'
 # data files under OUTDIR/data while they run (removed afterwards). OPTIONS go to every
-# subcommand, e.g. `scripts/micro.sh out --translations array,direct --repeat 7`
+# subcommand, e.g. `bench/experiments/micro.sh out --translations array,direct --repeat 7`
 # (calico_bench scan --help lists the common options).
 #
 # Needs a quiet machine: about 15-25 minutes with eight translations, up to ~11 GB of RAM
 # (every translation's pool is resident at once) and ~15 GB of disk for the memory sweep.
 #
-# scripts/micro.sh --quick [OUTDIR]: the headline ratios in a few minutes: scans (1 GB) and
+# bench/experiments/micro.sh --quick [OUTDIR]: the headline ratios in a few minutes: scans (1 GB) and
 # B+tree lookups (5M records) on direct, array, array_sparse, vmcache_2m, vmcache and
 # hash_open, 5 rounds of runs of at least 0.5 s each; writes OUTDIR/micro.jsonl (default
 # ./micro-quick) and docs/micro/quick.jsonl (with the machine and the commit), and prints the
@@ -27,7 +29,7 @@
 # its own pool and its own code. Its ratio to array is what the machine alone makes of one
 # design: a difference between designs no larger than that is not resolved by the run.
 #
-# scripts/micro.sh --large [OUTDIR]: the headline workloads at the sizes of issue 15 (scans of
+# bench/experiments/micro.sh --large [OUTDIR]: the headline workloads at larger sizes (scans of
 # 4 GB, B+tree lookups on 20M records, BFS on 2M nodes), which do not fit as resident pools of
 # every translation at once: each round runs one fresh process per translation (order rotated
 # per round), each generating the same data from the same seed, one timed run of at least
@@ -38,7 +40,7 @@
 # (direct,array,array_sparse,vmcache_2m), in the environment. About 12 minutes at the
 # defaults on this 2-core VM; up to ~11 GB of RAM at once.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mode=full
 if [[ "${1:-}" == --quick || "${1:-}" == --large ]]; then
   mode=${1#--}
@@ -68,7 +70,7 @@ if [[ $mode == quick ]]; then
           --data-dir "$OUT/data" --json "$JSON")
   "$BENCH" scan "${common[@]}" --data-mb 1024 --no-pinned 2>&1 | tee "$OUT/scan.log"
   "$BENCH" micro-btree "${common[@]}" --records 5000000 2>&1 | tee "$OUT/micro-btree.log"
-  python3 "$ROOT/bench/report/micro_quick.py" "$JSON" --commit "$commit" --out "$ROOT/docs/micro/quick.jsonl"
+  python3 "$ROOT/bench/harness/report/micro_quick.py" "$JSON" --commit "$commit" --out "$ROOT/docs/micro/quick.jsonl"
   exit 0
 fi
 if [[ $mode == large ]]; then
@@ -102,8 +104,8 @@ for l in open(sys.argv[1]):
     done
   done
   rm -f "$OUT/one.jsonl"
-  python3 "$ROOT/bench/report/micro_quick.py" "$LARGE" --commit "$commit" --out "$ROOT/docs/micro/large.jsonl" \
-    --source "scripts/micro.sh --large"
+  python3 "$ROOT/bench/harness/report/micro_quick.py" "$LARGE" --commit "$commit" --out "$ROOT/docs/micro/large.jsonl" \
+    --source "bench/experiments/micro.sh --large"
   exit 0
 fi
 start=$(date +%s)
@@ -119,8 +121,8 @@ echo "=== all experiments done in $(( $(date +%s) - start )) s"
 
 PY=python3
 "$PY" -c 'import matplotlib' 2> /dev/null || PY=/usr/bin/python3  # Debian's python3-matplotlib
-"$PY" "$ROOT/bench/report/micro_figures.py" "$JSON" --md "$ROOT/docs/micro.md" --png-dir "$ROOT/docs/micro" \
-  --command "scripts/micro.sh $*" --large "$ROOT/docs/micro/large.jsonl" --counts "$ROOT/docs/micro/counts.jsonl"
+"$PY" "$ROOT/bench/harness/report/micro_figures.py" "$JSON" --md "$ROOT/docs/micro.md" --png-dir "$ROOT/docs/micro" \
+  --command "bench/experiments/micro.sh $*" --large "$ROOT/docs/micro/large.jsonl" --counts "$ROOT/docs/micro/counts.jsonl"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "micro.sh: FAILED (see the logs in $OUT): ${failed[*]}" >&2
   exit 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises calico_bench tpcc JSON lines (scripts/tpcc.sh) as Markdown tables.
+"""Summarises calico_bench tpcc JSON lines (bench/experiments/tpcc.sh) as Markdown tables.
 
 Per file: a summary (a row per configuration: medians of tx/s and tx per CPU-second per
 thread count, the tx per CPU-second ratio over the baseline paired within each repeat, and
@@ -12,7 +12,7 @@ paired within each repeat (both runs come from the same repeat, so the same mach
   - index skipping: each configuration with skipping on / remember over the same
     translation with it off, per transaction type (p50 latency ratios, >1 = faster).
 
-Usage: bench/report/tpcc_tables.py FILE.jsonl [FILE.jsonl ...]
+Usage: bench/harness/report/tpcc_tables.py FILE.jsonl [FILE.jsonl ...]
 """
 import json
 import statistics

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns the JSON lines of the translation microbenchmarks (calico_bench scan, micro-btree,
-micro-bfs, micro-ablation, micro-memory; bench/micro.h) into a Markdown report with figures:
+micro-bfs, micro-ablation, micro-memory; bench/micro/micro.h) into a Markdown report with figures:
 
   Figure 1   (calico.txt Figure 1a-d)  throughput per translation: sequential scan, random
              scan, B-tree lookup, graph BFS                      -> fig1_translation_overhead.png
@@ -8,10 +8,10 @@ micro-bfs, micro-ablation, micro-memory; bench/micro.h) into a Markdown report w
   Table 6    group prefetch gain per translation (BFS)
   Figure 10  translation memory: size sweep and moving hot set   -> fig10_translation_memory.png
   Figure 11  ablation: cumulative speedups                        -> fig11_ablation.png
-  Large      with --large: paired ratios of `scripts/micro.sh --large` (one process per
+  Large      with --large: paired ratios of `bench/experiments/micro.sh --large` (one process per
              translation and round, data past what every pool at once can hold)
   Counts     with --counts: cachegrind's instructions, reads and misses per operation
-             (scripts/micro_counts.sh), next to the array's
+             (bench/experiments/micro_counts.sh), next to the array's
 
 Usage: micro_figures.py RESULTS.jsonl [more.jsonl ...] [--md docs/micro.md] [--png-dir docs/micro]
        [--command "how the results were produced"] [--large large.jsonl] [--counts counts.jsonl]
@@ -29,7 +29,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from micro_quick import paired_rows, ratio_cell  # noqa: E402 (same directory)
+if not __package__:  # run by path (python3 bench/harness/...): the repository root makes `bench` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from bench.harness.report.micro_quick import paired_rows, ratio_cell  # noqa: E402
 
 TIMED = ("scan", "btree", "bfs", "ablation")
 
@@ -285,7 +287,7 @@ def large_section(path):
     if not timed:
         return ""
     md = [f"## Large data, one process per translation\n",
-          f"`{meta.get('source', 'scripts/micro.sh --large')}` at commit {meta.get('commit', '?')} "
+          f"`{meta.get('source', 'bench/experiments/micro.sh --large')}` at commit {meta.get('commit', '?')} "
           f"({meta.get('date', '?')}): each round runs one fresh process per translation (order rotated per "
           "round) that generates the same data from the same seed, warms up, and times one run of at least "
           "1 s per workload; *vs X* is the median over rounds of X's time / this time in the same round, with "
@@ -313,7 +315,7 @@ def counts_section(path):
     if not rows:
         return ""
     md = [f"## Deterministic counts per operation (cachegrind)\n",
-          f"`scripts/micro_counts.sh` at commit {', '.join(dict.fromkeys(r.get('commit', '?') for r in rows))}: "
+          f"`bench/experiments/micro_counts.sh` at commit {', '.join(dict.fromkeys(r.get('commit', '?') for r in rows))}: "
           "each workload under cachegrind with 1 "
           "and with 3 timed rounds; the difference over the extra operations is one operation's cost, with "
           f"load, warm-up and setup cancelled. Cache model: {rows[0].get('cache_model')}. Scan: 256 MB, per "
@@ -340,9 +342,9 @@ def main():
     ap.add_argument("jsonl", nargs="+")
     ap.add_argument("--md", default="docs/micro.md")
     ap.add_argument("--png-dir", default="docs/micro")
-    ap.add_argument("--command", default="scripts/micro.sh")
-    ap.add_argument("--large", help="JSON lines of scripts/micro.sh --large (docs/micro/large.jsonl)")
-    ap.add_argument("--counts", help="JSON lines of scripts/micro_counts.sh (docs/micro/counts.jsonl)")
+    ap.add_argument("--command", default="bench/experiments/micro.sh")
+    ap.add_argument("--large", help="JSON lines of bench/experiments/micro.sh --large (docs/micro/large.jsonl)")
+    ap.add_argument("--counts", help="JSON lines of bench/experiments/micro_counts.sh (docs/micro/counts.jsonl)")
     a = ap.parse_args()
     records, memory, skipped = load(a.jsonl)
     if not records and not memory:
@@ -351,7 +353,7 @@ def main():
     rel = os.path.relpath(a.png_dir, os.path.dirname(os.path.abspath(a.md)) or ".")
     machine = (records[0] if records else next(iter(memory.values())))["machine"]
     md = [f"# Translation microbenchmarks (calico.txt sections 3, 6.5, 6.6)\n",
-          f"Generated {datetime.date.today()} by `bench/report/micro_figures.py` from the JSON lines of "
+          f"Generated {datetime.date.today()} by `bench/harness/report/micro_figures.py` from the JSON lines of "
           f"`{a.command}`. Machine: {machine['cpu']}, {machine['cores']} cores, "
           f"{machine['memory_bytes'] / 2**30:.1f} GiB; build: {machine['build']}.\n",
           "Single-threaded, everything resident (each run checks that its pool never evicted), one pool per "
