@@ -112,6 +112,79 @@ double percentile_us(std::vector<uint32_t>& v, double q) {
   return v[i] / 1000.0;
 }
 
+// Waits for the workers of a run that started at `start`: until they all finished, or (a
+// timed run) until the deadline, when it sets `stop`; prints the ops per second of each
+// second when the spec asks.
+void watch_run(const RunSpec& spec, Clock::time_point start, const std::vector<ThreadCounters>& counters,
+               std::atomic<bool>& stop, const std::atomic<unsigned>& finished) {
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.seconds));
+  uint64_t last_ops = 0;
+  auto last_time = start;
+  for (int second = 1; finished.load() < spec.threads; ++second) {
+    auto wake = start + std::chrono::seconds(second);
+    // Wait for the next second, the deadline or the end of the workers (polling 10 ms).
+    while (Clock::now() < wake && finished.load() < spec.threads &&
+           (spec.ops != 0 || Clock::now() < deadline)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (spec.ops == 0 && Clock::now() >= deadline) stop.store(true);
+    if (stop.load() || finished.load() == spec.threads) break;
+    uint64_t now_ops = 0;
+    for (auto& c : counters) now_ops += c.ops.load(std::memory_order_relaxed);
+    auto now = Clock::now();
+    if (spec.print_each_second) {
+      fmt::print("  {} {:>3}s {:>12.0f} ops/s\n", spec.label, second,
+                 static_cast<double>(now_ops - last_ops) / std::chrono::duration<double>(now - last_time).count());
+      std::fflush(stdout);
+    }
+    last_ops = now_ops;
+    last_time = now;
+  }
+}
+
+// The run's totals: the workers' counts summed, the latency percentiles over every
+// thread's samples, and the run's time from `start` to the last worker's end.
+RunResult sum_thread_results(std::vector<ThreadResult>& results, Clock::time_point start) {
+  Clock::time_point end = start;
+  for (const ThreadResult& tr : results) end = std::max(end, tr.end);
+  double seconds = std::chrono::duration<double>(end - start).count();
+
+  RunResult total;
+  std::vector<uint32_t> lat;
+  for (ThreadResult& tr : results) {
+    const RunResult& r = tr.r;
+    total.ops += r.ops, total.reads += r.reads, total.updates += r.updates, total.inserts += r.inserts;
+    total.scans += r.scans, total.rmws += r.rmws, total.scan_rows += r.scan_rows;
+    total.missing_loaded += r.missing_loaded, total.bad_values += r.bad_values;
+    total.missing_inflight += r.missing_inflight;
+    lat.insert(lat.end(), tr.latencies_ns.begin(), tr.latencies_ns.end());
+  }
+  total.seconds = seconds;
+  total.ops_per_s = static_cast<double>(total.ops) / seconds;
+  total.p50_us = percentile_us(lat, 0.50);
+  total.p99_us = percentile_us(lat, 0.99);
+  return total;
+}
+
+// The cache counters' change over a run (engines that have them: calico's pool).
+void add_cache_delta(const kv::CacheCounters& b, const kv::CacheCounters& after, RunResult* total) {
+  total->has_hit_rate = true;
+  total->hits = after.hits - b.hits;
+  total->accesses = after.accesses - b.accesses;
+  total->cache = kv::CacheCounters{total->hits,
+                                   total->accesses,
+                                   after.far_hits - b.far_hits,
+                                   after.promotions - b.promotions,
+                                   after.demotions - b.demotions,
+                                   after.far_evictions - b.far_evictions,
+                                   after.migration_bytes - b.migration_bytes,
+                                   after.migration_wait_ns - b.migration_wait_ns,
+                                   after.migration_ns - b.migration_ns,
+                                   after.migration_fault_ns - b.migration_fault_ns,
+                                   after.migration_copy_ns - b.migration_copy_ns,
+                                   after.migration_discard_ns - b.migration_discard_ns};
+}
+
 }  // namespace
 
 RunResult YcsbDatabase::run(const RunSpec& spec) {
@@ -244,68 +317,11 @@ RunResult YcsbDatabase::run(const RunSpec& spec) {
   for (unsigned t = 0; t < spec.threads; ++t) threads.emplace_back(worker, t);
   auto start = Clock::now();
   go.store(true, std::memory_order_release);
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.seconds));
-  uint64_t last_ops = 0;
-  auto last_time = start;
-  for (int second = 1; finished.load() < spec.threads; ++second) {
-    auto wake = start + std::chrono::seconds(second);
-    // Wait for the next second, the deadline or the end of the workers (polling 10 ms).
-    while (Clock::now() < wake && finished.load() < spec.threads &&
-           (spec.ops != 0 || Clock::now() < deadline)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (spec.ops == 0 && Clock::now() >= deadline) stop.store(true);
-    if (stop.load() || finished.load() == spec.threads) break;
-    uint64_t now_ops = 0;
-    for (auto& c : counters) now_ops += c.ops.load(std::memory_order_relaxed);
-    auto now = Clock::now();
-    if (spec.print_each_second) {
-      fmt::print("  {} {:>3}s {:>12.0f} ops/s\n", spec.label, second,
-                 static_cast<double>(now_ops - last_ops) / std::chrono::duration<double>(now - last_time).count());
-      std::fflush(stdout);
-    }
-    last_ops = now_ops;
-    last_time = now;
-  }
+  watch_run(spec, start, counters, stop, finished);
   for (auto& th : threads) th.join();
   if (error) std::rethrow_exception(error);
-  Clock::time_point end = start;
-  for (const ThreadResult& tr : results) end = std::max(end, tr.end);
-  double seconds = std::chrono::duration<double>(end - start).count();
-
-  RunResult total;
-  std::vector<uint32_t> lat;
-  for (ThreadResult& tr : results) {
-    const RunResult& r = tr.r;
-    total.ops += r.ops, total.reads += r.reads, total.updates += r.updates, total.inserts += r.inserts;
-    total.scans += r.scans, total.rmws += r.rmws, total.scan_rows += r.scan_rows;
-    total.missing_loaded += r.missing_loaded, total.bad_values += r.bad_values;
-    total.missing_inflight += r.missing_inflight;
-    lat.insert(lat.end(), tr.latencies_ns.begin(), tr.latencies_ns.end());
-  }
-  total.seconds = seconds;
-  total.ops_per_s = static_cast<double>(total.ops) / seconds;
-  total.p50_us = percentile_us(lat, 0.50);
-  total.p99_us = percentile_us(lat, 0.99);
-  if (cache_before) {
-    kv::CacheCounters after = *store_->cache_counters();
-    total.has_hit_rate = true;
-    total.hits = after.hits - cache_before->hits;
-    total.accesses = after.accesses - cache_before->accesses;
-    const kv::CacheCounters& b = *cache_before;
-    total.cache = kv::CacheCounters{total.hits,
-                                    total.accesses,
-                                    after.far_hits - b.far_hits,
-                                    after.promotions - b.promotions,
-                                    after.demotions - b.demotions,
-                                    after.far_evictions - b.far_evictions,
-                                    after.migration_bytes - b.migration_bytes,
-                                    after.migration_wait_ns - b.migration_wait_ns,
-                                    after.migration_ns - b.migration_ns,
-                                    after.migration_fault_ns - b.migration_fault_ns,
-                                    after.migration_copy_ns - b.migration_copy_ns,
-                                    after.migration_discard_ns - b.migration_discard_ns};
-  }
+  RunResult total = sum_thread_results(results, start);
+  if (cache_before) add_cache_delta(*cache_before, *store_->cache_counters(), &total);
   return total;
 }
 
@@ -383,128 +399,180 @@ double median_of(const std::vector<RunResult>& runs, F f) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-}  // namespace
-
-int run_ycsb(const YcsbConfig& cfg) {
-  check_size_mb(cfg.cache_mb, "--cache-mb");
+// What the options come to: the workloads (validated letters), the data and cache sizes.
+struct YcsbPlan {
   std::vector<char> workloads;
+  uint64_t data_bytes = 0;
+  uint64_t cache_bytes = 0;
+  bool in_memory = false;
+  unsigned max_threads = 0;
+};
+
+// The runs of every (system, workload, threads), in the order they first ran, and the
+// failed reads of all runs (warm-ups included).
+struct YcsbResults {
+  std::map<std::tuple<std::string, char, unsigned>, Row> rows;
+  std::vector<std::tuple<std::string, char, unsigned>> row_order;
+  uint64_t failures = 0;
+
+  void add(const std::string& system, char w, unsigned threads, const std::string& distribution, const RunResult& r) {
+    auto key = std::make_tuple(system, w, threads);
+    if (!rows.count(key)) {
+      row_order.push_back(key);
+      rows[key] = Row{system, w, threads, distribution, {}};
+    }
+    rows[key].runs.push_back(r);
+  }
+};
+
+// Step 1: checks the options and sizes the data and the cache.
+YcsbPlan plan_ycsb(const YcsbConfig& cfg) {
+  check_size_mb(cfg.cache_mb, "--cache-mb");
+  YcsbPlan plan;
   for (const std::string& w : cfg.workloads) {
     if (w.size() != 1) throw std::invalid_argument("workload '" + w + "': one letter A..F");
     char c = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
     workload_mix(c);  // validates
-    workloads.push_back(c);
+    plan.workloads.push_back(c);
   }
   for (const std::string& s : cfg.systems) kv::check_system(s);
-  if (cfg.threads.empty() || cfg.systems.empty() || workloads.empty() || cfg.repeat == 0) {
+  if (cfg.threads.empty() || cfg.systems.empty() || plan.workloads.empty() || cfg.repeat == 0) {
     throw std::invalid_argument("need at least one system, workload, thread count and repeat");
   }
-  const uint64_t data_bytes = cfg.records * (kv::kKeyBytes + cfg.value_bytes);
-  const uint64_t cache_bytes = cfg.cache_mb ? cfg.cache_mb << 20 : 3 * data_bytes + (uint64_t{64} << 20);
-  const bool in_memory = cache_bytes >= 2 * data_bytes;  // B-tree pages at ~90% fill, with slack
-  const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
+  plan.data_bytes = cfg.records * (kv::kKeyBytes + cfg.value_bytes);
+  plan.cache_bytes = cfg.cache_mb ? cfg.cache_mb << 20 : 3 * plan.data_bytes + (uint64_t{64} << 20);
+  plan.in_memory = plan.cache_bytes >= 2 * plan.data_bytes;  // B-tree pages at ~90% fill, with slack
+  plan.max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
+  return plan;
+}
 
+// Step 2: the run's configuration and the machine (STYLE.md 10).
+void print_ycsb_banner(const YcsbConfig& cfg, const YcsbPlan& plan) {
   fmt::print("calico ycsb: systems {}, workloads {}, distribution {}, theta {}, {} records x {} B values "
              "(~{:.1f} MB), cache {} MB ({}), threads {}, {} per run, warm-up {} s, repeat {} (system order rotated), seed {}\n",
              fmt::join(cfg.systems, ","), fmt::join(cfg.workloads, ","),
              cfg.distribution.empty() ? "YCSB default (zipf; D: latest)" : cfg.distribution, cfg.theta, cfg.records,
-             cfg.value_bytes, data_bytes / 1048576.0, cache_bytes >> 20,
-             in_memory ? "in memory" : "larger than memory", fmt::join(cfg.threads, ","),
+             cfg.value_bytes, plan.data_bytes / 1048576.0, plan.cache_bytes >> 20,
+             plan.in_memory ? "in memory" : "larger than memory", fmt::join(cfg.threads, ","),
              cfg.ops ? fmt::format("{} ops", cfg.ops) : fmt::format("{} s", cfg.seconds), cfg.warmup_seconds, cfg.repeat,
              cfg.seed);
   fmt::print("machine: {}, {} cores, {:.1f} GiB; build: {}\n", cpu_model(), std::thread::hardware_concurrency(),
              memory_bytes() / double(1ull << 30), build_flags());
   std::fflush(stdout);
+}
 
-  std::map<std::tuple<std::string, char, unsigned>, Row> rows;
-  std::vector<std::tuple<std::string, char, unsigned>> row_order;
-  uint64_t failures = 0;
-  for (unsigned rep = 0; rep < cfg.repeat; ++rep) {
-    std::vector<std::string> order = cfg.systems;
-    std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(rep % order.size()), order.end());
-    for (const std::string& system : order) {
-      kv::KvConfig kc;
-      kc.data_dir = prepare_engine_dir(cfg.data_dir, system);
-      kc.cache_bytes = cache_bytes;
-      kc.data_bytes = data_bytes;
-      kc.value_bytes = cfg.value_bytes;
-      kc.max_threads = max_threads;
-      kc.far_bytes = cfg.far_mb << 20;
-      kc.far_tier = cfg.far_tier;
-      std::string configuration;
-      bool cache_enforced;
-      {
-        YcsbDatabase db(system, kc, cfg.records);
-        configuration = db.store().configuration();
-        cache_enforced = db.store().cache_enforced();
-        fmt::print("[{} repeat {}] {}\n", system, rep, configuration);
-        if (!cache_enforced && !in_memory) {
-          fmt::print("[{}] NOTE: larger-than-memory setting, but {}'s cache is the OS page cache and is not "
-                     "limited to {} MB (only a memory cgroup could); its numbers are not comparable\n",
-                     system, system, cache_bytes >> 20);
-        }
-        std::fflush(stdout);
-        double load_s = db.load(!cfg.quiet);
-        fmt::print("[{}] loaded {} records in {:.2f} s ({:.0f} records/s)\n", system, cfg.records, load_s,
-                   cfg.records / load_s);
-        for (char w : workloads) {
-          for (unsigned threads : cfg.threads) {
-            RunSpec spec;
-            spec.workload = w;
-            spec.distribution = cfg.distribution.empty() ? default_distribution(w) : cfg.distribution;
-            spec.theta = cfg.theta;
-            spec.threads = threads;
-            spec.seconds = cfg.seconds;
-            spec.ops = cfg.ops;
-            spec.seed = cfg.seed + rep * 1000003;
-            spec.print_each_second = !cfg.quiet;
-            spec.label = fmt::format("[{} {} t={}]", system, w, threads);
-            if (cfg.warmup_seconds > 0) {
-              RunSpec warm = spec;
-              warm.ops = 0;
-              warm.seconds = cfg.warmup_seconds;
-              warm.print_each_second = false;
-              warm.seed = spec.seed + 77;
-              RunResult wr = db.run(warm);
-              failures += wr.failures();
-              fmt::print("[{} {} t={}] warm-up: {:.0f} ops/s over {:.1f} s (not recorded), failures {}\n", system, w,
-                         threads, wr.ops_per_s, wr.seconds, wr.failures());
-            }
-            RunResult r = db.run(spec);
-            failures += r.failures();
-            double hit_rate = r.accesses ? double(r.hits) / double(r.accesses) : 0.0;
-            fmt::print("[{} {} {} t={} rep {}] {:.0f} ops/s, p50 {:.2f} us, p99 {:.2f} us, {} ops in {:.2f} s{}; "
-                       "failures {} (missing {}, bad values {}), in-flight misses {}\n",
-                       system, w, spec.distribution, threads, rep, r.ops_per_s, r.p50_us, r.p99_us, r.ops,
-                       r.seconds, r.has_hit_rate ? fmt::format(", hit rate {:.2f}%", hit_rate * 100) : "",
-                       r.failures(), r.missing_loaded, r.bad_values, r.missing_inflight);
-            std::fflush(stdout);
-            auto key = std::make_tuple(system, w, threads);
-            if (!rows.count(key)) {
-              row_order.push_back(key);
-              rows[key] = Row{system, w, threads, spec.distribution, {}};
-            }
-            rows[key].runs.push_back(r);
-            if (!cfg.json_path.empty()) {
-              std::ofstream out(cfg.json_path, std::ios::app);
-              out << fmt::format(
-                  R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"far_bytes":{},"tiers":{},"configuration":"{}",{}}})",
-                  system, kv::calico_translation(system).empty() ? "-" : kv::calico_translation(system), w, spec.distribution, cfg.theta, threads, cfg.records,
-                  cfg.value_bytes, data_bytes, cache_bytes, cache_enforced, in_memory, rep, cfg.warmup_seconds, r.ops, r.ops_per_s,
-                  r.p50_us, r.p99_us, r.seconds, load_s, r.has_hit_rate ? fmt::format("{:.5f}", hit_rate) : "null",
-                  r.failures(), r.missing_inflight, spec.seed, cfg.far_mb << 20, tiers_json(r), json_escape(configuration), machine_json())
-                  << "\n";
-            }
-          }
-        }
-      }  // closes the engine (checkpoint / flush)
-      if (!cfg.keep_data) remove_bench_dir((std::filesystem::path(cfg.data_dir) / system).string(), {"db"});
-    }
+kv::KvConfig engine_config(const YcsbConfig& cfg, const YcsbPlan& plan, const std::string& system) {
+  kv::KvConfig kc;
+  kc.data_dir = prepare_engine_dir(cfg.data_dir, system);
+  kc.cache_bytes = plan.cache_bytes;
+  kc.data_bytes = plan.data_bytes;
+  kc.value_bytes = cfg.value_bytes;
+  kc.max_threads = plan.max_threads;
+  kc.far_bytes = cfg.far_mb << 20;
+  kc.far_tier = cfg.far_tier;
+  return kc;
+}
+
+RunSpec run_spec(const YcsbConfig& cfg, const std::string& system, char w, unsigned threads, unsigned rep) {
+  RunSpec spec;
+  spec.workload = w;
+  spec.distribution = cfg.distribution.empty() ? default_distribution(w) : cfg.distribution;
+  spec.theta = cfg.theta;
+  spec.threads = threads;
+  spec.seconds = cfg.seconds;
+  spec.ops = cfg.ops;
+  spec.seed = cfg.seed + rep * 1000003;
+  spec.print_each_second = !cfg.quiet;
+  spec.label = fmt::format("[{} {} t={}]", system, w, threads);
+  return spec;
+}
+
+// The engine as one run saw it (for its JSON line).
+struct EngineRun {
+  std::string configuration;
+  bool cache_enforced = true;
+  double load_s = 0;
+};
+
+void append_json(const YcsbConfig& cfg, const YcsbPlan& plan, const std::string& system, const RunSpec& spec,
+                 unsigned rep, const EngineRun& engine, const RunResult& r) {
+  const double hit_rate = r.accesses ? double(r.hits) / double(r.accesses) : 0.0;
+  std::ofstream out(cfg.json_path, std::ios::app);
+  out << fmt::format(
+      R"({{"experiment":"ycsb","system":"{}","translation":"{}","workload":"{}","distribution":"{}","theta":{},"threads":{},"records":{},"value_bytes":{},"data_bytes":{},"cache_bytes":{},"cache_enforced":{},"in_memory":{},"repeat":{},"warmup_s":{},"ops":{},"ops_per_s":{:.0f},"p50_us":{:.3f},"p99_us":{:.3f},"seconds":{:.3f},"load_s":{:.3f},"hit_rate":{},"failures":{},"inflight_misses":{},"seed":{},"far_bytes":{},"tiers":{},"configuration":"{}",{}}})",
+      system, kv::calico_translation(system).empty() ? "-" : kv::calico_translation(system), spec.workload,
+      spec.distribution, cfg.theta, spec.threads, cfg.records, cfg.value_bytes, plan.data_bytes, plan.cache_bytes,
+      engine.cache_enforced, plan.in_memory, rep, cfg.warmup_seconds, r.ops, r.ops_per_s, r.p50_us, r.p99_us,
+      r.seconds, engine.load_s, r.has_hit_rate ? fmt::format("{:.5f}", hit_rate) : "null", r.failures(),
+      r.missing_inflight, spec.seed, cfg.far_mb << 20, tiers_json(r), json_escape(engine.configuration),
+      machine_json())
+      << "\n";
+}
+
+// Step 4 (per workload and thread count): the warm-up (not recorded), the timed run, its
+// line and its JSON line.
+void run_measured(YcsbDatabase& db, const YcsbConfig& cfg, const YcsbPlan& plan, const std::string& system,
+                  const RunSpec& spec, unsigned rep, const EngineRun& engine, YcsbResults& results) {
+  const char w = spec.workload;
+  const unsigned threads = spec.threads;
+  if (cfg.warmup_seconds > 0) {
+    RunSpec warm = spec;
+    warm.ops = 0;
+    warm.seconds = cfg.warmup_seconds;
+    warm.print_each_second = false;
+    warm.seed = spec.seed + 77;
+    RunResult wr = db.run(warm);
+    results.failures += wr.failures();
+    fmt::print("[{} {} t={}] warm-up: {:.0f} ops/s over {:.1f} s (not recorded), failures {}\n", system, w, threads,
+               wr.ops_per_s, wr.seconds, wr.failures());
   }
+  RunResult r = db.run(spec);
+  results.failures += r.failures();
+  double hit_rate = r.accesses ? double(r.hits) / double(r.accesses) : 0.0;
+  fmt::print("[{} {} {} t={} rep {}] {:.0f} ops/s, p50 {:.2f} us, p99 {:.2f} us, {} ops in {:.2f} s{}; "
+             "failures {} (missing {}, bad values {}), in-flight misses {}\n",
+             system, w, spec.distribution, threads, rep, r.ops_per_s, r.p50_us, r.p99_us, r.ops, r.seconds,
+             r.has_hit_rate ? fmt::format(", hit rate {:.2f}%", hit_rate * 100) : "", r.failures(), r.missing_loaded,
+             r.bad_values, r.missing_inflight);
+  std::fflush(stdout);
+  results.add(system, w, threads, spec.distribution, r);
+  if (!cfg.json_path.empty()) append_json(cfg, plan, system, spec, rep, engine, r);
+}
 
+// Step 3 (per repeat and system): opens a fresh engine, loads it, runs every workload at
+// every thread count, closes it (checkpoint / flush) and removes its data.
+void run_system(const YcsbConfig& cfg, const YcsbPlan& plan, const std::string& system, unsigned rep,
+                YcsbResults& results) {
+  {
+    YcsbDatabase db(system, engine_config(cfg, plan, system), cfg.records);
+    EngineRun engine;
+    engine.configuration = db.store().configuration();
+    engine.cache_enforced = db.store().cache_enforced();
+    fmt::print("[{} repeat {}] {}\n", system, rep, engine.configuration);
+    if (!engine.cache_enforced && !plan.in_memory) {
+      fmt::print("[{}] NOTE: larger-than-memory setting, but {}'s cache is the OS page cache and is not "
+                 "limited to {} MB (only a memory cgroup could); its numbers are not comparable\n",
+                 system, system, plan.cache_bytes >> 20);
+    }
+    std::fflush(stdout);
+    engine.load_s = db.load(!cfg.quiet);
+    fmt::print("[{}] loaded {} records in {:.2f} s ({:.0f} records/s)\n", system, cfg.records, engine.load_s,
+               cfg.records / engine.load_s);
+    for (char w : plan.workloads) {
+      for (unsigned threads : cfg.threads) {
+        run_measured(db, cfg, plan, system, run_spec(cfg, system, w, threads, rep), rep, engine, results);
+      }
+    }
+  }  // closes the engine (checkpoint / flush)
+  if (!cfg.keep_data) remove_bench_dir((std::filesystem::path(cfg.data_dir) / system).string(), {"db"});
+}
+
+// Step 5: one line per (system, workload, threads): medians over the repeats.
+void print_ycsb_summary(YcsbResults& results) {
   fmt::print("\n{:<21}{:>3}{:>8}{:>8}{:>14}{:>22}{:>10}{:>10}{:>10}{:>9}\n", "system", "wl", "dist", "threads",
              "ops/s (med)", "min..max", "p50 us", "p99 us", "hit rate", "failures");
-  for (const auto& key : row_order) {
-    const Row& row = rows[key];
+  for (const auto& key : results.row_order) {
+    const Row& row = results.rows[key];
     double lo = 1e300, hi = 0;
     uint64_t fails = 0;
     for (const RunResult& r : row.runs) lo = std::min(lo, r.ops_per_s), hi = std::max(hi, r.ops_per_s), fails += r.failures();
@@ -518,8 +586,22 @@ int run_ycsb(const YcsbConfig& cfg) {
                fmt::format("{:.0f}..{:.0f}", lo, hi), median_of(row.runs, [](const RunResult& r) { return r.p50_us; }),
                median_of(row.runs, [](const RunResult& r) { return r.p99_us; }), hit, fails);
   }
-  if (failures != 0) {
-    fmt::print(stderr, "FAILED: {} reads of loaded keys were missing or had a wrong value\n", failures);
+}
+
+}  // namespace
+
+int run_ycsb(const YcsbConfig& cfg) {
+  const YcsbPlan plan = plan_ycsb(cfg);
+  print_ycsb_banner(cfg, plan);
+  YcsbResults results;
+  for (unsigned rep = 0; rep < cfg.repeat; ++rep) {
+    std::vector<std::string> order = cfg.systems;
+    std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(rep % order.size()), order.end());
+    for (const std::string& system : order) run_system(cfg, plan, system, rep, results);
+  }
+  print_ycsb_summary(results);
+  if (results.failures != 0) {
+    fmt::print(stderr, "FAILED: {} reads of loaded keys were missing or had a wrong value\n", results.failures);
     return 1;
   }
   return 0;
