@@ -109,31 +109,14 @@ void append_json(const micro::Common& common, const std::string& line) {
   if (!out) throw std::runtime_error("cannot write " + common.json_path);
 }
 
-}  // namespace
-
-int run_micro_memory(const MicroMemoryConfig& cfg) {
+// The size sweep: for each translation and data size, a freshly loaded B+tree, the
+// YCSB-C lookups, then its translation memory; one table row and one JSON line per
+// translation. Adds the failed lookups to *failures; returns the variants skipped.
+unsigned run_size_sweep(const MicroMemoryConfig& cfg, const std::vector<std::string>& names, const std::string& params,
+                        uint64_t* failures) {
   const micro::Common& common = cfg.common;
-  check_size_mb(cfg.pool_mb, "--pool-mb");
-  check_size_mb(cfg.moving_data_mb, "--moving-data-mb");
-  for (uint64_t mb : cfg.data_mb) check_size_mb(mb, "--data-mb");
-  const std::vector<std::string> names = micro::select_translations(common.translations, false, "micro-memory");
   const uint64_t record_bytes = kv::kKeyBytes + cfg.value_bytes;
-  micro::print_banner(
-      "micro-memory (calico.txt Figure 10)",
-      fmt::format("B+tree of {}-byte records on a {} MB pool (4 KB pages); size sweep {} MB with {} YCSB-C lookups "
-                  "(Zipf {}); moving hot set on {} MB: {} ops ({:.0f}% uniform reads, then YCSB-D), {} samples; "
-                  "translations: {}",
-                  record_bytes, cfg.pool_mb, fmt::join(cfg.data_mb, "/"), cfg.sweep_lookups, cfg.theta,
-                  cfg.moving_data_mb, cfg.moving_ops, 100 * cfg.moving_uniform, cfg.samples, fmt::join(names, ",")));
-  const std::string params =
-      fmt::format(R"("pool_mb":{},"page_size":4096,"key_bytes":{},"value_bytes":{},"theta":{},"sweep_lookups":{},)"
-                  R"("moving_data_mb":{},"moving_ops":{},"sparse_group_at":{},"dense_group_at":{})",
-                  cfg.pool_mb, kv::kKeyBytes, cfg.value_bytes, cfg.theta, cfg.sweep_lookups, cfg.moving_data_mb,
-                  cfg.moving_ops, cfg.sparse_group_at, cfg.dense_group_at);
-  uint64_t failures = 0;
   unsigned skipped = 0;  // variants that failed to load (load_or_skip)
-
-  // --- size sweep ---------------------------------------------------------------------
   fmt::print("\nsize sweep: translation memory (private KB; reclaimed vs a flat array) after {} lookups\n{:<18}",
              cfg.sweep_lookups, "translation");
   for (uint64_t mb : cfg.data_mb) fmt::print("{:>22}", fmt::format("{} MB data", mb));
@@ -153,7 +136,7 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
           std::string value;
           for (uint64_t i = 0; i < cfg.sweep_lookups; ++i) bad += !t->read(fnv1a64(zipf.next(rng)) % records, &value);
           MemoryPoint p = MemoryPoint::of(*t->pool, t->tree->space());
-          failures += bad;
+          *failures += bad;
           fmt::print("{:>22}", p.cell());
           std::fflush(stdout);
           points += fmt::format(R"({}{{"data_mb":{},"records":{},"failures":{},{}}})", points.empty() ? "" : ",", mb,
@@ -166,8 +149,18 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
                                     R"("points":[{}],"machine":{{{}}}}})",
                                     name, params, points, machine_json()));
   }
+  return skipped;
+}
 
-  // --- moving hot set -------------------------------------------------------------------
+// The moving hot set: per translation, a B+tree of --moving-data-mb, uniform reads, then
+// YCSB-D (5% inserts, reads of the latest keys), with the translation memory sampled along
+// the way; one table row and one JSON line per translation. Adds the failures to
+// *failures; returns the variants skipped.
+unsigned run_moving_hot_set(const MicroMemoryConfig& cfg, const std::vector<std::string>& names,
+                            const std::string& params, uint64_t* failures) {
+  const micro::Common& common = cfg.common;
+  const uint64_t record_bytes = kv::kKeyBytes + cfg.value_bytes;
+  unsigned skipped = 0;  // variants that failed to load (load_or_skip)
   const uint64_t records0 = std::max<uint64_t>((cfg.moving_data_mb << 20) / record_bytes, 2);
   const auto uniform_ops = static_cast<uint64_t>(double(cfg.moving_ops) * cfg.moving_uniform);
   const uint64_t every = std::max<uint64_t>(cfg.moving_ops / std::max<uint32_t>(cfg.samples, 1), 1);
@@ -210,7 +203,7 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
           }
           if (op % every == 0 || op == uniform_ops || op == cfg.moving_ops) sample(op);
         }
-        failures += bad;
+        *failures += bad;
         std::string line = fmt::format("{:<18}", name);
         for (const MemoryPoint& p : marks) line += fmt::format("{:>20}", p.cell());
         // The view outlives this call (it is formatted later): it holds field by value.
@@ -230,6 +223,33 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
       });
     });
   }
+  return skipped;
+}
+
+}  // namespace
+
+int run_micro_memory(const MicroMemoryConfig& cfg) {
+  const micro::Common& common = cfg.common;
+  check_size_mb(cfg.pool_mb, "--pool-mb");
+  check_size_mb(cfg.moving_data_mb, "--moving-data-mb");
+  for (uint64_t mb : cfg.data_mb) check_size_mb(mb, "--data-mb");
+  const std::vector<std::string> names = micro::select_translations(common.translations, false, "micro-memory");
+  const uint64_t record_bytes = kv::kKeyBytes + cfg.value_bytes;
+  micro::print_banner(
+      "micro-memory (calico.txt Figure 10)",
+      fmt::format("B+tree of {}-byte records on a {} MB pool (4 KB pages); size sweep {} MB with {} YCSB-C lookups "
+                  "(Zipf {}); moving hot set on {} MB: {} ops ({:.0f}% uniform reads, then YCSB-D), {} samples; "
+                  "translations: {}",
+                  record_bytes, cfg.pool_mb, fmt::join(cfg.data_mb, "/"), cfg.sweep_lookups, cfg.theta,
+                  cfg.moving_data_mb, cfg.moving_ops, 100 * cfg.moving_uniform, cfg.samples, fmt::join(names, ",")));
+  const std::string params =
+      fmt::format(R"("pool_mb":{},"page_size":4096,"key_bytes":{},"value_bytes":{},"theta":{},"sweep_lookups":{},)"
+                  R"("moving_data_mb":{},"moving_ops":{},"sparse_group_at":{},"dense_group_at":{})",
+                  cfg.pool_mb, kv::kKeyBytes, cfg.value_bytes, cfg.theta, cfg.sweep_lookups, cfg.moving_data_mb,
+                  cfg.moving_ops, cfg.sparse_group_at, cfg.dense_group_at);
+  uint64_t failures = 0;
+  unsigned skipped = run_size_sweep(cfg, names, params, &failures);
+  skipped += run_moving_hot_set(cfg, names, params, &failures);
   fmt::print("self-check failures (missing keys, wrong values, failed inserts): {}\n", failures);
   return failures == 0 && skipped == 0 ? 0 : 1;
 }
