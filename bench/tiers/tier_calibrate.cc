@@ -154,9 +154,9 @@ uint64_t llc_bytes() {
   return 0;
 }
 
-}  // namespace
-
-int run_tier_calibrate(const TierCalibrateConfig& cfg) {
+// Step 1: checks the options and makes the far tier's configuration: the preset, then
+// --latency-ns and --bandwidth-mb-s over it, sized to the chase buffer.
+TierConfig far_tier_config(const TierCalibrateConfig& cfg) {
   check_size_mb(cfg.mb, "--mb");
   // The cycle's order is a vector of uint32 node numbers: 16 GB is 2^28 nodes.
   if (cfg.mb < 4 || cfg.mb > 16384) throw std::invalid_argument("--mb " + std::to_string(cfg.mb) + " is not in [4, 16384]");
@@ -172,7 +172,6 @@ int run_tier_calibrate(const TierCalibrateConfig& cfg) {
   if (cfg.latency_ns >= 0) far_cfg.extra_latency_ns = cfg.latency_ns;
   if (cfg.bandwidth_mb_s >= 0) far_cfg.migration_bytes_per_s = cfg.bandwidth_mb_s * 1e6;
   const uint32_t chase_pages = static_cast<uint32_t>((cfg.mb << 20) / kPageBytes) - 1;
-  const uint32_t copy_pages = static_cast<uint32_t>(kCopyBufferBytes / kPageBytes) - 1;
   far_cfg.frames = chase_pages;
   // One page of burst: the measured rate is then the bucket's rate, not rate plus a burst
   // after every preemption (the default 256 KiB burst refills whenever the copier is off
@@ -180,6 +179,15 @@ int run_tier_calibrate(const TierCalibrateConfig& cfg) {
   far_cfg.burst_bytes = kPageBytes;
   // Errors name the option's value (a latency of 1e9, a bandwidth of 0.5 MB/s...).
   memory::tiers::validate(far_cfg);
+  return far_cfg;
+}
+
+}  // namespace
+
+int run_tier_calibrate(const TierCalibrateConfig& cfg) {
+  const TierConfig far_cfg = far_tier_config(cfg);
+  const uint32_t chase_pages = far_cfg.frames;
+  const uint32_t copy_pages = static_cast<uint32_t>(kCopyBufferBytes / kPageBytes) - 1;
 
   const SpinDelay spin = SpinDelay::calibrate();
   LocalTier local(TierConfig::local(chase_pages, kPageBytes));
