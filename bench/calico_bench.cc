@@ -1,27 +1,27 @@
 // calico_bench: the benchmark driver. One subcommand per experiment.
-//   demo   the README's main job (bench/demo.h)
-//   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb.h)
+//   demo   the README's main job (bench/demo/demo.h)
+//   ycsb   YCSB A-F over calico, lmdb, rocksdb, wiredtiger (bench/ycsb/ycsb.h)
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
-//          the translation microbenchmarks on every translation variant (bench/micro.h)
-//   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector.h)
+//          the translation microbenchmarks on every translation variant (bench/micro/micro.h)
+//   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector/vector.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
-//   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tier_calibrate.h)
+//   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tiers/tier_calibrate.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <exception>
 
-#include "demo.h"
-#include "index/graph.h"
-#include "micro.h"
-#include "scan.h"
-#include "sizes.h"
-#include "tier_calibrate.h"
+#include "demo/demo.h"
+#include "micro/graph.h"
+#include "micro/micro.h"
+#include "micro/scan.h"
+#include "common/sizes.h"
+#include "tiers/tier_calibrate.h"
 #include "tpcc/tpcc.h"
 #include "calico/variants.h"
-#include "vector.h"
-#include "ycsb.h"
+#include "vector/vector.h"
+#include "ycsb/ycsb.h"
 
 namespace {
 
@@ -30,7 +30,7 @@ namespace {
 // with the option's name.
 const CLI::Range kSizeMb(0.0, double(calico::bench::kMaxSizeMb), "MB");
 
-// The options every microbenchmark takes (micro_harness.h, Common).
+// The options every microbenchmark takes (micro/harness.h, Common).
 void add_micro_options(CLI::App* a, calico::bench::micro::Common& c) {
   a->add_option("--translations", c.translations,
                 fmt::format("translation variants, comma list (default: all of {})",
@@ -48,13 +48,17 @@ void add_micro_options(CLI::App* a, calico::bench::micro::Common& c) {
   a->add_flag("!--no-counters", c.counters, "do not read hardware counters (perf_event_open)");
 }
 
-}  // namespace
+// The graph options of micro-bfs and micro-ablation.
+void add_graph_options(CLI::App* a, calico::bench::MicroBfsConfig& g) {
+  a->add_option("--nodes", g.nodes, "graph nodes (one 4 KB page each)")->capture_default_str()->check(CLI::Range(1u, 1u << 28));
+  a->add_option("--degree", g.degree, "random neighbours per node")->capture_default_str()->check(CLI::Range(1u, calico::bench::GraphFormat::kMaxDegree));
+  a->add_option("--visits", g.visits, "nodes visited per BFS query")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  a->add_option("--queries", g.queries, "BFS queries (random roots) per run")->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  a->add_option("--pool-mb", g.pool_mb, "pool size (0: graph + 25% + 64 MB, all resident)")->capture_default_str()->check(kSizeMb);
+}
 
-int main(int argc, char** argv) {
-  CLI::App app{"Calico buffer manager benchmarks"};
-  app.require_subcommand(1);
-
-  calico::bench::DemoConfig demo;
+// `calico_bench demo` and its options (demo/demo.h).
+CLI::App* add_demo_command(CLI::App& app, calico::bench::DemoConfig& demo) {
   CLI::App* d = app.add_subcommand("demo", "larger-than-pool random reads/writes on one space");
   d->add_option("--data-dir", demo.data_dir, "directory for the data files")->capture_default_str();
   d->add_option("--data-mb", demo.data_mb, "size of the space")->capture_default_str()->check(CLI::Range(1, 1 << 22));
@@ -70,8 +74,10 @@ int main(int argc, char** argv) {
   d->add_option("--seed", demo.seed, "random seed")->capture_default_str();
   d->add_flag("--keep-data", demo.keep_data, "keep the data directory afterwards");
   d->add_option("--json", demo.json_path, "append a JSON line with the results to this file");
-
-  calico::bench::YcsbConfig ycsb;
+  return d;
+}
+// `calico_bench ycsb` and its options (ycsb/ycsb.h).
+CLI::App* add_ycsb_command(CLI::App& app, calico::bench::YcsbConfig& ycsb) {
   CLI::App* y = app.add_subcommand("ycsb", "YCSB workloads A-F over Calico's B+tree and peer engines");
   y->add_option("--system", ycsb.systems, "calico, calico:<translation> (e.g. calico:vmcache, calico:array_tiered), lmdb, rocksdb, wiredtiger (repeatable or comma list)")->delimiter(',')->capture_default_str();
   y->add_option("--workload", ycsb.workloads, "A..F (repeatable or comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"A", "B", "C", "D", "E", "F", "a", "b", "c", "d", "e", "f"}));
@@ -91,8 +97,10 @@ int main(int argc, char** argv) {
   y->add_option("--json", ycsb.json_path, "append a JSON line per run to this file");
   y->add_option("--seed", ycsb.seed, "random seed")->capture_default_str();
   y->add_flag("--keep-data", ycsb.keep_data, "keep the data directories afterwards");
-
-  calico::bench::ScanConfig scan;
+  return y;
+}
+// `calico_bench scan` and its options (micro/scan.h).
+CLI::App* add_scan_command(CLI::App& app, calico::bench::ScanConfig& scan) {
   CLI::App* sc = app.add_subcommand("scan", "heap SUM scans, sequential and random page order, per translation "
                                             "(calico.txt Table 2, Figure 1a/b)");
   sc->alias("micro-scan");
@@ -103,37 +111,38 @@ int main(int argc, char** argv) {
   sc->add_option("--row-bytes", scan.row_bytes, "row size in bytes")->capture_default_str()->check(CLI::Range(16, 16000));
   sc->add_option("--prefetch-distance", scan.prefetch_distance, "group prefetch distance in pages (0 = off)")->capture_default_str()->check(CLI::Range(0, 256));
   sc->add_flag("!--no-pinned", scan.pinned, "skip the pinned (shared latch) workloads");
-
-  calico::bench::MicroBTreeConfig bt;
+  return sc;
+}
+// `calico_bench micro-btree` and its options (micro/micro.h).
+CLI::App* add_micro_btree_command(CLI::App& app, calico::bench::MicroBTreeConfig& bt) {
   CLI::App* mb = app.add_subcommand("micro-btree", "YCSB-C uniform B+tree lookups per translation (calico.txt Table 3, Figure 1c)");
   add_micro_options(mb, bt.common);
   mb->add_option("--records", bt.records, "records bulk-loaded")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   mb->add_option("--value-bytes", bt.value_bytes, "value size in bytes")->capture_default_str()->check(CLI::Range(16, 500));
   mb->add_option("--lookups", bt.lookups, "lookups per run")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   mb->add_option("--pool-mb", bt.pool_mb, "pool size (0: sized from the records, all resident)")->capture_default_str()->check(kSizeMb);
-
-  calico::bench::MicroBfsConfig bfs;
-  auto add_graph_options = [](CLI::App* a, calico::bench::MicroBfsConfig& g) {
-    a->add_option("--nodes", g.nodes, "graph nodes (one 4 KB page each)")->capture_default_str()->check(CLI::Range(1u, 1u << 28));
-    a->add_option("--degree", g.degree, "random neighbours per node")->capture_default_str()->check(CLI::Range(1u, calico::index::GraphFormat::kMaxDegree));
-    a->add_option("--visits", g.visits, "nodes visited per BFS query")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
-    a->add_option("--queries", g.queries, "BFS queries (random roots) per run")->capture_default_str()->check(CLI::Range(1u, 1u << 20));
-    a->add_option("--pool-mb", g.pool_mb, "pool size (0: graph + 25% + 64 MB, all resident)")->capture_default_str()->check(kSizeMb);
-  };
+  return mb;
+}
+// `calico_bench micro-bfs` and its options (micro/micro.h).
+CLI::App* add_micro_bfs_command(CLI::App& app, calico::bench::MicroBfsConfig& bfs) {
   CLI::App* mf = app.add_subcommand("micro-bfs", "graph BFS per translation, group prefetch off/on (calico.txt Table 4, Figure 1d, Table 6)");
   add_micro_options(mf, bfs.common);
   add_graph_options(mf, bfs);
   mf->add_option("--prefetch", bfs.prefetch, "which BFS to run: without group prefetch, with it, or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"both", "off", "on"}));
-
-  calico::bench::MicroBfsConfig abl;
+  return mf;
+}
+// `calico_bench micro-ablation` and its options (micro/micro.h).
+CLI::App* add_micro_ablation_command(CLI::App& app, calico::bench::MicroBfsConfig& abl) {
   CLI::App* ma = app.add_subcommand("micro-ablation", "hash_open -> array 4 KB pinned -> + huge pages -> + optimistic -> "
                                                       "+ group prefetch, on the BFS (calico.txt Figure 11)");
   add_micro_options(ma, abl.common);
   add_graph_options(ma, abl);
-
-  calico::bench::MicroMemoryConfig mem;
+  return ma;
+}
+// `calico_bench micro-memory` and its options (micro/micro.h).
+CLI::App* add_micro_memory_command(CLI::App& app, calico::bench::MicroMemoryConfig& mem) {
   CLI::App* mm = app.add_subcommand("micro-memory", "translation memory as data grows and as the hot set moves (calico.txt Figure 10)");
   add_micro_options(mm, mem.common);
   mm->add_option("--data-mb", mem.data_mb, "B+tree sizes of the size sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1 << 20));
@@ -147,8 +156,10 @@ int main(int argc, char** argv) {
   mm->add_option("--samples", mem.samples, "translation memory samples over the moving run")->capture_default_str()->check(CLI::Range(1u, 100000u));
   mm->add_option("--sparse-group-at", mem.sparse_group_at, "array_sparse: a group left with this many resident pages moves to the side table")->capture_default_str()->check(CLI::Range(1u, 511u));
   mm->add_option("--dense-group-at", mem.dense_group_at, "array_sparse: a sparse group with this many moves back to the array")->capture_default_str()->check(CLI::Range(2u, 512u));
-
-  calico::bench::VectorConfig vec;
+  return mm;
+}
+// `calico_bench vector` and its options (vector/vector.h).
+CLI::App* add_vector_command(CLI::App& app, calico::bench::VectorConfig& vec) {
   CLI::App* v = app.add_subcommand("vector", "HNSW and IVF-Flat vector search on the pool: recall@k and QPS per ef_search / "
                                              "nprobe, threads, translation and pool size; the Figure 11 ablation");
   v->add_option("--dataset", vec.dataset, "clustered (generated, SIFT-like), embedding (generated, like text embeddings: unit vectors, anisotropic; --metric ip by default) or files (--base/--query[/--gt])")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding", "files"}));
@@ -189,8 +200,10 @@ int main(int argc, char** argv) {
   v->add_option("--json", vec.json_path, "append one JSON line per case to this file");
   v->add_flag("--rebuild", vec.rebuild, "build the indexes again even when a built copy exists");
   v->add_flag("--build-only", vec.build_only, "build (or check) the indexes and stop");
-
-  calico::bench::TpccConfig tpcc;
+  return v;
+}
+// `calico_bench tpcc` and its options (tpcc/tpcc.h).
+CLI::App* add_tpcc_command(CLI::App& app, calico::bench::TpccConfig& tpcc) {
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
                                             "per translation, and on the peers wiredtiger and lmdb, in memory or larger than memory");
   tp->add_option("--translation,--translations", tpcc.translations, fmt::format("translation variants and/or peer systems (wiredtiger, lmdb), comma list, interleaved per repeat (known translations: {})", fmt::join(calico::variants::translation_names(), ",")))->delimiter(',')->capture_default_str();
@@ -206,8 +219,10 @@ int main(int argc, char** argv) {
   tp->add_option("--json", tpcc.json_path, "append one JSON line per run to this file");
   tp->add_option("--seed", tpcc.seed, "random seed")->capture_default_str();
   tp->add_option("--scale", tpcc.scale, "in (0, 1]: customers, orders and items x scale (1 = the spec's counts)")->capture_default_str();
-
-  calico::bench::TierCalibrateConfig tc;
+  return tp;
+}
+// `calico_bench tier-calibrate` and its options (tiers/tier_calibrate.h).
+CLI::App* add_tier_calibrate_command(CLI::App& app, calico::bench::TierCalibrateConfig& tc) {
   CLI::App* tcal = app.add_subcommand("tier-calibrate", "pointer chase and copies through the emulated far tier: "
                                                          "measured extra latency and bandwidth against the configured ones (docs/tiers.md)");
   tcal->add_option("--preset", tc.preset, "defaults for the next two: remote-numa or cxl (src/memory/tiers/tier_config.h)")->capture_default_str()->check(CLI::IsMember({"remote-numa", "cxl"}));
@@ -218,6 +233,36 @@ int main(int argc, char** argv) {
   tcal->add_option("--repeat", tc.repeat, "rounds (local and far interleaved); medians are reported")->capture_default_str()->check(CLI::Range(1, 1000));
   tcal->add_option("--seed", tc.seed, "seed of the random cycle")->capture_default_str();
   tcal->add_option("--json", tc.json_path, "append one JSON line with the configuration and the results to this file");
+  return tcal;
+}
+
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Calico buffer manager benchmarks"};
+  app.require_subcommand(1);
+
+  calico::bench::DemoConfig demo;
+  CLI::App* d = add_demo_command(app, demo);
+  calico::bench::YcsbConfig ycsb;
+  CLI::App* y = add_ycsb_command(app, ycsb);
+  calico::bench::ScanConfig scan;
+  CLI::App* sc = add_scan_command(app, scan);
+  calico::bench::MicroBTreeConfig bt;
+  CLI::App* mb = add_micro_btree_command(app, bt);
+  calico::bench::MicroBfsConfig bfs;
+  CLI::App* mf = add_micro_bfs_command(app, bfs);
+  calico::bench::MicroBfsConfig abl;
+  CLI::App* ma = add_micro_ablation_command(app, abl);
+  calico::bench::MicroMemoryConfig mem;
+  CLI::App* mm = add_micro_memory_command(app, mem);
+  calico::bench::VectorConfig vec;
+  CLI::App* v = add_vector_command(app, vec);
+  calico::bench::TpccConfig tpcc;
+  CLI::App* tp = add_tpcc_command(app, tpcc);
+  calico::bench::TierCalibrateConfig tc;
+  CLI::App* tcal = add_tier_calibrate_command(app, tc);
 
   CLI11_PARSE(app, argc, argv);
   try {

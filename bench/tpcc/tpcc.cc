@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "calico/error.h"
-#include "data_dir.h"
-#include "far_tier_option.h"
-#include "machine.h"
-#include "micro_harness.h"
+#include "common/data_dir.h"
+#include "common/far_tier_option.h"
+#include "common/machine.h"
+#include "micro/harness.h"
 #include "tpcc/consistency.h"
 #include "tpcc/loader.h"
 #include "tpcc/peers/peer_store.h"
@@ -103,7 +103,7 @@ std::string config_name(const std::string& name, const std::string& mode) {
 
 // Loads db, then one timed run per thread count and index-skipping mode, each followed by
 // the consistency checks. loaded(): the load report after "loaded in N s: ".
-// Tiered memory figures of a run (issue 17), over the run only: per-tier hit rates,
+// Tiered memory figures of a run (docs/tiers.md), over the run only: per-tier hit rates,
 // migrations per second, the time spent migrating and its cost per page moved (copies,
 // throttle waits, vmcache_n's discards, publishing). Empty without a far tier.
 std::pair<std::string, std::string> tier_report(const RunResult& r) {
@@ -317,10 +317,16 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-}  // namespace
+// What runs: Calico's translations and the peers (peers/peer_store.h), in the order given.
+struct Selection {
+  std::vector<std::string> names;         // translations and peers
+  std::vector<std::string> translations;  // Calico's only
+  std::vector<std::string> tiered;        // the translations that take the far tier
+  bool peers_selected = false;
+};
 
-int run_tpcc(const TpccConfig& cfg) {
-  const Scale scale = Scale::make(cfg.warehouses, cfg.scale);
+// Step 1a: the run's bounds (threads, seconds, repeats, pool size).
+void check_run_options(const TpccConfig& cfg) {
   if (cfg.threads.empty()) throw std::invalid_argument("--threads needs at least one thread count");
   for (unsigned t : cfg.threads) {
     if (t < 1) throw std::invalid_argument("--threads must be at least 1 (got 0)");
@@ -336,14 +342,17 @@ int run_tpcc(const TpccConfig& cfg) {
   if (!(cfg.pool_mb >= 0 && cfg.pool_mb <= kMaxPoolMb)) {
     throw std::invalid_argument(fmt::format("--pool-mb {} is out of range (0 to {} MB)", cfg.pool_mb, kMaxPoolMb));
   }
-  // Names: Calico's translations and the peers (peers/peer_store.h), in the order given.
-  std::vector<std::string> names, translations;
-  bool peers_selected = false;
+}
+
+// Step 1b: the translations and peers named, checked against the far tier and index
+// skipping options.
+Selection select_systems(const TpccConfig& cfg) {
+  Selection sel;
   for (const std::string& n : cfg.translations) {
-    if (std::find(names.begin(), names.end(), n) != names.end()) continue;
+    if (std::find(sel.names.begin(), sel.names.end(), n) != sel.names.end()) continue;
     if (peers::is_peer_system(n)) {
-      peers_selected = true;
-      names.push_back(n);
+      sel.peers_selected = true;
+      sel.names.push_back(n);
       continue;
     }
     try {
@@ -357,28 +366,32 @@ int run_tpcc(const TpccConfig& cfg) {
       throw std::invalid_argument("translation direct cannot run TPC-C: it gives block b of every space frame b + 1, "
                                   "so a pool holds one space, and TPC-C has eleven (one per table and index)");
     }
-    names.push_back(n);
-    translations.push_back(n);
+    sel.names.push_back(n);
+    sel.translations.push_back(n);
   }
-  if (names.empty()) throw std::invalid_argument("--translation: nothing to run (give translations and/or peers)");
-  std::vector<std::string> tiered;
-  for (const std::string& n : translations) {
-    if (variants::with_pool_type(n, []<class Pool>() { return Pool::kTierable; })) tiered.push_back(n);
+  if (sel.names.empty()) throw std::invalid_argument("--translation: nothing to run (give translations and/or peers)");
+  for (const std::string& n : sel.translations) {
+    if (variants::with_pool_type(n, []<class Pool>() { return Pool::kTierable; })) sel.tiered.push_back(n);
   }
-  if (cfg.far_mb > 0 && tiered.empty()) {
+  if (cfg.far_mb > 0 && sel.tiered.empty()) {
     throw std::invalid_argument(fmt::format(
         "--far-mb {}: none of the translations takes a far tier (the tiered translations: array_tiered, vmcache_n)",
         cfg.far_mb));
   }
-  if (peers_selected && std::any_of(cfg.index_skipping.begin(), cfg.index_skipping.end(),
-                                    [](const std::string& m) { return m != "off"; })) {
+  if (sel.peers_selected && std::any_of(cfg.index_skipping.begin(), cfg.index_skipping.end(),
+                                        [](const std::string& m) { return m != "off"; })) {
     throw std::invalid_argument(fmt::format(
         "--index-skipping on (or remember) cannot run on a peer ({}): index skipping is Calico's (record hints "
         "into its B+tree leaves); run the peers with --index-skipping off",
         fmt::join(peers::peer_systems(), ", ")));
   }
-  const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
+  return sel;
+}
 
+// Step 2: the database's pages (loaded and grown by the runs), the pool (sized from them in
+// memory, or --pool-mb) and the spaces' capacity; refuses a pool too small to load.
+Sizes size_database(const TpccConfig& cfg, const Scale& scale, const Selection& sel) {
+  const unsigned max_threads = *std::max_element(cfg.threads.begin(), cfg.threads.end());
   Sizes sz;
   sz.data_pages = estimated_pages(scale, kPageSize);
   double thread_seconds = 0;
@@ -390,7 +403,7 @@ int run_tpcc(const TpccConfig& cfg) {
                                : static_cast<uint64_t>(std::llround(cfg.pool_mb * 1048576.0)) / kPageSize * kPageSize;
   sz.capacity = std::bit_ceil(std::max<uint64_t>(uint64_t{1} << 16, 2 * need_pages));
   const uint64_t frames = sz.pool_bytes / kPageSize;
-  if (!translations.empty() && frames < min_frames(max_threads)) {
+  if (!sel.translations.empty() && frames < min_frames(max_threads)) {
     throw std::invalid_argument(fmt::format(
         "--pool-mb {}: a pool of {} bytes ({} frames of {} bytes) is too small to load the item table ({} items, "
         "about {} pages) with {} threads: it needs at least {} frames ({} bytes); the whole database is about {} pages",
@@ -398,21 +411,26 @@ int run_tpcc(const TpccConfig& cfg) {
         min_frames(max_threads), min_frames(max_threads) * kPageSize, sz.data_pages));
   }
   if (!sz.in_memory) sz.in_memory = frames >= need_pages;
+  return sz;
+}
 
+// Step 3: the run's configuration, the isolation it gives, and the machine (STYLE.md 10).
+void print_tpcc_banner(const TpccConfig& cfg, const Scale& scale, const Selection& sel, const Sizes& sz) {
+  const uint64_t frames = sz.pool_bytes / kPageSize;
   fmt::print("calico tpcc: translations and peers {}, {} warehouses (scale {}: {} customers/district, {} items), threads {}, "
              "{} s per run{}, repeat {} (translation order rotated), pool {:.1f} MB ({} frames; {}), database about "
              "{:.1f} MB loaded + up to {:.1f} MB of growth, space capacity {} blocks, seed {}\n",
-             fmt::join(names, ","), scale.warehouses, scale.factor, scale.customers, scale.items,
+             fmt::join(sel.names, ","), scale.warehouses, scale.factor, scale.customers, scale.items,
              fmt::join(cfg.threads, ","), cfg.seconds, cfg.max_tx ? fmt::format(" (or {} tx)", cfg.max_tx) : "",
              cfg.repeat, sz.pool_bytes / 1048576.0, frames, sz.in_memory ? "in memory" : "larger than memory, O_DIRECT",
              sz.data_pages * kPageSize / 1048576.0, sz.growth_pages * kPageSize / 1048576.0, sz.capacity, cfg.seed);
   if (cfg.far_mb > 0) {
     fmt::print("far tier: {} MB ({}) behind the pool of {}; the others run with the pool alone\n", cfg.far_mb,
-               cfg.far_tier, fmt::join(tiered, ","));
+               cfg.far_tier, fmt::join(sel.tiered, ","));
   }
   fmt::print("isolation: per-record atomicity (one B+tree update per read-modify-write), no multi-record isolation, "
              "no rollback, no WAL (bench/tpcc/workload.h)\n");
-  if (peers_selected) {
+  if (sel.peers_selected) {
     fmt::print("isolation on the peers: the same; each table operation is one engine transaction (WiredTiger: "
                "auto-commit, an update = reserve + read + write; LMDB: a write txn per write op), no log, no sync "
                "(bench/tpcc/peers/peer_store.h); the peers report no page counters (zeros), LMDB's cache is the OS "
@@ -421,12 +439,21 @@ int run_tpcc(const TpccConfig& cfg) {
   fmt::print("machine: {}, {} cores, {:.1f} GiB; build: {}\n", cpu_model(), std::thread::hardware_concurrency(),
              memory_bytes() / double(1ull << 30), build_flags());
   std::fflush(stdout);
+}
 
-  std::map<std::pair<std::string, unsigned>, std::vector<RunRecord>> rows;  // (config, threads)
+// The runs by (configuration, threads), and the failures of all of them.
+struct TpccResults {
+  std::map<std::pair<std::string, unsigned>, std::vector<RunRecord>> rows;
   size_t violations = 0;
   uint64_t failures = 0;
+};
+
+// Step 4: `repeat` rounds, each running every translation and peer (order rotated per
+// round) on a fresh database.
+TpccResults run_rounds(const TpccConfig& cfg, const Scale& scale, const Selection& sel, const Sizes& sz) {
+  TpccResults res;
   for (unsigned rep = 0; rep < cfg.repeat; ++rep) {
-    std::vector<std::string> order = names;
+    std::vector<std::string> order = sel.names;
     std::rotate(order.begin(), order.begin() + static_cast<ptrdiff_t>(rep % order.size()), order.end());
     for (const std::string& name : order) {
       std::vector<RunRecord> recs =
@@ -435,25 +462,29 @@ int run_tpcc(const TpccConfig& cfg) {
               : variants::with_pool_type(
                     name, [&]<class Pool>() { return run_translation<Pool>(name, cfg, scale, sz, rep); });
       for (RunRecord& rec : recs) {
-        violations += rec.violations;
-        failures += rec.r.counters.failures;
-        rows[{rec.config, rec.threads}].push_back(std::move(rec));
+        res.violations += rec.violations;
+        res.failures += rec.r.counters.failures;
+        res.rows[{rec.config, rec.threads}].push_back(std::move(rec));
       }
     }
   }
+  return res;
+}
 
+// Step 5: one line per (configuration, threads): medians over the repeats.
+void print_tpcc_table(const TpccConfig& cfg, const Scale& scale, const Selection& sel, TpccResults& res) {
   fmt::print("\nTPC-C, {} warehouses, scale {}, {} s runs, medians over {} repeats; latency p50/p99 in us per type "
              "(NO new-order, PAY payment, OS order-status, DEL delivery, SL stock-level)\n",
              scale.warehouses, scale.factor, cfg.seconds, cfg.repeat);
   fmt::print("{:<22}{:>4}{:>11}{:>18}{:>10}{:>13}{:>13}{:>13}{:>15}{:>13}{:>10}{:>9}{:>6}\n", "translation", "thr",
              "tx/s", "min..max", "tx/cpu-s", "NO", "PAY", "OS", "DEL", "SL", "transl.MB", "evicted", "viol");
   std::vector<std::string> configs;
-  for (const std::string& n : names) {
+  for (const std::string& n : sel.names) {
     for (const std::string& mode : cfg.index_skipping) configs.push_back(config_name(n, mode));
   }
   for (const std::string& name : configs) {
     for (unsigned t : cfg.threads) {
-      const std::vector<RunRecord>& rs = rows[{name, t}];
+      const std::vector<RunRecord>& rs = res.rows[{name, t}];
       if (rs.empty()) continue;
       auto med = [&](auto f) {
         std::vector<double> v;
@@ -475,9 +506,21 @@ int run_tpcc(const TpccConfig& cfg) {
                  med([](const RunResult& r) { return static_cast<double>(r.evictions); }), viol);
     }
   }
-  if (violations != 0 || failures != 0) {
+}
+
+}  // namespace
+
+int run_tpcc(const TpccConfig& cfg) {
+  const Scale scale = Scale::make(cfg.warehouses, cfg.scale);
+  check_run_options(cfg);
+  const Selection sel = select_systems(cfg);
+  const Sizes sz = size_database(cfg, scale, sel);
+  print_tpcc_banner(cfg, scale, sel, sz);
+  TpccResults res = run_rounds(cfg, scale, sel, sz);
+  print_tpcc_table(cfg, scale, sel, res);
+  if (res.violations != 0 || res.failures != 0) {
     fmt::print(stderr, "FAILED: {} consistency violations, {} transactions missed rows the schema guarantees\n",
-               violations, failures);
+               res.violations, res.failures);
     return 1;
   }
   return 0;

@@ -1,5 +1,5 @@
-// The drivers delete only what they created (bench/data_dir.h), and reject sizes that would
-// overflow when turned into bytes (bench/sizes.h). Driven through the demo driver (a library
+// The drivers delete only what they created (bench/common/data_dir.h), and reject sizes that would
+// overflow when turned into bytes (bench/common/sizes.h). Driven through the demo driver (a library
 // call, as drivers_smoke_test.cc), the one every first user runs.
 #include <gtest/gtest.h>
 
@@ -9,10 +9,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "data_dir.h"
-#include "demo.h"
+#include "common/data_dir.h"
+#include "demo/demo.h"
 #include "support/test_util.h"
-#include "ycsb.h"
+#include "ycsb/ycsb.h"
 
 namespace calico {
 namespace {

@@ -1,4 +1,4 @@
-// Smoke runs of the translation microbenchmarks (bench/micro.h) at tiny sizes on `array` and
+// Smoke runs of the translation microbenchmarks (bench/micro/micro.h) at tiny sizes on `array` and
 // `direct`: each must pass its own checks (sums, found keys, identical BFS results across
 // variants and runs) and write the JSON lines the report script reads. Correctness only,
 // never timings.
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "micro.h"
-#include "scan.h"
-#include "vector.h"
+#include "micro/micro.h"
+#include "micro/scan.h"
+#include "vector/vector.h"
 #include "support/test_util.h"
 
 namespace calico {

@@ -1,14 +1,14 @@
-// PerfCounters (bench/perf_counters.h): the fallback when perf_event_open fails (forced with
+// PerfCounters (bench/common/perf_counters.h): the fallback when perf_event_open fails (forced with
 // a failing open function, so it is tested on every machine), the real counters where the
 // machine has them, and the report's "n/a" / null for a case without counters.
-#include "perf_counters.h"
+#include "common/perf_counters.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
 
-#include "micro_harness.h"
+#include "micro/harness.h"
 #include "support/test_util.h"
 
 namespace calico {

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "data_dir.h"
+#include "common/data_dir.h"
 #include "support/test_util.h"
 #include "tpcc/consistency.h"
 #include "tpcc/loader.h"

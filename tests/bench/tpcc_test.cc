@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "data_dir.h"
+#include "common/data_dir.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "tpcc/consistency.h"

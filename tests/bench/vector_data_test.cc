@@ -1,4 +1,4 @@
-// Tests of the vector-search dataset layer (bench/data/): file formats, the clustered
+// Tests of the vector-search dataset layer (bench/vector/data/): file formats, the clustered
 // generator, exact ground truth, the dataset cache and recall.
 #include <gtest/gtest.h>
 
@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 
 #include "calico/error.h"
-#include "data/dataset.h"
-#include "data/ground_truth.h"
-#include "data/recall.h"
-#include "data/synthetic.h"
-#include "data/vector_files.h"
+#include "vector/data/dataset.h"
+#include "vector/data/ground_truth.h"
+#include "vector/data/recall.h"
+#include "vector/data/synthetic.h"
+#include "vector/data/vector_files.h"
 #include "support/test_util.h"
 #include "vector/distance.h"
 
@@ -457,9 +457,9 @@ TEST(Recall, HandMadeCases) {
 }
 
 
-// End to end through the Python peers (bench/peers/vector_peers.py) on a tiny generated
-// dataset: every system builds, saves, reloads (usearch_view maps the saved file) and finds
-// the true neighbours. Needs the virtualenv that scripts/setup.sh makes; skipped (visibly)
+// End to end through the Python peers (bench/harness/peers/vector_peers.py) on a tiny
+// generated dataset: every system builds, saves, reloads (usearch_view maps the saved file)
+// and finds the true neighbours. Needs the virtualenv that scripts/setup.sh makes; skipped (visibly)
 // without it.
 TEST(VectorPeers, ScriptRunsEverySystemOnATinyDataset) {
   const fs::path root = fs::path(__FILE__).parent_path().parent_path().parent_path();
@@ -472,7 +472,8 @@ TEST(VectorPeers, ScriptRunsEverySystemOnATinyDataset) {
       "'{}' '{}' --data-dir '{}' --systems hnswlib,faiss_hnsw,faiss_ivf,usearch,usearch_view --M 8 "
       "--ef-construction 64 --ef 64 --nlist 16 --nprobe 16 --threads 1 --repeat 1 --index-dir '{}' --json '{}' "
       "> '{}' 2>&1",
-      python.string(), (root / "bench" / "peers" / "vector_peers.py").string(), d.dir, dir.sub("indexes"), json, log);
+      python.string(), (root / "bench" / "harness" / "peers" / "vector_peers.py").string(), d.dir, dir.sub("indexes"),
+      json, log);
   const int rc = std::system(cmd.c_str());
   std::ifstream log_in(log);
   const std::string log_text((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());

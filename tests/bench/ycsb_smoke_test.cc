@@ -1,5 +1,5 @@
-// YCSB smoke tests: every engine behind bench/kv/ runs workloads A-F through the same driver
-// (YcsbDatabase::run, bench/ycsb.h) with 2 threads, and every read of a loaded key must find
+// YCSB smoke tests: every engine behind bench/ycsb/ runs workloads A-F through the same driver
+// (YcsbDatabase::run, bench/ycsb/ycsb.h) with 2 threads, and every read of a loaded key must find
 // its self-checking value; inserts must be readable afterwards (YcsbDatabase::verify).
 // Calico also runs with a pool smaller than the data (larger than memory: evictions).
 // Also: the driver's check catches a wrong value, and run_ycsb (the subcommand) writes one
@@ -9,9 +9,9 @@
 #include <fstream>
 #include <string>
 
-#include "kv/kv_adapter.h"
+#include "ycsb/kv_store.h"
 #include "support/test_util.h"
-#include "ycsb.h"
+#include "ycsb/ycsb.h"
 
 namespace calico::bench {
 namespace {

@@ -5,110 +5,29 @@
 // reads back intact). Each corruption is made once through the pool (pin_exclusive +
 // mark_dirty) and, for each index, once in the file on disk with a correct checksum
 // trailer (io::stamp_page) followed by a reopen.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "index/btree/btree.h"
-#include "index/graph.h"
 #include "index/heap_file/heap_file.h"
 #include "index/hnsw/hnsw.h"
 #include "index/ivf/ivf.h"
 #include "io/checksum.h"
+#include "support/corrupt_page_env.h"
 #include "support/test_util.h"
 
 namespace calico {
 namespace {
 
-using testing::expect_error;
-using testing::TempDir;
-
-constexpr uint32_t kFrames = 64;
-constexpr uint64_t kBystanderPages = 4;
-auto bystander_stamp = [](uint64_t b) { return 900 + b; };
-
-template <class T>
-T load(const std::byte* p, size_t off) {
-  T v;
-  std::memcpy(&v, p + off, sizeof v);
-  return v;
-}
-template <class T>
-void store(std::byte* p, size_t off, T v) {
-  std::memcpy(p + off, &v, sizeof v);
-}
-
-// A pool with a bystander space whose pages must stay readable after every error.
-class Env {
- public:
-  Env() {
-    open_pool();
-    bystander_ = pool_->create_space("bystander");
-    testing::fill_space(*pool_, bystander_, kBystanderPages, bystander_stamp);
-  }
-  BufferPool& pool() { return *pool_; }
-
-  // Closes the pool (flushing) and opens it again.
-  void reopen() {
-    pool_.reset();
-    open_pool();
-    bystander_ = pool_->open_space("bystander");
-  }
-
-  // Rewrites page pid through the pool.
-  void patch(PageId pid, const std::function<void(std::byte*)>& fn) {
-    ExclusiveGuard g = pool_->pin_exclusive(pid);
-    fn(g.data());
-    g.mark_dirty();
-  }
-  // Flushes and closes the pool, rewrites page pid in its file with a valid trailer, and
-  // reopens the pool. Index objects on the pool must be gone before the call.
-  void patch_on_disk(PageId pid, const std::function<void(std::byte*)>& fn) {
-    const size_t ps = pool_->page_size();
-    pool_.reset();
-    const std::string path = dir_.sub("space_" + std::to_string(pid.space()) + ".dat");
-    int fd = ::open(path.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0) << path;
-    std::vector<std::byte> page(ps);
-    const off_t at = static_cast<off_t>(pid.block() * ps);
-    ASSERT_EQ(::pread(fd, page.data(), ps, at), static_cast<ssize_t>(ps));
-    fn(page.data());
-    io::stamp_page(page.data(), ps, pid);
-    ASSERT_EQ(::pwrite(fd, page.data(), ps, at), static_cast<ssize_t>(ps));
-    ::close(fd);
-    open_pool();
-    bystander_ = pool_->open_space("bystander");
-  }
-
-  // op must throw Error(kCorruptPage) naming pid; then the pool must still be sound.
-  template <class Fn>
-  void expect_corrupt(PageId pid, Fn&& op) {
-    Error e = expect_error(ErrorCode::kCorruptPage, op);
-    EXPECT_EQ(e.page(), pid) << e.what();
-    const std::string name = std::to_string(pid.space()) + ":" + std::to_string(pid.block());
-    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
-    expect_sound();
-  }
-  void expect_sound() {
-    pool_->check_invariants();
-    testing::expect_space(*pool_, bystander_, kBystanderPages, bystander_stamp);
-  }
-
- private:
-  void open_pool() { pool_ = BufferPool::open(testing::small_options(dir_.path(), kFrames)); }
-
-  TempDir dir_;
-  std::unique_ptr<BufferPool> pool_;
-  SpaceId bystander_ = 0;
-};
+using Env = testing::CorruptPageEnv;
+using testing::load;
+using testing::store;
 
 // --- B+tree ----------------------------------------------------------------------------
 
@@ -623,68 +542,6 @@ TEST(CorruptPages, IvfDirectoryTailNamingTheDirectoryPage) {
     for (uint32_t l = 0; l < kLists; ++l) store<uint32_t>(p, l * 16 + 4, m.directory_first);
   });
   env.expect_corrupt(dir, [&] { ivf.add(7, vec_of(7).data()); });
-}
-
-// --- graph -----------------------------------------------------------------------------
-
-using Graph = index::BasicGraph<BufferPool>;
-constexpr uint32_t kGraphNodes = 40;
-
-void build_graph(Env& env) {
-  Graph::create(env.pool(), "graph", kGraphNodes, [](uint32_t v, std::vector<uint32_t>* out) {
-    out->push_back((v + 1) % kGraphNodes);
-    out->push_back((v * 7 + 3) % kGraphNodes);
-  });
-}
-
-void expect_graph_reads_fail(Env& env, PageId bad) {
-  Graph g = Graph::open(env.pool(), "graph");
-  index::BfsState st(kGraphNodes);
-  for (index::GraphRead read : {index::GraphRead::kOptimistic, index::GraphRead::kPinned}) {
-    index::BfsOptions opt;
-    opt.read = read;
-    env.expect_corrupt(bad, [&] { g.bfs(0, opt, st); });
-    std::vector<uint32_t> out;
-    env.expect_corrupt(bad, [&] { g.neighbours(bad.block() - 1, read, &out); });
-  }
-}
-
-TEST(CorruptPages, GraphNodeWithWrongTag) {
-  Env env;
-  build_graph(env);
-  const PageId page(env.pool().open_space("graph"), 1 + 5);
-  env.patch(page, [](std::byte* p) { store<uint32_t>(p, 0, 0x1234); });
-  expect_graph_reads_fail(env, page);
-}
-
-TEST(CorruptPages, GraphDegreePastTheMaximum) {
-  Env env;
-  build_graph(env);
-  const PageId page(env.pool().open_space("graph"), 1 + 9);
-  env.patch(page, [](std::byte* p) { store<uint32_t>(p, 8, 100000); });
-  expect_graph_reads_fail(env, page);
-}
-
-TEST(CorruptPages, GraphNeighbourPastTheNodes) {
-  Env env;
-  build_graph(env);
-  const PageId page(env.pool().open_space("graph"), 1 + 0);
-  env.patch(page, [](std::byte* p) { store<uint32_t>(p, 16, kGraphNodes + 1); });
-  expect_graph_reads_fail(env, page);
-}
-
-TEST(CorruptPages, GraphPageOfAnotherNodeOnDisk) {
-  Env env;
-  build_graph(env);
-  const SpaceId s = env.pool().open_space("graph");
-  std::vector<std::byte> other(env.pool().usable_page_size());
-  {
-    SharedGuard g = env.pool().pin_shared(PageId(s, 1 + 3));
-    std::memcpy(other.data(), g.data(), other.size());
-  }
-  const PageId page(s, 1 + 4);
-  env.patch_on_disk(page, [&](std::byte* p) { std::memcpy(p, other.data(), other.size()); });
-  expect_graph_reads_fail(env, page);
 }
 
 }  // namespace

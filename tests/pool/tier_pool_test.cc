@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "page_pattern.h"
+#include "support/page_pattern.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 

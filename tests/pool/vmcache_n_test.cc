@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "page_pattern.h"
+#include "support/page_pattern.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "translation/vmcache_n.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "calico/buffer_pool.h"
-#include "page_pattern.h"
+#include "support/page_pattern.h"
 #include "support/crash_workload.h"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "calico/buffer_pool.h"
-#include "page_pattern.h"
+#include "support/page_pattern.h"
 
 int main(int argc, char** argv) {
   if (argc != 7) {

@@ -1,13 +1,12 @@
-// The TPC-C peer on LMDB (liblmdb, Debian's 0.9.24): open_lmdb_store.
+// The TPC-C peer on LMDB: open_lmdb_store. The engine is opened and configured in
+// engines/lmdb.h (as for YCSB: MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOTLS | MDB_NORDAHEAD, no
+// MDB_WRITEMAP; the OS page cache, not limited by LMDB: cache_enforced() is false).
 //
-// Configuration (as the YCSB adapter, bench/kv/lmdb_kv.cc): one environment with
-// MDB_NOSYNC | MDB_NOMETASYNC (no fsync at commit), MDB_NOTLS (a read transaction belongs to
-// its thread context, not to the OS thread's slot), MDB_NORDAHEAD; no MDB_WRITEMAP (the
-// adapter does not use it). One named database "tpcc_<name>" per TPC-C table or index. Map
-// size: the options' map bytes (the driver passes a multiple of the sizing estimate); a full
-// map is reported naming it. Cache: the OS page cache, not limited by LMDB (cache_enforced()
-// is false). Writes: one write transaction per operation; reads and scans: the thread's
-// read-only transaction renewed per operation (peer_store.h).
+// What this peer adds: one named database "tpcc_<name>" per TPC-C table or index; map size:
+// the options' map bytes (the driver passes a multiple of the sizing estimate; a full map is
+// reported naming it); reader slots: threads + 16. Writes: one write transaction per
+// operation; reads and scans: the thread's read-only transaction renewed per operation
+// (peer_store.h).
 #include <fmt/format.h>
 #include <lmdb.h>
 
@@ -16,14 +15,15 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engines/lmdb.h"
 #include "tpcc/peers/peer_store.h"
 #include "tpcc/peers/thread_contexts.h"
 
 namespace calico::bench::tpcc::peers {
 namespace {
 
-MDB_val as_val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-std::string_view as_view(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
+using engines::lmdb_val;
+using engines::lmdb_view;
 
 struct LmdbContext {
   MDB_txn* rtxn = nullptr;  // reset between operations: pins no snapshot while idle
@@ -35,31 +35,18 @@ struct LmdbContext {
 
 class LmdbStore final : public PeerStore {
  public:
-  explicit LmdbStore(const PeerOptions& o) : contexts_([this] { return make_context(); }) {
-    map_bytes_ = std::max<uint64_t>(uint64_t{1} << 30, o.map_bytes);
-    check(mdb_env_create(&env_), "mdb_env_create", "");
-    try {
-      check(mdb_env_set_mapsize(env_, map_bytes_), "mdb_env_set_mapsize", "");
-      check(mdb_env_set_maxreaders(env_, o.max_threads + 16), "mdb_env_set_maxreaders", "");
-      check(mdb_env_set_maxdbs(env_, kMaxPeerTables), "mdb_env_set_maxdbs", "");
-      check(mdb_env_open(env_, o.dir.c_str(), MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOTLS | MDB_NORDAHEAD, 0644),
-            "mdb_env_open", "");
-    } catch (...) {
-      mdb_env_close(env_);
-      throw;
-    }
-  }
-  ~LmdbStore() override {
-    contexts_.close_all();
-    mdb_env_close(env_);
-  }
+  explicit LmdbStore(const PeerOptions& o)
+      : lmdb_({.dir = o.dir, .map_bytes = o.map_bytes, .max_readers = o.max_threads + 16, .max_dbs = kMaxPeerTables}),
+        env_(lmdb_.env()),
+        map_bytes_(lmdb_.map_bytes()),
+        contexts_([this] { return make_context(); }) {}
+  ~LmdbStore() override { contexts_.close_all(); }  // then lmdb_ closes the environment
 
   std::string name() const override { return "lmdb"; }
   std::string configuration() const override {
-    return fmt::format("lmdb {}: MDB_NOSYNC|MDB_NOMETASYNC|MDB_NOTLS|MDB_NORDAHEAD (no WRITEMAP), map {} MB, one "
-                       "named database per TPC-C table, one write txn per write op, reads in a per-thread read txn "
-                       "renewed per op; cache = OS page cache (NOT limited)",
-                       MDB_VERSION_STRING, map_bytes_ >> 20);
+    return fmt::format("{}, one named database per TPC-C table, one write txn per write op, reads in a per-thread "
+                       "read txn renewed per op; cache = OS page cache (NOT limited)",
+                       lmdb_.describe());
   }
   bool cache_enforced() const override { return false; }
 
@@ -82,24 +69,24 @@ class LmdbStore final : public PeerStore {
   bool read(uint32_t t, std::string_view key, std::string* out) override {
     LmdbContext& ctx = contexts_.get();
     Reader r(*this, ctx, t);
-    MDB_val k = as_val(key), v;
+    MDB_val k = lmdb_val(key), v;
     const int rc = mdb_get(ctx.rtxn, dbi(t), &k, &v);
     if (rc == MDB_NOTFOUND) return false;
     check(rc, "mdb_get", t);
-    out->assign(as_view(v));
+    out->assign(lmdb_view(v));
     return true;
   }
 
   bool update(uint32_t t, std::string_view key, FunctionRef<void(std::span<std::byte>)> fn) override {
     LmdbContext& ctx = contexts_.get();
     Writer w(*this, t);
-    MDB_val k = as_val(key), v;
+    MDB_val k = lmdb_val(key), v;
     int rc = mdb_get(w.txn, dbi(t), &k, &v);
     if (rc == MDB_NOTFOUND) return false;  // Writer aborts
     check(rc, "mdb_get", t);
-    ctx.buf.assign(as_view(v));
+    ctx.buf.assign(lmdb_view(v));
     fn(std::span<std::byte>(reinterpret_cast<std::byte*>(ctx.buf.data()), ctx.buf.size()));
-    MDB_val nv = as_val(ctx.buf);
+    MDB_val nv = lmdb_val(ctx.buf);
     check(mdb_put(w.txn, dbi(t), &k, &nv, 0), "mdb_put", t);
     w.commit();
     return true;
@@ -107,7 +94,7 @@ class LmdbStore final : public PeerStore {
 
   bool insert(uint32_t t, std::string_view key, std::string_view value) override {
     Writer w(*this, t);
-    MDB_val k = as_val(key), v = as_val(value);
+    MDB_val k = lmdb_val(key), v = lmdb_val(value);
     const int rc = mdb_put(w.txn, dbi(t), &k, &v, MDB_NOOVERWRITE);
     if (rc == MDB_KEYEXIST) return false;
     check(rc, "mdb_put", t);
@@ -117,7 +104,7 @@ class LmdbStore final : public PeerStore {
 
   bool remove(uint32_t t, std::string_view key) override {
     Writer w(*this, t);
-    MDB_val k = as_val(key);
+    MDB_val k = lmdb_val(key);
     const int rc = mdb_del(w.txn, dbi(t), &k, nullptr);
     if (rc == MDB_NOTFOUND) return false;
     check(rc, "mdb_del", t);
@@ -134,11 +121,11 @@ class LmdbStore final : public PeerStore {
       MDB_cursor* c;
       ~Close() { mdb_cursor_close(c); }
     } close{c};
-    MDB_val k = as_val(start), v;
+    MDB_val k = lmdb_val(start), v;
     // LMDB refuses an empty key: an empty start is the first record.
     int rc = mdb_cursor_get(c, &k, &v, start.empty() ? MDB_FIRST : MDB_SET_RANGE);
     for (; rc == MDB_SUCCESS; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-      if (!fn(as_view(k), as_view(v))) return;
+      if (!fn(lmdb_view(k), lmdb_view(v))) return;
     }
     if (rc != MDB_NOTFOUND) check(rc, "mdb_cursor_get", t);
   }
@@ -200,8 +187,9 @@ class LmdbStore final : public PeerStore {
                                          mdb_strerror(rc), hint));
   }
 
-  MDB_env* env_ = nullptr;
-  uint64_t map_bytes_ = 0;
+  engines::Lmdb lmdb_;  // declared first: closed after the thread contexts
+  MDB_env* env_;
+  uint64_t map_bytes_;
   std::vector<MDB_dbi> dbis_;  // by slot; fixed once the tables are created
   std::vector<std::string> names_;
   ThreadContexts<LmdbContext> contexts_;

@@ -1,6 +1,6 @@
 // PeerStore: a peer engine (WiredTiger, LMDB) holding the TPC-C tables, one engine table per
 // TPC-C table or index, behind a small virtual interface (as the YCSB driver's KvStore,
-// bench/kv/kv_adapter.h: a virtual call costs about a nanosecond, far under an engine's
+// bench/ycsb/kv_store.h: a virtual call costs about a nanosecond, far under an engine's
 // operation; the Calico path has none).
 //
 // Entry points: open_peer_store(system, options), peer_systems(), is_peer_system(name);
@@ -23,7 +23,7 @@
 // thread's first use (peers/thread_contexts.h).
 //
 // Statistics: stats() is all zeros (no page counters are asked of the engines: WiredTiger
-// runs with statistics=(none) as in the YCSB adapter, LMDB has none); size_summary() says
+// runs with statistics=(none), engines/wiredtiger.h; LMDB has none); size_summary() says
 // what the engine reports cheaply about its size after the load.
 #pragma once
 
@@ -36,11 +36,9 @@
 #include <vector>
 
 #include "calico/pool_options.h"
-#include "kv/kv_adapter.h"
+#include "common/function_ref.h"
 
 namespace calico::bench::tpcc::peers {
-
-using kv::FunctionRef;
 
 struct PeerOptions {
   std::string dir;              // the engine's directory: exists and is empty

@@ -1,14 +1,13 @@
-// The TPC-C peer on WiredTiger (libwiredtiger, Debian's 3.2.1): open_wiredtiger_store.
+// The TPC-C peer on WiredTiger: open_wiredtiger_store. The engine is opened and configured in
+// engines/wiredtiger.h (as for YCSB: write-ahead logging off, cache_size = the options'
+// cache bytes, no periodic checkpoints, raw byte tables, default page sizes).
 //
-// Configuration (as the YCSB adapter, bench/kv/wiredtiger_kv.cc, and the Calico paper:
-// write-ahead logging off): one connection, cache_size = the options' cache bytes,
-// log=(enabled=false), statistics=(none), no periodic checkpoints (one after the load, one at
-// close); one table "table:tpcc_<name>" per TPC-C table or index, key_format=u,
-// value_format=u (raw bytes; the big-endian keys of keys.h sort under WiredTiger's byte-wise
-// collation), default page sizes. Each thread has one session (isolation=snapshot) with one
-// cursor per table (overwrite=false: insert fails on an existing key, update and remove on
-// a missing one), made on first use (thread_contexts.h); session_max = threads + 16.
-// Isolation: peer_store.h.
+// What this peer adds: one table "table:tpcc_<name>" per TPC-C table or index (the big-endian
+// keys of keys.h sort under WiredTiger's byte-wise collation); a checkpoint after the load
+// (and the one at close). Each thread has one session (isolation=snapshot: an update is a
+// transaction) with one cursor per table (overwrite=false: insert fails on an existing key,
+// update and remove on a missing one), made on first use (thread_contexts.h); session_max =
+// threads + 16. Isolation: peer_store.h.
 #include <fmt/format.h>
 #include <wiredtiger.h>
 
@@ -18,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "engines/wiredtiger.h"
 #include "tpcc/peers/peer_store.h"
 #include "tpcc/peers/thread_contexts.h"
 
@@ -29,13 +29,8 @@ namespace {
 // two workers produce, low enough that a livelock is reported instead of hanging a run.
 constexpr int kMaxRetries = 1000000;
 
-WT_ITEM as_item(std::string_view s) {
-  WT_ITEM it{};
-  it.data = s.data();
-  it.size = s.size();
-  return it;
-}
-std::string_view as_view(const WT_ITEM& it) { return {static_cast<const char*>(it.data), it.size}; }
+using engines::wt_item;
+using engines::wt_view;
 
 struct WtContext {
   WT_SESSION* session = nullptr;
@@ -49,35 +44,24 @@ struct WtContext {
 class WtStore final : public PeerStore {
  public:
   explicit WtStore(const PeerOptions& o)
-      : contexts_([this] { return make_context(); }) {
-    cache_mb_ = std::max<uint64_t>(1, o.cache_bytes >> 20);
-    config_ = fmt::format("create,cache_size={}M,log=(enabled=false),session_max={},statistics=(none)", cache_mb_,
-                          o.max_threads + 16);
-    check(wiredtiger_open(o.dir.c_str(), nullptr, config_.c_str(), &conn_), "wiredtiger_open", "");
-    dir_ = o.dir;
-  }
-  ~WtStore() override {
-    contexts_.close_all();
-    if (conn_) conn_->close(conn_, nullptr);
-  }
+      : wt_({.dir = o.dir, .cache_bytes = o.cache_bytes, .session_max = o.max_threads + 16}),
+        dir_(o.dir),
+        contexts_([this] { return make_context(); }) {}
+  ~WtStore() override { contexts_.close_all(); }  // then wt_ closes the connection
 
   std::string name() const override { return "wiredtiger"; }
   std::string configuration() const override {
-    return fmt::format("wiredtiger {}.{}.{}: {}; sessions isolation=snapshot, one table per TPC-C table "
+    return fmt::format("{}; sessions isolation=snapshot, one table per TPC-C table "
                        "(key_format=u,value_format=u, default pages), auto-committed operations, an update = "
                        "reserve + read + write in one transaction, checkpoint after the load and at close",
-                       WIREDTIGER_VERSION_MAJOR, WIREDTIGER_VERSION_MINOR, WIREDTIGER_VERSION_PATCH, config_);
+                       wt_.describe());
   }
   bool cache_enforced() const override { return true; }
 
   uint32_t create_table(const std::string& name) override {
     if (uris_.size() >= kMaxPeerTables) throw std::logic_error("wiredtiger: more than kMaxPeerTables tables");
     const std::string uri = "table:tpcc_" + name;
-    WT_SESSION* s;
-    check(conn_->open_session(conn_, nullptr, nullptr, &s), "open_session", name);
-    int rc = s->create(s, uri.c_str(), "key_format=u,value_format=u");
-    s->close(s, nullptr);
-    check(rc, "create", name);
+    wt_.create_table(uri, " on " + name);
     uris_.push_back(uri);
     return static_cast<uint32_t>(uris_.size() - 1);
   }
@@ -85,12 +69,12 @@ class WtStore final : public PeerStore {
   bool read(uint32_t t, std::string_view key, std::string* out) override {
     WT_CURSOR* c = cursor(t);
     for (int attempt = 0;; ++attempt) {
-      WT_ITEM k = as_item(key), v{};
+      WT_ITEM k = wt_item(key), v{};
       c->set_key(c, &k);
       int rc = c->search(c);
       if (rc == 0) {
         rc = c->get_value(c, &v);
-        if (rc == 0) out->assign(as_view(v));
+        if (rc == 0) out->assign(wt_view(v));
       }
       c->reset(c);
       if (rc == 0) return true;
@@ -105,7 +89,7 @@ class WtStore final : public PeerStore {
     WT_CURSOR* c = cursor(ctx, t);
     for (int attempt = 0;; ++attempt) {
       check(s->begin_transaction(s, nullptr), "begin_transaction", t);
-      WT_ITEM k = as_item(key), v{};
+      WT_ITEM k = wt_item(key), v{};
       c->set_key(c, &k);
       int rc = c->reserve(c);  // claims the record against concurrent writers (peer_store.h)
       if (rc == 0) {
@@ -120,7 +104,7 @@ class WtStore final : public PeerStore {
         retry_or_throw(rc, attempt, "reserve", t);
         continue;
       }
-      ctx.buf.assign(as_view(v));
+      ctx.buf.assign(wt_view(v));
       try {
         fn(std::span<std::byte>(reinterpret_cast<std::byte*>(ctx.buf.data()), ctx.buf.size()));
       } catch (...) {
@@ -128,7 +112,7 @@ class WtStore final : public PeerStore {
         s->rollback_transaction(s, nullptr);
         throw;
       }
-      WT_ITEM nv = as_item(ctx.buf);
+      WT_ITEM nv = wt_item(ctx.buf);
       c->set_key(c, &k);
       c->set_value(c, &nv);
       rc = c->update(c);
@@ -147,7 +131,7 @@ class WtStore final : public PeerStore {
   bool insert(uint32_t t, std::string_view key, std::string_view value) override {
     WT_CURSOR* c = cursor(t);
     for (int attempt = 0;; ++attempt) {
-      WT_ITEM k = as_item(key), v = as_item(value);
+      WT_ITEM k = wt_item(key), v = wt_item(value);
       c->set_key(c, &k);
       c->set_value(c, &v);
       const int rc = c->insert(c);
@@ -161,7 +145,7 @@ class WtStore final : public PeerStore {
   bool remove(uint32_t t, std::string_view key) override {
     WT_CURSOR* c = cursor(t);
     for (int attempt = 0;; ++attempt) {
-      WT_ITEM k = as_item(key);
+      WT_ITEM k = wt_item(key);
       c->set_key(c, &k);
       const int rc = c->remove(c);
       c->reset(c);
@@ -177,7 +161,7 @@ class WtStore final : public PeerStore {
       WT_CURSOR* c;
       ~Reset() { c->reset(c); }
     } reset{c};
-    WT_ITEM k = as_item(start), v{};
+    WT_ITEM k = wt_item(start), v{};
     int rc;
     if (start.empty()) {
       rc = c->next(c);  // an unpositioned cursor's next is the first record
@@ -190,7 +174,7 @@ class WtStore final : public PeerStore {
     for (; rc == 0; rc = c->next(c)) {
       check(c->get_key(c, &k), "get_key", t);
       check(c->get_value(c, &v), "get_value", t);
-      if (!fn(as_view(k), as_view(v))) return;
+      if (!fn(wt_view(k), wt_view(v))) return;
     }
     if (rc != WT_NOTFOUND) check(rc, "scan", t);
   }
@@ -205,13 +189,14 @@ class WtStore final : public PeerStore {
     for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
       if (e.path().extension() == ".wt") bytes += e.file_size(ec);
     }
-    return fmt::format("table files {:.1f} MB after the checkpoint; cache {} MB", bytes / 1048576.0, cache_mb_);
+    return fmt::format("table files {:.1f} MB after the checkpoint; cache {} MB", bytes / 1048576.0, wt_.cache_mb());
   }
 
  private:
   std::unique_ptr<WtContext> make_context() {
     auto ctx = std::make_unique<WtContext>();
-    check(conn_->open_session(conn_, nullptr, "isolation=snapshot", &ctx->session), "open_session", "");
+    WT_CONNECTION* conn = wt_.connection();
+    check(conn->open_session(conn, nullptr, engines::kSnapshot, &ctx->session), "open_session", "");
     return ctx;
   }
   WT_CURSOR* cursor(uint32_t t) { return cursor(contexts_.get(), t); }
@@ -226,10 +211,7 @@ class WtStore final : public PeerStore {
   std::string table_name(uint32_t t) const { return t < uris_.size() ? uris_[t] : "?"; }
   void check(int rc, const char* what, uint32_t t) const { check(rc, what, table_name(t)); }
   static void check(int rc, const char* what, const std::string& table) {
-    if (rc != 0) {
-      throw std::runtime_error(fmt::format("wiredtiger: {}{}: {}", what, table.empty() ? "" : " on " + table,
-                                           wiredtiger_strerror(rc)));
-    }
+    if (rc != 0) engines::wt_check(rc, fmt::format("{}{}", what, table.empty() ? "" : " on " + table));
   }
   // WT_ROLLBACK (a write conflict) is retried up to kMaxRetries, after yielding the CPU to
   // the conflicting writer (which may be descheduled, on a machine with few cores); anything
@@ -242,9 +224,8 @@ class WtStore final : public PeerStore {
     check(rc, what, t);
   }
 
-  WT_CONNECTION* conn_ = nullptr;
-  uint64_t cache_mb_ = 0;
-  std::string config_, dir_;
+  engines::WiredTiger wt_;  // declared first: closed after the thread contexts
+  std::string dir_;
   std::vector<std::string> uris_;  // by slot; fixed once the tables are created
   ThreadContexts<WtContext> contexts_;
 };
