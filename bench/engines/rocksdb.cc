@@ -53,7 +53,8 @@ RocksDb::~RocksDb() {
 std::string RocksDb::describe() const {
   return fmt::format("rocksdb {}.{}.{}: WAL off, no sync, LRU block cache {} MB (index+filter in cache), "
                      "memtable {} MB x2, bloom 10 bits/key, use_direct_reads, no compression",
-                     ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH, cache_bytes_ >> 20, memtable_bytes(cache_bytes_) >> 20);
+                     ROCKSDB_MAJOR, ROCKSDB_MINOR, ROCKSDB_PATCH, cache_bytes_ >> 20,
+                     memtable_bytes(cache_bytes_) >> 20);
 }
 
 }  // namespace calico::bench::engines
