@@ -224,7 +224,7 @@ CLI::App* add_tpcc_command(CLI::App& app, calico::bench::TpccConfig& tpcc) {
 // `calico_bench tier-calibrate` and its options (tiers/tier_calibrate.h).
 CLI::App* add_tier_calibrate_command(CLI::App& app, calico::bench::TierCalibrateConfig& tc) {
   CLI::App* tcal = app.add_subcommand("tier-calibrate", "pointer chase and copies through the emulated far tier: "
-                                                         "measured extra latency and bandwidth against the configured ones (docs/tiers.md)");
+                                                         "measured extra latency and bandwidth against the configured ones (docs/results/tiers.md)");
   tcal->add_option("--preset", tc.preset, "defaults for the next two: remote-numa or cxl (src/memory/tiers/tier_config.h)")->capture_default_str()->check(CLI::IsMember({"remote-numa", "cxl"}));
   tcal->add_option("--latency-ns", tc.latency_ns, "extra ns per cache line (default: the preset's)")->check(CLI::Range(0.0, 10000.0));
   tcal->add_option("--bandwidth-mb-s", tc.bandwidth_mb_s, "migration bandwidth in MB/s, 0 = unthrottled (default: the preset's)")->check(CLI::Range(0.0, 1e6));

@@ -10,7 +10,7 @@ Pages: README.md and docs/**/*.md. Two checks:
    when the page cites it:
   - in prose (inline `code` spans included) and in Markdown links and images;
   - in a code block, after a '#' comment, or as an argument that names a path under docs/
-    (e.g. `bench/report/micro_figures.py docs/results/micro/large.jsonl`).
+    (e.g. `bench/harness/report/micro_figures.py docs/results/micro/large.jsonl`).
 Not checked, because they name what a command will write, not committed data:
   - other arguments of a command in a code block (`calico_bench ... ycsb.jsonl`), and the
     argument of an output option anywhere (`--json out.jsonl`, `--plot x.png`, `> x.csv`);

@@ -33,7 +33,7 @@ PAGE = """# Results
 The raw lines are in `docs/a/data.jsonl`.
 
     ./build/calico_bench demo --json demo.jsonl --plot OUT.png     # data: docs/a/more.jsonl
-    bench/report/table.py OUTDIR/x.jsonl docs/a/data.jsonl
+    bench/harness/report/table.py OUTDIR/x.jsonl docs/a/data.jsonl
 
 ![figure](a/fig.png) and the sweep in OUT/*.jsonl.
 Each run appends `.jsonl` lines to the file of `--json written.jsonl`.
@@ -96,7 +96,7 @@ class CheckDocsData(unittest.TestCase):
         rc, out = check(self.root)  # README.md names docs/a.md, which is not added
         self.assertEqual(rc, 1, out)
         self.assertIn("README.md:3 -> docs/a.md", out)
-        write(self.root, "docs/b.md", "# B\n\nMoved: `docs/old/place.md`; run `bench/x.py --md docs/$REPORT.md`.\n")
+        write(self.root, "docs/b.md", "# B\n\nMoved: `docs/old/place.md`; run `bench/x.py --md docs/results/$REPORT.md`.\n")
         rc, out = check(self.root)
         self.assertIn("docs/b.md:3 -> docs/old/place.md", out)
         self.assertNotIn("REPORT", out)  # a placeholder

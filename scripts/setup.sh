@@ -29,7 +29,7 @@ else
   echo "setup: all apt packages present"
 fi
 
-# Python peers of the vector-search benchmark (bench/peers/vector_peers.py): Debian's system
+# Python peers of the vector-search benchmark (bench/harness/peers/vector_peers.py): Debian's system
 # pip is externally managed (PEP 668), so they go into a virtualenv at <repo>/.venv, built on
 # Debian's /usr/bin/python3 (python3-venv above). hnswlib is an sdist: pip builds it with g++
 # and pybind11 (pulled as a build dependency). Only missing packages are installed.

@@ -1,5 +1,5 @@
 // --far-tier of the benchmarks (calico_bench tpcc, ycsb's calico store): remote-numa, cxl
-// (emulated, docs/tiers.md), local, or numa:<node> (TierConfig::named).
+// (emulated, docs/results/tiers.md), local, or numa:<node> (TierConfig::named).
 #pragma once
 
 #include <stdexcept>

@@ -3,10 +3,10 @@
 #
 # bench/experiments/micro.sh [OUTDIR] [OPTIONS...]: the translation microbenchmarks of the Calico paper
 # (Tables 2, 3, 4, 6; Figures 1, 10, 11) at their default sizes on every translation of
-# include/calico/variants.h, then regenerates docs/micro.md and docs/micro/*.png.
+# include/calico/variants.h, then regenerates docs/results/micro.md and docs/results/micro/*.png.
 #
-# docs/micro.md also gets the sections of docs/micro/large.jsonl (--large below) and
-# docs/micro/counts.jsonl (bench/experiments/micro_counts.sh) when they exist.
+# docs/results/micro.md also gets the sections of docs/results/micro/large.jsonl (--large below) and
+# docs/results/micro/counts.jsonl (bench/experiments/micro_counts.sh) when they exist.
 #
 # Sets up the machine (scripts/setup.sh), builds a release tree (build-micro:
 # RelWithDebInfo, CALICO_CHECKS_LEVEL=1, no tests) when needed, and writes into OUTDIR
@@ -21,11 +21,11 @@
 # bench/experiments/micro.sh --quick [OUTDIR]: the headline ratios in a few minutes: scans (1 GB) and
 # B+tree lookups (5M records) on direct, array, array_sparse, vmcache_2m, vmcache and
 # hash_open, 5 rounds of runs of at least 0.5 s each; writes OUTDIR/micro.jsonl (default
-# ./micro-quick) and docs/micro/quick.jsonl (with the machine and the commit), and prints the
+# ./micro-quick) and docs/results/micro/quick.jsonl (with the machine and the commit), and prints the
 # paired ratios.
 #
 # The A/A control of --quick and --large: array_sparse runs array's hot path instruction for
-# instruction while nothing is evicted (src/translation/array/sparse_array.h; docs/hot_path.md), in
+# instruction while nothing is evicted (src/translation/array/sparse_array.h; docs/design/hot_path.md), in
 # its own pool and its own code. Its ratio to array is what the machine alone makes of one
 # design: a difference between designs no larger than that is not resolved by the run.
 #
@@ -34,7 +34,7 @@
 # every translation at once: each round runs one fresh process per translation (order rotated
 # per round), each generating the same data from the same seed, one timed run of at least
 # 1 s per workload; ratios are paired within a round. Writes OUTDIR/large.jsonl (default
-# ./micro-large; each line tagged with its round) and docs/micro/large.jsonl. Sizes and
+# ./micro-large; each line tagged with its round) and docs/results/micro/large.jsonl. Sizes and
 # rounds: ROUNDS (5), SCAN_MB (4096), RECORDS (20000000), NODES (2097152), LARGE_TRANSLATIONS
 # (direct,array,array_sparse,vmcache_2m,vmcache,hash_open), BFS_TRANSLATIONS
 # (direct,array,array_sparse,vmcache_2m), in the environment. About 12 minutes at the
@@ -70,7 +70,7 @@ if [[ $mode == quick ]]; then
           --data-dir "$OUT/data" --json "$JSON")
   "$BENCH" scan "${common[@]}" --data-mb 1024 --no-pinned 2>&1 | tee "$OUT/scan.log"
   "$BENCH" micro-btree "${common[@]}" --records 5000000 2>&1 | tee "$OUT/micro-btree.log"
-  python3 "$ROOT/bench/harness/report/micro_quick.py" "$JSON" --commit "$commit" --out "$ROOT/docs/micro/quick.jsonl"
+  python3 "$ROOT/bench/harness/report/micro_quick.py" "$JSON" --commit "$commit" --out "$ROOT/docs/results/micro/quick.jsonl"
   exit 0
 fi
 if [[ $mode == large ]]; then
@@ -104,7 +104,7 @@ for l in open(sys.argv[1]):
     done
   done
   rm -f "$OUT/one.jsonl"
-  python3 "$ROOT/bench/harness/report/micro_quick.py" "$LARGE" --commit "$commit" --out "$ROOT/docs/micro/large.jsonl" \
+  python3 "$ROOT/bench/harness/report/micro_quick.py" "$LARGE" --commit "$commit" --out "$ROOT/docs/results/micro/large.jsonl" \
     --source "bench/experiments/micro.sh --large"
   exit 0
 fi
@@ -121,8 +121,8 @@ echo "=== all experiments done in $(( $(date +%s) - start )) s"
 
 PY=python3
 "$PY" -c 'import matplotlib' 2> /dev/null || PY=/usr/bin/python3  # Debian's python3-matplotlib
-"$PY" "$ROOT/bench/harness/report/micro_figures.py" "$JSON" --md "$ROOT/docs/micro.md" --png-dir "$ROOT/docs/micro" \
-  --command "bench/experiments/micro.sh $*" --large "$ROOT/docs/micro/large.jsonl" --counts "$ROOT/docs/micro/counts.jsonl"
+"$PY" "$ROOT/bench/harness/report/micro_figures.py" "$JSON" --md "$ROOT/docs/results/micro.md" --png-dir "$ROOT/docs/results/micro" \
+  --command "bench/experiments/micro.sh $*" --large "$ROOT/docs/results/micro/large.jsonl" --counts "$ROOT/docs/results/micro/counts.jsonl"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "micro.sh: FAILED (see the logs in $OUT): ${failed[*]}" >&2
   exit 1

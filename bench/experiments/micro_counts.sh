@@ -22,11 +22,11 @@
 # Simulated caches: L1d/L1i 32 KB 8-way, last level 32 MB 16-way, 64-byte lines (an EPYC
 # core's L1 and one CCX's L3; stated so that the counts can be compared across machines).
 # Prints a table and writes one JSON line per (workload, translation) to OUT.jsonl
-# (default docs/micro/counts.jsonl). TRANSLATIONS: comma list (default
+# (default docs/results/micro/counts.jsonl). TRANSLATIONS: comma list (default
 # direct,array,vmcache_2m,vmcache,hash_open). Takes ~11-20 minutes for the default five (11 on this 2-core VM).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${1:-$ROOT/docs/micro/counts.jsonl}
+OUT=${1:-$ROOT/docs/results/micro/counts.jsonl}
 TRANSLATIONS=${2:-direct,array,vmcache_2m,vmcache,hash_open}
 WORKLOADS=${WORKLOADS:-scan btree bfs bfs-prefetch}  # a subset, e.g. WORKLOADS=bfs, to recount one workload
 command -v valgrind > /dev/null || { echo "micro_counts: valgrind not found (scripts/setup.sh installs it)" >&2; exit 2; }

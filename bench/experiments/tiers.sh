@@ -2,7 +2,7 @@
 # Reproduces: vmcache^n paper, Figure 2 (vmcache^n vs. vmcache: random lookups and TPC-C on a far
 # memory tier); no Calico paper figure.
 #
-# bench/experiments/tiers.sh [OUTDIR]: the far-tier sweeps of docs/tiers.md, on a quiet machine:
+# bench/experiments/tiers.sh [OUTDIR]: the far-tier sweeps of docs/results/tiers.md, on a quiet machine:
 # random lookups, then TPC-C (WORKLOADS="lookups tpcc").
 #
 # Lookups: random point lookups, the vmcache^n paper's key-value workload (section 4: 8-byte uniform
@@ -13,12 +13,12 @@
 # the tiered designs (calico:array_tiered, and calico:vmcache_n where it exists), which get
 # the far tier; single-tier translations ignore --far-mb.
 #
-# The far tier is EMULATED on a one-node machine (docs/tiers.md): TIER = remote-numa (70 ns
+# The far tier is EMULATED on a one-node machine (docs/results/tiers.md): TIER = remote-numa (70 ns
 # per touched line, 20.8 GB/s migration) or cxl; `calico_bench tier-calibrate` measures what
 # the emulation charges here.
 #
 # Priority: the runs do I/O, so `nice -n -10` with the kernel's autogroup off (not real time:
-# O_DIRECT completions run in kernel workers that real-time spinners starve; docs/tpcc.md).
+# O_DIRECT completions run in kernel workers that real-time spinners starve; docs/results/tpcc.md).
 # TPC-C: `calico_bench tpcc` on TPCC_WAREHOUSES (2) warehouses at TPCC_SCALE (0.5: about
 # 170 MB loaded, growing while it runs), the pool TPCC_FAST_MB (16) and the far tier
 # TPCC_FAST_MB x ratio, the same four designs interleaved per repeat (single-tier ones

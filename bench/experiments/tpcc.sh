@@ -3,7 +3,7 @@
 # WiredTiger and LMDB) and Figure 10 (TPC-C's translation memory); LIPAH paper, Figure 3
 # (index skipping on TPC-C).
 #
-# bench/experiments/tpcc.sh [OUTDIR]: the TPC-C tables of docs/tpcc.md, on a quiet machine.
+# bench/experiments/tpcc.sh [OUTDIR]: the TPC-C tables of docs/results/tpcc.md, on a quiet machine.
 #
 #   inmem  every LIPAH configuration in memory: hash_open, vmcache, lipah, array and array_hinted, each with
 #          index skipping off, on and remember, at 1 and 2 threads, W_INMEM warehouses

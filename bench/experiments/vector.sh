@@ -2,7 +2,7 @@
 # Reproduces: Calico paper, Figures 4 and 5 (vector search in memory and larger than memory, with
 # hnswlib, faiss and USearch) and Figure 11 (the ablation, on HNSW).
 #
-# bench/experiments/vector.sh [OUTDIR]: the vector-search experiment (docs/vector.md), end to end.
+# bench/experiments/vector.sh [OUTDIR]: the vector-search experiment (docs/results/vector.md), end to end.
 #   1. sets up the machine (scripts/setup.sh: apt packages and the Python peers in .venv) and
 #      builds build-vector (Release: -O3, as the peers' wheels are; CALICO_CHECKS_LEVEL=1; no
 #      tests);
@@ -19,7 +19,7 @@
 #   5. the disk's 4 KB random-read IOPS at queue depths 1 to 64 (bench/experiments/disk_iops.sh), the
 #      curve each larger-than-memory run is compared with at the device depth it kept;
 #   6. the Figure 11 ablation on HNSW;
-#   7. bench/harness/report/vector_figures.py -> docs/vector.md and docs/vector/*.png.
+#   7. bench/harness/report/vector_figures.py -> docs/results/vector.md and docs/results/vector/*.png.
 # Everything goes to OUTDIR (default ./vector-results): vector.jsonl, logs, the dataset cache
 # (data/), the built indexes (pools/, peer-indexes/).
 #
@@ -111,8 +111,8 @@ fi
 log "report"
 ltm_args=""
 [ -n "${SKIP_LTM:-}" ] || ltm_args=" LTM_FRACTIONS=$LTM_FRACTIONS LTM_THREADS=$LTM_THREADS LTM_BATCH=$LTM_BATCH${PEER_LTM_READAHEAD_KB:+ PEER_LTM_READAHEAD_KB=$PEER_LTM_READAHEAD_KB}${PEER_LTM_QUERIES:+ PEER_LTM_QUERIES=$PEER_LTM_QUERIES}"
-REPORT=${REPORT:-vector}  # docs/$REPORT.md, docs/$REPORT/*.png and docs/$REPORT/vector.jsonl
-mkdir -p "$ROOT/docs/$REPORT"
-cp "$JSON" "$ROOT/docs/$REPORT/vector.jsonl"
-"$PY" "$ROOT/bench/harness/report/vector_figures.py" "$JSON" --md "$ROOT/docs/$REPORT.md" --png-dir "$ROOT/docs/$REPORT" \
+REPORT=${REPORT:-vector}  # docs/results/$REPORT.md, docs/results/$REPORT/*.png and docs/results/$REPORT/vector.jsonl
+mkdir -p "$ROOT/docs/results/$REPORT"
+cp "$JSON" "$ROOT/docs/results/$REPORT/vector.jsonl"
+"$PY" "$ROOT/bench/harness/report/vector_figures.py" "$JSON" --md "$ROOT/docs/results/$REPORT.md" --png-dir "$ROOT/docs/results/$REPORT" \
   --command "DATASET=$DATASET N=$N DIM=$DIM ROUNDS=$ROUNDS THREADS=$THREADS TRANSLATIONS=$TRANSLATIONS EF=$EF NPROBE=$NPROBE$ltm_args${SKIP_MEMORY:+ SKIP_MEMORY=1}${SKIP_LTM:+ SKIP_LTM=1}${SKIP_PEERS:+ SKIP_PEERS=1}${SKIP_ABLATION:+ SKIP_ABLATION=1} bench/experiments/vector.sh"

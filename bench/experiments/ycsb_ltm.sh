@@ -5,7 +5,7 @@
 # Larger-than-memory YCSB with every engine held to the SAME total memory: each run is one
 # process alone in a (v1) memory cgroup of LIMIT_MB, which charges its heap, its kernel memory
 # and the OS page cache it brings in. Each engine is configured to use as much of LIMIT_MB as
-# it safely can. Defaults, measured at LIMIT_MB = 128 with 4M records (docs/results.md):
+# it safely can. Defaults, measured at LIMIT_MB = 128 with 4M records (docs/results/overview.md):
 #   calico      pool = LIMIT - 18 MB: its fixed overhead (driver, heap, page tables, io_uring,
 #               translation) is 14-15 MB (peak usage 124 MB with a 110 MB pool), + 3 MB margin.
 #               O_DIRECT, so no page cache.

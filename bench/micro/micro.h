@@ -17,7 +17,7 @@
 // Timed experiments are single-threaded with everything resident (each checks that its
 // pool never evicted), huge pages for frames where the variant uses them, a warm-up, then
 // interleaved repeats (micro/harness.h). bench/experiments/micro.sh runs them all and
-// bench/harness/report/micro_figures.py turns the JSON lines into docs/micro.md and its figures.
+// bench/harness/report/micro_figures.py turns the JSON lines into docs/results/micro.md and its figures.
 // Each run_* returns 0, or 1 when a self-check failed (a wrong sum, a missing key, a BFS
 // that differs between variants) or a variant could not be loaded (it is then reported as
 // SKIPPED, and the other variants still run). Bad options throw.

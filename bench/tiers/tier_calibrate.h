@@ -1,5 +1,5 @@
 // calico_bench tier-calibrate: proves the emulated far tier (src/memory/tiers/,
-// docs/tiers.md) against its configuration on this machine.
+// docs/results/tiers.md) against its configuration on this machine.
 //
 //  1. Latency: a pointer chase over a random cyclic permutation of 64-byte nodes in a
 //     frame arena larger than the LLC (every hop a dependent miss), once through the local

@@ -103,7 +103,7 @@ std::string config_name(const std::string& name, const std::string& mode) {
 
 // Loads db, then one timed run per thread count and index-skipping mode, each followed by
 // the consistency checks. loaded(): the load report after "loaded in N s: ".
-// Tiered memory figures of a run (docs/tiers.md), over the run only: per-tier hit rates,
+// Tiered memory figures of a run (docs/results/tiers.md), over the run only: per-tier hit rates,
 // migrations per second, the time spent migrating and its cost per page moved (copies,
 // throttle waits, vmcache_n's discards, publishing). Empty without a far tier.
 std::pair<std::string, std::string> tier_report(const RunResult& r) {

@@ -30,7 +30,7 @@ struct TpccConfig {
   std::vector<std::string> index_skipping{"off"};
   double seconds = 10;
   double pool_mb = 0;     // 0: in memory (sized from the data and the run's growth)
-  // A far frame tier behind the pool of each tiered translation (docs/tiers.md: array_tiered,
+  // A far frame tier behind the pool of each tiered translation (docs/results/tiers.md: array_tiered,
   // vmcache_n; the single-tier ones run beside them without it): its size in MB (0: none)
   // and kind (bench/common/far_tier_option.h). Refused when no translation is tiered.
   uint64_t far_mb = 0;

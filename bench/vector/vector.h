@@ -57,7 +57,7 @@ struct VectorConfig {
   uint32_t nlist = 0;  // 0: 4 x sqrt(n), rounded to a power of two
   std::vector<uint32_t> nprobe = {1, 2, 4, 8, 16, 32};
   // IVF queries per search_batch call (1: search() per query, the default: blocks of 32
-  // measured slower, docs/vector_ivf.md)
+  // measured slower, docs/results/vector_ivf.md)
   uint32_t ivf_batch = 1;
   // HNSW queries in flight per thread, at most kMaxHnswBatch (search_batch: they take turns,
   // so that a thread keeps several expansions' reads on the device); a list is a sweep,
@@ -85,7 +85,7 @@ struct VectorConfig {
   // The pool's page size per index (4096, 8192 or 16384), for its build and every run;
   // indexes built at a size other than 4096 are kept apart (directory names end in
   // -p<size>). IVF defaults to 8 KB: a posting page then holds 15 records of dim 128 instead
-  // of 7, and measured 1.1-1.3x the QPS of 4 KB pages (docs/vector_ivf.md, "Page size").
+  // of 7, and measured 1.1-1.3x the QPS of 4 KB pages (docs/results/vector_ivf.md, "Page size").
   size_t hnsw_page_size = 4096;
   size_t ivf_page_size = 8192;
   std::string data_dir = "./calico-vector-pools";

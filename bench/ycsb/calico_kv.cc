@@ -11,7 +11,7 @@
 //  - Reads: BTree::lookup (optimistic lock coupling: no atomic write on the happy path).
 //    Updates: upsert; inserts: insert; scans: BTree::scan from the start key.
 //  - Larger than memory: the pool evicts (CLOCK) and writes back; the limit is real.
-//  - --far-mb / --far-tier (docs/tiers.md): a far frame tier behind the pool of a tiered
+//  - --far-mb / --far-tier (docs/results/tiers.md): a far frame tier behind the pool of a tiered
 //    translation (calico:array_tiered: Calico tiers, src/pool/features/tiering.h); per-tier hits and
 //    migrations are printed when the store closes. Other translations ignore it.
 // The pool's hit counters (hits / accesses) are reported as the hit rate.
@@ -121,7 +121,7 @@ class CalicoStore final : public KvStore {
 
 template <class Pool>
 CalicoStore<Pool>::~CalicoStore() {
-  // Per-tier figures of the far tier runs (docs/tiers.md), on stderr: hits per tier, migrations.
+  // Per-tier figures of the far tier runs (docs/results/tiers.md), on stderr: hits per tier, migrations.
   if (pool_ != nullptr && pool_->options().far_tier.frames > 0) {
     PoolStats s = pool_->stats();
     std::fprintf(stderr,

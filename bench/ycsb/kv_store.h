@@ -51,7 +51,7 @@ struct KvConfig {
   size_t value_bytes = 120;
   unsigned max_threads = 1;         // handles in use at once (LMDB readers, WT sessions)
   // calico with a tiered translation only (array_tiered): a far frame tier of this many bytes
-  // behind the pool (docs/tiers.md; 0: none), of kind far_tier: remote-numa, cxl (emulated),
+  // behind the pool (docs/results/tiers.md; 0: none), of kind far_tier: remote-numa, cxl (emulated),
   // local, or numa:<node>. Single-tier translations ignore it (their configuration says so).
   uint64_t far_bytes = 0;
   std::string far_tier = "remote-numa";

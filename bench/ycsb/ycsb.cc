@@ -352,7 +352,7 @@ uint64_t YcsbDatabase::verify(unsigned threads) {
 
 namespace {
 
-// The far tier's traffic during a run (docs/tiers.md), null for engines without cache counters:
+// The far tier's traffic during a run (docs/results/tiers.md), null for engines without cache counters:
 // hits per tier (fast = hits - far hits, of which disk reads are the rest of the accesses),
 // migrations per second, the time spent migrating (and waiting for the far tier's bandwidth),
 // and that time per page moved, with batched migration's parts (vmcache_n: backing the

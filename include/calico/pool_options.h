@@ -36,7 +36,7 @@ struct PoolOptions {
   // released before it gets kPoolFull (1 .. 3,600,000 ms). Pins are usually short; a
   // workload that holds many pins on a small pool (or runs under a sanitizer) may want more.
   uint32_t pool_full_wait_ms = 200;
-  // A second frame tier (issue 17; src/pool/features/tiering.h, docs/tiers.md). pool_bytes is then
+  // A second frame tier (issue 17; src/pool/features/tiering.h, docs/results/tiers.md). pool_bytes is then
   // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
   // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0
   // (the default). far_tier.page_size is ignored (the pool's is used). Only tiered

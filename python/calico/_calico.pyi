@@ -34,7 +34,7 @@ class Pool:
         and the page-id translation ``translation`` (see calico.translations()).
         ``far_bytes`` > 0 adds a far frame tier of that size behind the pool (tiered translations
         only: 'array_tiered', 'vmcache_n'): ``far_tier`` is 'remote-numa' or 'cxl' (emulated in
-        local memory, docs/tiers.md), 'local', or 'numa:<node>' (bound to that node).
+        local memory, docs/results/tiers.md), 'local', or 'numa:<node>' (bound to that node).
         Raises InvalidArgumentError (bad size, unknown translation, a far tier the translation
         cannot take or that is unknown), PageSizeMismatchError, CorruptCatalogError, IoError
         (e.g. a read-only directory).

@@ -55,7 +55,7 @@ void bind_pool(nb::module_& m) {
           "and the page-id translation ``translation`` (see calico.translations()).\n"
           "``far_bytes`` > 0 adds a far frame tier of that size behind the pool (tiered translations\n"
           "only: 'array_tiered', 'vmcache_n'): ``far_tier`` is 'remote-numa' or 'cxl' (emulated in\n"
-          "local memory, docs/tiers.md), 'local', or 'numa:<node>' (bound to that node).\n"
+          "local memory, docs/results/tiers.md), 'local', or 'numa:<node>' (bound to that node).\n"
           "Raises InvalidArgumentError (bad size, unknown translation, a far tier the translation\n"
           "cannot take or that is unknown), PageSizeMismatchError, CorruptCatalogError, IoError\n"
           "(e.g. a read-only directory).")

@@ -1,5 +1,5 @@
 """Concurrent calls from Python threads are correct (the GIL is released inside them; the
-speed-up is measured by bench/peers/python_concurrency.py, not asserted here)."""
+speed-up is measured by bench/harness/peers/python_concurrency.py, not asserted here)."""
 
 import threading
 

@@ -1,4 +1,4 @@
-"""bench/report/vector_figures.py: QPS at equal recall (interpolated per round) and the paired
+"""bench/harness/report/vector_figures.py: QPS at equal recall (interpolated per round) and the paired
 ratios of the equal-recall table. Not part of the calico package; tested here because this
 is the Python suite CI runs."""
 import importlib.util
@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-_path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "report" / "vector_figures.py"
+_path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "harness" / "report" / "vector_figures.py"
 _spec = importlib.util.spec_from_file_location("vector_figures", _path)
 vf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(vf)

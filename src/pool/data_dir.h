@@ -6,7 +6,7 @@
 //   catalog          page size, spaces and their durable block counts (catalog.h)
 //   catalog.tmp      a catalog being written (ignored; replaced by the next write)
 //   space_<id>.dat   one file of pages per space
-//   .calico*         markers of Calico's own tools (bench/data_dir.h), ignored
+//   .calico*         markers of Calico's own tools (bench/common/data_dir.h), ignored
 //
 // Rules (a failed open changes nothing on disk; a successful one never starts empty over data):
 //  - A directory without a catalog is a new pool only when it holds nothing but LOCK,

@@ -1,6 +1,6 @@
 // VmcacheNTranslation ("vmcache_n"): vmcache^n (vmcache-n-tiered-memory.txt, sections 2-3)
 // in user space, as a tiered pool policy (issue 17; the pool side is pool/features/tiering.h and
-// pool/features/tier_moves.h; docs/tiers.md, "vmcache^n in user space", says what is faithful).
+// pool/features/tier_moves.h; docs/results/tiers.md, "vmcache^n in user space", says what is faithful).
 //
 // Like vmcache (translation/vmcache.h: 4 KB OS pages, pages in place, one state word per
 // block), but each space reserves TWO data regions of the space's capacity, one per memory

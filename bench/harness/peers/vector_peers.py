@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer systems for the vector-search benchmark (docs/vector.md): hnswlib, faiss (HNSW and IVF-Flat)
+"""Peer systems for the vector-search benchmark (docs/results/vector.md): hnswlib, faiss (HNSW and IVF-Flat)
 and usearch (in memory and memory-mapped view), measured the way the C++ bench measures Calico.
 
 Input: a dataset directory as written by the C++ dataset layer (bench/vector/data/dataset.h):

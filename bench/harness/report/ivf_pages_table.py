@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""IVF-Flat at each page size against faiss_ivf, paired per round (docs/vector_ivf.md, "Page size").
+"""IVF-Flat at each page size against faiss_ivf, paired per round (docs/results/vector_ivf.md, "Page size").
 
 Input: JSON lines of `calico_bench vector --index ivf --ivf-page-size P --json F` (one run per
 page size per round) and `bench/harness/peers/vector_peers.py --systems faiss_ivf --json F` (one run

@@ -13,7 +13,7 @@ micro-bfs, micro-ablation, micro-memory; bench/micro/micro.h) into a Markdown re
   Counts     with --counts: cachegrind's instructions, reads and misses per operation
              (bench/experiments/micro_counts.sh), next to the array's
 
-Usage: micro_figures.py RESULTS.jsonl [more.jsonl ...] [--md docs/micro.md] [--png-dir docs/micro]
+Usage: micro_figures.py RESULTS.jsonl [more.jsonl ...] [--md docs/results/micro.md] [--png-dir docs/results/micro]
        [--command "how the results were produced"] [--large large.jsonl] [--counts counts.jsonl]
 When a (experiment, workload, translation) appears more than once, the last line wins.
 """
@@ -340,11 +340,11 @@ def counts_section(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("jsonl", nargs="+")
-    ap.add_argument("--md", default="docs/micro.md")
-    ap.add_argument("--png-dir", default="docs/micro")
+    ap.add_argument("--md", default="docs/results/micro.md")
+    ap.add_argument("--png-dir", default="docs/results/micro")
     ap.add_argument("--command", default="bench/experiments/micro.sh")
-    ap.add_argument("--large", help="JSON lines of bench/experiments/micro.sh --large (docs/micro/large.jsonl)")
-    ap.add_argument("--counts", help="JSON lines of bench/experiments/micro_counts.sh (docs/micro/counts.jsonl)")
+    ap.add_argument("--large", help="JSON lines of bench/experiments/micro.sh --large (docs/results/micro/large.jsonl)")
+    ap.add_argument("--counts", help="JSON lines of bench/experiments/micro_counts.sh (docs/results/micro/counts.jsonl)")
     a = ap.parse_args()
     records, memory, skipped = load(a.jsonl)
     if not records and not memory:

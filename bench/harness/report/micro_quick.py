@@ -9,7 +9,7 @@ runs every translation, run i of each is round i), or, for lines tagged "round" 
 one process per translation and round, one run each), the tag. Writes the input lines plus
 one "meta" line (commit, date, source) to --out.
 
-usage: micro_quick.py MICRO.jsonl --commit HASH --out docs/micro/quick.jsonl [--source TEXT]
+usage: micro_quick.py MICRO.jsonl --commit HASH --out docs/results/micro/quick.jsonl [--source TEXT]
 """
 import argparse
 import datetime

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The far-tier sweeps of docs/tiers.md (bench/experiments/tiers.sh): calico_bench ycsb or tpcc JSON
+"""The far-tier sweeps of docs/results/tiers.md (bench/experiments/tiers.sh): calico_bench ycsb or tpcc JSON
 lines of several systems and several far-tier sizes.
 
 Prints, per workload (random lookups: ycsb; TPC-C: tpcc), far-tier size (as a multiple of

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the JSON lines of the vector-search benchmark into docs/vector.md and its figures.
+"""Turns the JSON lines of the vector-search benchmark into docs/results/vector.md and its figures.
 
 Inputs (any mix, several files):
   calico_bench vector --json      {"experiment":"vector","system":"calico","index":"hnsw"|"ivf",
@@ -17,7 +17,7 @@ Writes: a Markdown report (--md) and PNGs (--png-dir):
   vector_hnsw_recall_qps.png   recall@10 vs QPS, HNSW, in memory, one panel per thread count
   vector_ivf_recall_qps.png    the same for IVF-Flat
   vector_ltm.png               QPS vs pool size (larger than memory)
-Usage: vector_figures.py RESULTS.jsonl [...] [--md docs/vector.md] [--png-dir docs/vector] [--command "..."]
+Usage: vector_figures.py RESULTS.jsonl [...] [--md docs/results/vector.md] [--png-dir docs/results/vector] [--command "..."]
 """
 import argparse
 import collections
@@ -381,8 +381,8 @@ def ablation_table(points, lines):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+")
-    ap.add_argument("--md", default="docs/vector.md")
-    ap.add_argument("--png-dir", default="docs/vector")
+    ap.add_argument("--md", default="docs/results/vector.md")
+    ap.add_argument("--png-dir", default="docs/results/vector")
     ap.add_argument("--command", default="bench/experiments/vector.sh")
     ap.add_argument("--note", default="", help="a paragraph placed under the header (e.g. how quiet the machine was)")
     a = ap.parse_args()

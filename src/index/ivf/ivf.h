@@ -802,7 +802,7 @@ class BasicIvf : public IvfFormat {
     ahead.read = pool_->read_optimistic(PageId(space_, block));
     // Every line of the page is prefetched, spread over the scoring of the current page
     // (ivf_racy_score_posting). At 4 KB (64 lines), measured on a quiet machine
-    // (docs/vector_ivf.md): 1.10-1.34x the QPS of 8 lines at 1 thread and 1.07-1.28x at 2; 16
+    // (docs/results/vector_ivf.md): 1.10-1.34x the QPS of 8 lines at 1 thread and 1.07-1.28x at 2; 16
     // or 32 lines 0.68-0.93x of 64. Larger pages are one frame, contiguous in memory, but
     // the hardware prefetcher does not cross 4 KB boundaries, so they get every line too.
   }

@@ -5,7 +5,7 @@
 // config.migration_bytes_per_s (token_bucket.h), shared by all threads: the link's
 // bandwidth, not each thread's.
 //
-// What the model leaves out (docs/tiers.md): memory-level parallelism (a real far tier
+// What the model leaves out (docs/results/tiers.md): memory-level parallelism (a real far tier
 // overlaps independent misses; the charge serializes them, so it models dependent accesses
 // such as a B+tree descent or a pointer chase exactly and streaming accesses
 // pessimistically), bandwidth contention of ordinary accesses, and the cache: a line that

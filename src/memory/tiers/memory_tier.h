@@ -3,7 +3,7 @@
 //
 // Entry points: make_tier(); place(), charge_access(), copy(), stats().
 // Implementations: LocalTier (local_tier.h), EmulatedFarTier (emulated_far_tier.h),
-// NumaTier (numa_tier.h). docs/tiers.md describes the model and its calibration.
+// NumaTier (numa_tier.h). docs/results/tiers.md describes the model and its calibration.
 //
 // How the pool uses a tier (issue 17):
 //  1. Map the tier's frames (a FrameArena of config().frames frames), then place() them

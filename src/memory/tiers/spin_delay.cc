@@ -23,7 +23,7 @@ namespace {
 // about every 26 ticks on the development machine (rdtsc's own latency), so a spin
 // overshoots its deadline by 0..26 ticks depending on where the deadline falls in that
 // period, and a fixed probe measured 58..84 ticks of overhead depending on its length
-// alone (docs/tiers.md, "Calibration"). The sweep averages over the phase, as the
+// alone (docs/results/tiers.md, "Calibration"). The sweep averages over the phase, as the
 // pool's charges of varying line counts and varying work between them do.
 uint64_t measure_overhead_ticks(size_t bytes) {
   constexpr uint64_t kProbe = 256;  // above any overhead seen (~100 ticks): the loop spins

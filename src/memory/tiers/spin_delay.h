@@ -15,7 +15,7 @@
 // per-access latency means.
 //
 // Overhead: the fences, the clock reads, the loop exit and the wait for the preceding miss
-// to retire cost a fixed ~30-35 ns per spin on the machine we measured (docs/tiers.md),
+// to retire cost a fixed ~30-35 ns per spin on the machine we measured (docs/results/tiers.md),
 // plus an overshoot of up to one clock read (~10 ns there) that depends on where the
 // deadline falls between reads. calibrate() measures the mean over that phase
 // (overhead_ticks(), see spin_delay.cc) and spin_ticks() subtracts it from the spin, so

@@ -4,7 +4,7 @@
 //
 // Entry points: TierConfig::local(), remote_numa(), cxl(), numa(); validate().
 //
-// Defaults of the emulation, from published measurements (docs/tiers.md gives the
+// Defaults of the emulation, from published measurements (docs/results/tiers.md gives the
 // arithmetic; the vmcache^n paper itself reports no latency or bandwidth figure):
 //  - Remote NUMA, +70 ns per cache line: Pond (Li et al., "Pond: CXL-Based Memory Pooling
 //    Systems for Cloud Platforms", ASPLOS 2023) measures that CXL-attached memory adds
