@@ -89,7 +89,7 @@ CLI::App* add_ycsb_command(CLI::App& app, calico::bench::YcsbConfig& ycsb) {
   auto* secs = y->add_option("--seconds", ycsb.seconds, "run time per run")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
   y->add_option("--ops", ycsb.ops, "operations per run (instead of --seconds)")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))->excludes(secs);
   y->add_option("--warmup-seconds", ycsb.warmup_seconds, "unrecorded run of each workload before it (0: none, as YCSB)")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  y->add_option("--far-mb", ycsb.far_mb, "calico with a tiered translation (calico:array_tiered): a far frame tier of this size behind the pool (issue 17; 0: none)")->capture_default_str()->check(kSizeMb);
+  y->add_option("--far-mb", ycsb.far_mb, "calico with a tiered translation (calico:array_tiered): a far frame tier of this size behind the pool (docs/results/tiers.md; 0: none)")->capture_default_str()->check(kSizeMb);
   y->add_option("--far-tier", ycsb.far_tier, "calico's far tier: remote-numa, cxl (emulated), local, or numa:<node>")->capture_default_str();
   y->add_option("--cache-mb", ycsb.cache_mb, "pool / block cache / WT cache in MB (0: in memory, 3x the data + 64 MB)")->capture_default_str()->check(kSizeMb);
   y->add_option("--data-dir", ycsb.data_dir, "directory for the engines' data (one subdirectory each)")->capture_default_str();
@@ -102,7 +102,7 @@ CLI::App* add_ycsb_command(CLI::App& app, calico::bench::YcsbConfig& ycsb) {
 // `calico_bench scan` and its options (micro/scan.h).
 CLI::App* add_scan_command(CLI::App& app, calico::bench::ScanConfig& scan) {
   CLI::App* sc = app.add_subcommand("scan", "heap SUM scans, sequential and random page order, per translation "
-                                            "(calico.txt Table 2, Figure 1a/b)");
+                                            "(Calico paper, Table 2, Figure 1a/b)");
   sc->alias("micro-scan");
   add_micro_options(sc, scan.common);
   sc->add_option("--data-mb", scan.data_mb, "heap size per translation")->capture_default_str()->check(CLI::Range(1, 1 << 22));
@@ -115,7 +115,7 @@ CLI::App* add_scan_command(CLI::App& app, calico::bench::ScanConfig& scan) {
 }
 // `calico_bench micro-btree` and its options (micro/micro.h).
 CLI::App* add_micro_btree_command(CLI::App& app, calico::bench::MicroBTreeConfig& bt) {
-  CLI::App* mb = app.add_subcommand("micro-btree", "YCSB-C uniform B+tree lookups per translation (calico.txt Table 3, Figure 1c)");
+  CLI::App* mb = app.add_subcommand("micro-btree", "YCSB-C uniform B+tree lookups per translation (Calico paper, Table 3, Figure 1c)");
   add_micro_options(mb, bt.common);
   mb->add_option("--records", bt.records, "records bulk-loaded")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
   mb->add_option("--value-bytes", bt.value_bytes, "value size in bytes")->capture_default_str()->check(CLI::Range(16, 500));
@@ -125,7 +125,7 @@ CLI::App* add_micro_btree_command(CLI::App& app, calico::bench::MicroBTreeConfig
 }
 // `calico_bench micro-bfs` and its options (micro/micro.h).
 CLI::App* add_micro_bfs_command(CLI::App& app, calico::bench::MicroBfsConfig& bfs) {
-  CLI::App* mf = app.add_subcommand("micro-bfs", "graph BFS per translation, group prefetch off/on (calico.txt Table 4, Figure 1d, Table 6)");
+  CLI::App* mf = app.add_subcommand("micro-bfs", "graph BFS per translation, group prefetch off/on (Calico paper, Table 4, Figure 1d, Table 6)");
   add_micro_options(mf, bfs.common);
   add_graph_options(mf, bfs);
   mf->add_option("--prefetch", bfs.prefetch, "which BFS to run: without group prefetch, with it, or both")
@@ -136,14 +136,14 @@ CLI::App* add_micro_bfs_command(CLI::App& app, calico::bench::MicroBfsConfig& bf
 // `calico_bench micro-ablation` and its options (micro/micro.h).
 CLI::App* add_micro_ablation_command(CLI::App& app, calico::bench::MicroBfsConfig& abl) {
   CLI::App* ma = app.add_subcommand("micro-ablation", "hash_open -> array 4 KB pinned -> + huge pages -> + optimistic -> "
-                                                      "+ group prefetch, on the BFS (calico.txt Figure 11)");
+                                                      "+ group prefetch, on the BFS (Calico paper, Figure 11)");
   add_micro_options(ma, abl.common);
   add_graph_options(ma, abl);
   return ma;
 }
 // `calico_bench micro-memory` and its options (micro/micro.h).
 CLI::App* add_micro_memory_command(CLI::App& app, calico::bench::MicroMemoryConfig& mem) {
-  CLI::App* mm = app.add_subcommand("micro-memory", "translation memory as data grows and as the hot set moves (calico.txt Figure 10)");
+  CLI::App* mm = app.add_subcommand("micro-memory", "translation memory as data grows and as the hot set moves (Calico paper, Figure 10)");
   add_micro_options(mm, mem.common);
   mm->add_option("--data-mb", mem.data_mb, "B+tree sizes of the size sweep (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1, 1 << 20));
   mm->add_option("--pool-mb", mem.pool_mb, "pool size (smaller than the data)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
@@ -212,7 +212,7 @@ CLI::App* add_tpcc_command(CLI::App& app, calico::bench::TpccConfig& tpcc) {
   tp->add_option("--index-skipping", tpcc.index_skipping, "LIPAH index skipping (record hints in secondary indexes and read/write sets): off, on, remember (on, and each worker keeps the hints of the records it touched across transactions), or a comma list (the order rotated per repeat: all runs of a repeat share one loaded database); Calico only (refused with a peer)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"off", "on", "remember"}));
   tp->add_option("--seconds", tpcc.seconds, "run time per thread count")->capture_default_str()->check(CLI::Range(0.01, 86400.0));
   tp->add_option("--pool-mb", tpcc.pool_mb, "pool size in MB (0: in memory; smaller than the data: larger than memory, O_DIRECT); a peer's cache (WiredTiger's cache_size; LMDB: not limited)")->capture_default_str();
-  tp->add_option("--far-mb", tpcc.far_mb, "a far frame tier of this size behind the pool of the tiered translations (issue 17: array_tiered, vmcache_n; the others run beside them without it; 0: none)")->capture_default_str()->check(kSizeMb);
+  tp->add_option("--far-mb", tpcc.far_mb, "a far frame tier of this size behind the pool of the tiered translations (docs/results/tiers.md: array_tiered, vmcache_n; the others run beside them without it; 0: none)")->capture_default_str()->check(kSizeMb);
   tp->add_option("--far-tier", tpcc.far_tier, "the far tier: remote-numa, cxl (emulated), local, or numa:<node>")->capture_default_str();
   tp->add_option("--data-dir", tpcc.data_dir, "directory for the pools' files (one subdirectory per translation)")->capture_default_str();
   tp->add_option("--repeat", tpcc.repeat, "runs per configuration (translations interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));

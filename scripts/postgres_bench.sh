@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PostgreSQL benchmarks (calico.txt Figures 8-9 plus pgbench): vanilla vs calico.
+# The PostgreSQL benchmarks ([Calico] Figures 8-9 plus pgbench): vanilla vs calico.
 #   scripts/postgres_bench.sh [OUTDIR]      (default ./pg-results)
 # Builds PostgreSQL if needed, then runs bench/postgres/pg_vector.py (pgvector HNSW: in memory,
 # larger than memory with the OS cache dropped and in a memory cgroup; the ablation),

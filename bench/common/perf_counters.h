@@ -1,4 +1,4 @@
-// PerfCounters: the hardware counters of the microbenchmark tables (calico.txt Tables 2-4, 6:
+// PerfCounters: the hardware counters of the microbenchmark tables ([Calico] Tables 2-4, 6:
 // cycles, instructions, LLC references and misses, dTLB load misses) for the calling thread,
 // through perf_event_open(2), user space only.
 //

@@ -1,4 +1,4 @@
-// micro-ablation: calico.txt Figure 11 on the graph BFS of micro-bfs (the paper uses HNSW;
+// micro-ablation: [Calico] Figure 11 on the graph BFS of micro-bfs (the paper uses HNSW;
 // the BFS is its stand-in here). Cumulative steps, each on identical data:
 //   1. hash_open, 4 KB-page frames, pinned reads          (skipped when not in the registry)
 //   2. array translation, 4 KB-page frames, pinned reads   (PoolOptions.huge_pages = false)
@@ -23,7 +23,7 @@ int run_micro_ablation(const MicroBfsConfig& cfg) {
   const bool have_hash = std::find(known.begin(), known.end(), "hash_open") != known.end();
   const unsigned pools = have_hash ? 3 : 2;
   micro::check_memory_budget(pools * (graph_pool_mb(cfg) << 20), "micro-ablation");
-  micro::print_banner("micro-ablation (calico.txt Figure 11, on the BFS of micro-bfs)",
+  micro::print_banner("micro-ablation (Calico paper, Figure 11, on the BFS of micro-bfs)",
                       fmt::format("BFS on {} nodes x {} random neighbours; {} queries of {} visits per run; pool {} MB; "
                                   "{} repeats",
                                   cfg.nodes, cfg.degree, cfg.queries, cfg.visits, graph_pool_mb(cfg), common.repeat));

@@ -1,4 +1,4 @@
-// micro-bfs: calico.txt Table 4 / Figure 1d and Table 6. Breadth-first searches on a random
+// micro-bfs: [Calico] Table 4 / Figure 1d and Table 6. Breadth-first searches on a random
 // graph (one 4 KB page per node, `degree` random neighbours each), reading neighbour lists
 // and probing every neighbour's payload with optimistic reads, without and with one group
 // prefetch (Algorithm 4) of each visited node's neighbours; every translation, identical
@@ -17,7 +17,7 @@ int run_micro_bfs(const MicroBfsConfig& cfg) {
   const micro::Common& common = cfg.common;
   const std::vector<std::string> names = micro::select_translations(common.translations, true, "micro-bfs");
   micro::check_memory_budget(names.size() * (graph_pool_mb(cfg) << 20), "micro-bfs");
-  micro::print_banner("micro-bfs (calico.txt Table 4, Figure 1d, Table 6)",
+  micro::print_banner("micro-bfs (Calico paper, Table 4, Figure 1d, Table 6)",
                       fmt::format("BFS on {} nodes x {} random neighbours (4 KB page per node); {} queries of {} "
                                   "visits per run; optimistic reads, group prefetch {}; pool {} MB; {} repeats; "
                                   "translations: {}",

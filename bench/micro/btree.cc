@@ -1,4 +1,4 @@
-// micro-btree: calico.txt Table 3 / Figure 1c. YCSB-C point lookups (uniform keys) on
+// micro-btree: [Calico] Table 3 / Figure 1c. YCSB-C point lookups (uniform keys) on
 // index::BasicBTree<Pool>, bulk-loaded with identical records in every translation's pool,
 // everything resident; the same key sequence for every variant and run. Every lookup must
 // find its key with the value that encodes it.
@@ -25,7 +25,7 @@ int run_micro_btree(const MicroBTreeConfig& cfg) {
   const uint64_t tree_mb = cfg.records * (kv::kKeyBytes + cfg.value_bytes + 24) * 13 / 10 >> 20;
   const uint64_t pool_mb = cfg.pool_mb ? cfg.pool_mb : tree_mb + tree_mb / 4 + 64;
   micro::check_memory_budget(names.size() * (pool_mb << 20), "micro-btree");
-  micro::print_banner("micro-btree (calico.txt Table 3, Figure 1c)",
+  micro::print_banner("micro-btree (Calico paper, Table 3, Figure 1c)",
                       fmt::format("YCSB-C uniform lookups: {} records of {}-byte keys and {}-byte values, bulk-loaded "
                                   "into 4 KB pages; {} lookups per run; pool {} MB; {} repeats; translations: {}",
                                   cfg.records, kv::kKeyBytes, cfg.value_bytes, cfg.lookups, pool_mb, common.repeat,

@@ -2,7 +2,7 @@
 //   load_ycsb_tree<Pool>(options, records, value_bytes)   a scratch pool holding a B+tree
 //                                                of YCSB records 0..n-1 (bench/ycsb/kv_store.h
 //                                                keys and self-checking values), bulk-loaded
-//   random_neighbours(seed, nodes, degree)       the graph of calico.txt section 3.3: every
+//   random_neighbours(seed, nodes, degree)       the graph of [Calico] section 3.3: every
 //                                                node has `degree` uniformly random
 //                                                out-neighbours (never itself)
 #pragma once

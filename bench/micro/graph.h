@@ -1,6 +1,6 @@
 // BasicGraph<Pool>: the graph workload of the BFS microbenchmarks (micro-bfs, micro-ablation;
 // a benchmark workload, not an index of the library): a directed graph with one page per
-// node, and the breadth-first search of calico.txt section 3.3 / Table 4 / Table 6 (a
+// node, and the breadth-first search of [Calico] section 3.3 / Table 4 / Table 6 (a
 // stand-in for proximity-graph vector search: visiting a node reads its neighbour list, then
 // probes every neighbour's payload, optionally after one group prefetch of all of them,
 // Algorithm 4).

@@ -1,4 +1,4 @@
-// The measurement harness of the translation microbenchmarks (calico.txt section 3 and
+// The measurement harness of the translation microbenchmarks ([Calico] section 3 and
 // 6.5-6.6; bench/micro/micro.h lists the experiments). Every experiment loads identical data into
 // one pool per translation variant (all resident at once), then hands the harness a list of
 // Cases: (translation, workload) -> one run. The harness

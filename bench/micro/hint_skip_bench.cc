@@ -1,4 +1,4 @@
-// hint_skip_bench: index skipping (lipah.txt 3.2, 5.2) on one B+tree, in memory. Point
+// hint_skip_bench: index skipping ([LIPAH] 3.2, 5.2) on one B+tree, in memory. Point
 // lookups of uniform random keys (YCSB records bulk-loaded as in micro-btree) through
 //   plain        lookup(key): the root-to-leaf descent
 //   hint         lookup_hinted(key, &hint): a correct RecordHint (page id + slot) per key
@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
   const size_t value_bytes = 120;  // micro-btree's default
   const uint64_t tree_mb = records * (kv::kKeyBytes + value_bytes + 24) * 13 / 10 >> 20;
   const uint64_t pool_mb = tree_mb + tree_mb / 4 + 64;
-  micro::print_banner("hint_skip_bench (index skipping, lipah.txt 3.2)",
+  micro::print_banner("hint_skip_bench (index skipping, LIPAH paper, 3.2)",
                       fmt::format("uniform point lookups: {} records of {}-byte keys and {}-byte values, bulk-loaded "
                                   "into 4 KB pages; {} lookups per case and round; pool {} MB; {} rounds; "
                                   "translations: {}",

@@ -1,4 +1,4 @@
-// micro-memory: calico.txt Figure 10 (section 6.5). Translation memory of every evicting
+// micro-memory: [Calico] Figure 10 (section 6.5). Translation memory of every evicting
 // translation (PoolStats: private bytes by pagemap, mincore's figure, reserved address
 // space, punched entry pages) on a B+tree larger than the pool:
 //   size sweep   for each data size: bulk-load, then YCSB-C lookups (scrambled Zipf: hot keys
@@ -236,7 +236,7 @@ int run_micro_memory(const MicroMemoryConfig& cfg) {
   const std::vector<std::string> names = micro::select_translations(common.translations, false, "micro-memory");
   const uint64_t record_bytes = kv::kKeyBytes + cfg.value_bytes;
   micro::print_banner(
-      "micro-memory (calico.txt Figure 10)",
+      "micro-memory (Calico paper, Figure 10)",
       fmt::format("B+tree of {}-byte records on a {} MB pool (4 KB pages); size sweep {} MB with {} YCSB-C lookups "
                   "(Zipf {}); moving hot set on {} MB: {} ops ({:.0f}% uniform reads, then YCSB-D), {} samples; "
                   "translations: {}",

@@ -1,4 +1,4 @@
-// The translation microbenchmarks of calico.txt (section 3, Tables 2-4 and 6, Figure 1;
+// The translation microbenchmarks of [Calico] (section 3, Tables 2-4 and 6, Figure 1;
 // section 6.5-6.6, Figures 10 and 11), run on every translation variant of
 // include/calico/variants.h with the same index code and identical data:
 //

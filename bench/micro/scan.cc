@@ -54,7 +54,7 @@ int run_scan(const ScanConfig& cfg) {
   const uint64_t pool_mb = cfg.pool_mb ? cfg.pool_mb : cfg.data_mb + cfg.data_mb / 4 + 64;
   micro::check_memory_budget(names.size() * (pool_mb << 20), "scan");
   const uint64_t pages = (cfg.data_mb << 20) / cfg.page_size;
-  micro::print_banner("scan (calico.txt Table 2, Figure 1a/b)",
+  micro::print_banner("scan (Calico paper, Table 2, Figure 1a/b)",
                       fmt::format("SUM over an 8-byte column of {}-byte rows in {}-byte pages, {} MB ({} pages) per "
                                   "translation, pool {} MB, prefetch distance {}, {} repeats; translations: {}",
                                   cfg.row_bytes, cfg.page_size, cfg.data_mb, pages, pool_mb, cfg.prefetch_distance,

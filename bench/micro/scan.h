@@ -1,4 +1,4 @@
-// scan: the heap-scan experiment of calico.txt Table 2 / Figure 1a-b on every translation
+// scan: the heap-scan experiment of [Calico] Table 2 / Figure 1a-b on every translation
 // variant (micro.h lists the sibling experiments). SUM over one 8-byte column of fixed-size
 // rows (1024 bytes in 8 KB pages by default), pages visited in block order (sequential) and
 // in one random permutation (B-tree-leaf-like order), with optimistic reads (and, unless

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Heap SUM scans on vanilla PostgreSQL vs PostgreSQL with Calico inside (calico.txt Fig. 9a).
+"""Heap SUM scans on vanilla PostgreSQL vs PostgreSQL with Calico inside ([Calico] Fig. 9a).
 
 One table per row size (128 B to 6 KB, columns stored PLAIN so that rows stay in the heap),
 each about --table-mb; loaded once on calico and copied byte for byte to vanilla. In memory:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""pgvector HNSW on vanilla PostgreSQL vs PostgreSQL with Calico inside (calico.txt Fig. 8).
+"""pgvector HNSW on vanilla PostgreSQL vs PostgreSQL with Calico inside ([Calico] Fig. 8).
 
 One data directory is built on calico (table, queries, HNSW index) and copied byte for byte to
 vanilla, so both servers search the same graph: recall is identical by construction (checked)

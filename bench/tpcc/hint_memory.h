@@ -1,7 +1,7 @@
 // HintMemory: the RecordHints of the primary records a terminal (one worker thread) touched
 // in its earlier transactions, kept by record id: warehouse, district, customer, item, stock.
 //
-// LIPAH (lipah.txt sections 4-5) keeps hints in secondary index entries and in a
+// LIPAH ([LIPAH] sections 4-5) keeps hints in secondary index entries and in a
 // transaction's read/write set; this keeps the read/write set's hints after the transaction
 // ends, so that the terminal's next access to the same record starts at its leaf instead of
 // the root. That is where TPC-C's lookups are: New-Order reads its items and updates their

@@ -7,7 +7,7 @@
 // Table<Pool>::create(pool, name, id), read / update (primary records by key, with a hint),
 // insert / remove / scan (the typed forms come from TypedRows, typed_rows.h).
 //
-// Index skipping (lipah.txt sections 4-5) lives here, and only here: read_value,
+// Index skipping ([LIPAH] sections 4-5) lives here, and only here: read_value,
 // update_value, insert_value and remove_value take a RecordHint*, a guess of where the
 // record lives ({block, slot}; all zero = no hint). With skipping on (set_index_skipping),
 // reads and updates go to the hinted leaf (BasicBTree::lookup_hinted / update_hinted: the

@@ -612,7 +612,7 @@ int run_vector(const VectorConfig& c) {
     throw Error(ErrorCode::kInvalidArgument, "unknown dataset '" + c.dataset + "' (known: clustered, embedding, files)");
   }
   spec.metric = metric;
-  micro::print_banner("vector search on the pool (calico.txt 3.3, 5.1, 6.2, 6.6)",
+  micro::print_banner("vector search on the pool (Calico paper, 3.3, 5.1, 6.2, 6.6)",
                       fmt::format("dataset {}; indexes {}; translations {}; pool {}; threads {}; k {}; {} repeats; "
                                   "ivf batch {}; prewarm {}; simd {}",
                                   c.dataset != "files" ? fmt::format("{} n={} dim={} clusters={} metric={}", c.dataset, c.n, c.dim, c.clusters, c.metric) : c.base_path,

@@ -1,4 +1,4 @@
-// calico_bench vector: vector search on the pool (calico.txt sections 3.3, 5.1, 6.2, 6.6).
+// calico_bench vector: vector search on the pool ([Calico] sections 3.3, 5.1, 6.2, 6.6).
 //
 // One run:
 //   1. loads or generates the dataset (bench/vector/data/: a SIFT-like clustered set or .fvecs /

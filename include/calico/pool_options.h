@@ -36,7 +36,7 @@ struct PoolOptions {
   // released before it gets kPoolFull (1 .. 3,600,000 ms). Pins are usually short; a
   // workload that holds many pins on a small pool (or runs under a sanitizer) may want more.
   uint32_t pool_full_wait_ms = 200;
-  // A second frame tier (issue 17; src/pool/features/tiering.h, docs/results/tiers.md). pool_bytes is then
+  // A second frame tier (src/pool/features/tiering.h, docs/results/tiers.md). pool_bytes is then
   // the fast tier (tier 0); far_tier.frames frames form tier 1, placed and charged by the
   // tier's kind (local, emulated remote NUMA / CXL, or a NUMA node). Off when frames == 0
   // (the default). far_tier.page_size is ignored (the pool's is used). Only tiered
@@ -52,7 +52,7 @@ struct PoolOptions {
   // cannot see what the caller reads): 8 ~ a binary search over a 4 KB page plus its header.
   uint32_t far_lines_per_access = 8;
   // Migration batches of policies that batch (kBatchedMigration: vmcache_n,
-  // translation/vmcache_n.h), after vmcache^n (vmcache-n-tiered-memory.txt 2.3 and 4):
+  // translation/vmcache_n.h), after vmcache^n ([vmcache^n] 2.3 and 4):
   // fast pages demoted per round when the fast tier fills, and far pages evicted to disk per
   // round (512); far pages queued for promotion, then migrated together by the thread that
   // queues the last one (64). Each round takes at most the tier's frames. Calico tiers

@@ -1,4 +1,4 @@
-// BasicLipahTranslation<FallbackTable>: LIPAH's buffer-pool skipping (lipah.txt sections 3.1,
+// BasicLipahTranslation<FallbackTable>: LIPAH's buffer-pool skipping ([LIPAH] sections 3.1,
 // 4.1 and 4.4). A reference to a page is a pair (page id, frame id): the page id is the
 // truth, the frame id a hint. An access goes straight to the hinted frame, checks that the
 // frame holds the page (its owner) and that the page's state word names that frame, and
@@ -24,7 +24,7 @@
 // B+trees (src/index/btree/btree.h) on a pool with frame hints store a 4-byte frame hint next to
 // every child id and repair hints opportunistically: only when the exclusive latch of the
 // page holding the hint is free at once, without marking the page dirty (a frame hint
-// rarely survives the page's next eviction; lipah.txt 4.4).
+// rarely survives the page's next eviction; [LIPAH] 4.4).
 #pragma once
 
 #include <concepts>
@@ -51,7 +51,7 @@ struct BasicLipahTranslation {
 // The registered `lipah` variant: frame hints over hash_open's mapping table.
 using LipahTranslation = BasicLipahTranslation<HashOpenTranslation::Table>;
 
-// `array_hinted`: the same frame hints over Calico's translation array (issue 15). A hinted
+// `array_hinted`: the same frame hints over Calico's translation array (docs/results/tpcc.md). A hinted
 // access is as in lipah; a miss falls back to the array's one flat load instead of a hash
 // probe, and the entries keep the array's size (a 64-bit word per page) and hole punching.
 // The array keeps one entry object per page for the pool's life (a punched page of entries

@@ -1,4 +1,4 @@
-// PredictiveTranslation: PrediCache (predictive-translation.txt, sections 3-5) as a policy of
+// PredictiveTranslation: PrediCache ([PrediCache], sections 3-5) as a policy of
 // BasicBufferPool. Two parts:
 //
 //  1. PredictiveTable, one per space: a chained hash table block -> Entry (section 4).

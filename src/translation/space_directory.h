@@ -1,5 +1,5 @@
 // SpaceDirectory: the upper translation level, space id -> Space*, and the per-thread path
-// cache that keeps it off the hot path (calico.txt Algorithm 1, GetTranslationEntry).
+// cache that keeps it off the hot path ([Calico] Algorithm 1, GetTranslationEntry).
 //
 // Entry points: lookup() (slow path), publish()/retire() (create/drop), epoch().
 //

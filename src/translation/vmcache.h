@@ -1,5 +1,5 @@
 // VmcacheTranslation / Vmcache2mTranslation: vmcache's translation (Leis et al., SIGMOD'23;
-// calico.txt section 2 and Tables 2-4; vmcache-n-tiered-memory.txt section 2) as pool
+// [Calico] section 2 and Tables 2-4; [vmcache^n] section 2) as pool
 // policies. Each space reserves a virtual data region the size of the space; page `block`
 // lives at region + block * page_size for its whole life, so the CPU's page table does the
 // translation, and a dense array of page state words (entry.h), indexed by block, carries
@@ -70,7 +70,7 @@
 // So vmcache_2m evicts at page granularity (correct, since the state words and the pool do
 // not care how the kernel maps the region), but once it evicts it loses its huge pages and
 // its memory is not bounded by the pool size. It is meant for in-memory runs, as in
-// calico.txt: Table 2's vmcache(2MB) is fully resident, and section 6 runs vmcache with 4 KB
+// [Calico]: Table 2's vmcache(2MB) is fully resident, and section 6 runs vmcache with 4 KB
 // pages "due to the eviction granularity". Use `vmcache` for larger-than-memory runs.
 //
 // Translation memory (private_bytes/mincore_bytes) = the state array's resident pages

@@ -1,5 +1,5 @@
-// VmcacheNTranslation ("vmcache_n"): vmcache^n (vmcache-n-tiered-memory.txt, sections 2-3)
-// in user space, as a tiered pool policy (issue 17; the pool side is pool/features/tiering.h and
+// VmcacheNTranslation ("vmcache_n"): vmcache^n ([vmcache^n], sections 2-3)
+// in user space, as a tiered pool policy (docs/results/tiers.md; the pool side is pool/features/tiering.h and
 // pool/features/tier_moves.h; docs/results/tiers.md, "vmcache^n in user space", says what is faithful).
 //
 // Like vmcache (translation/vmcache.h: 4 KB OS pages, pages in place, one state word per

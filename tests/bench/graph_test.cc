@@ -1,4 +1,4 @@
-// Graph: the BFS of the translation microbenchmark (calico.txt Table 4 / Table 6) against a
+// Graph: the BFS of the translation microbenchmark ([Calico] Table 4 / Table 6) against a
 // reference BFS on an in-memory adjacency list, on every evicting translation, with every
 // read mode and with and without group prefetch; on a resident pool and a 4-frame pool
 // (every visit evicts); two threads searching at once; open(); bad input; corrupt node pages

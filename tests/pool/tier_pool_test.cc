@@ -1,4 +1,4 @@
-// Calico tiers (issue 17; pool/features/tiering.h, pool/features/tier_moves.h): a far frame tier in the buffer
+// Calico tiers (docs/results/tiers.md; pool/features/tiering.h, pool/features/tier_moves.h): a far frame tier in the buffer
 // pool. Tiny tiers, so that pages keep moving fast -> far -> disk -> fast:
 //  - a single-threaded model test against a reference map (every read checked, stats show
 //    promotions, demotions and far evictions, and no fast page goes straight to disk), then a

@@ -1,4 +1,4 @@
-// vmcache^n in user space (issue 17; translation/vmcache_n.h): what is particular to it
+// vmcache^n in user space (docs/results/tiers.md; translation/vmcache_n.h): what is particular to it
 // beyond the tier tests it shares with Calico tiers (tests/pool/tier_pool_test.cc runs every
 // migration test, the concurrent one included, on vmcache_n too):
 //  - a page's bytes live in the region of its token's tier, and a move discards the source

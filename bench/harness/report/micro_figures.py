@@ -2,7 +2,7 @@
 """Turns the JSON lines of the translation microbenchmarks (calico_bench scan, micro-btree,
 micro-bfs, micro-ablation, micro-memory; bench/micro/micro.h) into a Markdown report with figures:
 
-  Figure 1   (calico.txt Figure 1a-d)  throughput per translation: sequential scan, random
+  Figure 1   ([Calico] Figure 1a-d)  throughput per translation: sequential scan, random
              scan, B-tree lookup, graph BFS                      -> fig1_translation_overhead.png
   Tables 2-4 medians, speedups vs array and direct, counters per operation
   Table 6    group prefetch gain per translation (BFS)
@@ -352,7 +352,7 @@ def main():
     os.makedirs(a.png_dir, exist_ok=True)
     rel = os.path.relpath(a.png_dir, os.path.dirname(os.path.abspath(a.md)) or ".")
     machine = (records[0] if records else next(iter(memory.values())))["machine"]
-    md = [f"# Translation microbenchmarks (calico.txt sections 3, 6.5, 6.6)\n",
+    md = [f"# Translation microbenchmarks (Calico paper, sections 3, 6.5, 6.6)\n",
           f"Generated {datetime.date.today()} by `bench/harness/report/micro_figures.py` from the JSON lines of "
           f"`{a.command}`. Machine: {machine['cpu']}, {machine['cores']} cores, "
           f"{machine['memory_bytes'] / 2**30:.1f} GiB; build: {machine['build']}.\n",

@@ -434,7 +434,7 @@ def main():
     section("### At equal recall", lambda: equal_recall_table(points, "ivf", lines))
     section("## Translations (Calico's indexes on every translation)", lambda: translation_table(points, lines))
     section("## Larger than memory", ltm)
-    section("## Ablation (calico.txt Figure 11, HNSW)", lambda: ablation_table(points, lines))
+    section("## Ablation (Calico paper, Figure 11, HNSW)", lambda: ablation_table(points, lines))
     with open(a.md, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"vector_figures: wrote {a.md} and the PNGs in {a.png_dir}")

@@ -21,7 +21,7 @@
 //    value). Scans copy their leaf with copy_page_racy and validate before reading the copy.
 //    No atomic write on the happy path; a failed validation restarts from the root. Scans follow right-sibling links when the next leaf's lower fence equals
 //    the current leaf's upper fence, and re-descend otherwise.
-//  - Frame hints (Pool::kFrameHints, lipah.txt 4.1 and 4.4): nodes use the hinted format
+//  - Frame hints (Pool::kFrameHints, [LIPAH] 4.1 and 4.4): nodes use the hinted format
 //    (btree_node.h: a frame hint next to every child id and sibling link; the metadata page
 //    holds the root's hint; the tree object caches the metadata page's frame). Descents,
 //    sibling reads and leaf latches use the pool's hinted accesses, which skip the
@@ -39,7 +39,7 @@
 //    parent when both fit in 3/4 of a page (parent, left, right latched in that order). The
 //    emptied page is zeroed and not reused (a free list is future work). Inner nodes are
 //    never merged; an inner node may be left with only its upper child, which is valid.
-//  - Index skipping (lipah.txt 3.2, 3.3, 4.2; record_hint.h). Callers keep a RecordHint
+//  - Index skipping ([LIPAH] 3.2, 3.3, 4.2; record_hint.h). Callers keep a RecordHint
 //    (leaf block, slot) of a record in a secondary index or a read/write set and pass it to
 //    lookup_hinted / update_hinted, which try that page before descending from the root.
 //    INVARIANT (the validation rule): a page of the tree's space that is a leaf (type kLeaf,

@@ -13,7 +13,7 @@
 //                                page during an optimistic section
 //
 // Two formats. The plain one (NodeRef) is used on every pool without frame hints. The hinted
-// one (HintedNodeRef, BasicBTree on a pool with kFrameHints: lipah, lipah.txt 4.1) adds a
+// one (HintedNodeRef, BasicBTree on a pool with kFrameHints: lipah, [LIPAH] 4.1) adds a
 // 4-byte frame hint next to every child reference: a guess at the frame that holds the
 // child, checked by the pool before use (buffer_pool.h, read_optimistic_hinted), repaired
 // opportunistically under the exclusive latch without marking the page dirty (it reaches

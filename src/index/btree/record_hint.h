@@ -1,4 +1,4 @@
-// RecordHint and HintStats: LIPAH's index skipping (lipah.txt 3.2, 3.3, 4.2) for
+// RecordHint and HintStats: LIPAH's index skipping ([LIPAH] 3.2, 3.3, 4.2) for
 // BasicBTree (btree.h: lookup_hinted, update_hinted, and the `where` outputs of insert,
 // upsert and update).
 //
@@ -14,7 +14,7 @@
 // a hint that is safe to pass back.
 //
 // It holds no frame hint. A frame id is worth nothing after a restart and stale after every
-// eviction of the leaf (lipah.txt 4.4), so persisting one in each secondary entry would cost
+// eviction of the leaf ([LIPAH] 4.4), so persisting one in each secondary entry would cost
 // 4 more bytes (+50%) and a secondary-leaf write per repair for a hint that rarely survives;
 // the paper does not dirty pages for frame hints either. Callers that keep records in memory
 // for a short while (read/write sets) may keep a FrameId next to the RecordHint and pass it

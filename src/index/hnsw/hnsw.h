@@ -23,7 +23,7 @@
 //     level 0, M above) is cut back by the same heuristic around its owner;
 //   - search: greedy descent to level 1, then a beam search with max(ef, k) on level 0; with
 //     `prefetch`, expanding a node first hands its unvisited neighbours' pages and vector
-//     offsets to pool.read_group (calico.txt Algorithm 4, section 5.1), and the greedy
+//     offsets to pool.read_group ([Calico] Algorithm 4, section 5.1), and the greedy
 //     descent reads each upper-level list's pages as one group the same way;
 //     search_batch interleaves several searches' level-0 expansions on one thread.
 //   Distances are vector::distance_kernel(metric); cosine vectors (stored and queried) are

@@ -5,7 +5,7 @@
 // Implementations: LocalTier (local_tier.h), EmulatedFarTier (emulated_far_tier.h),
 // NumaTier (numa_tier.h). docs/results/tiers.md describes the model and its calibration.
 //
-// How the pool uses a tier (issue 17):
+// How the pool uses a tier (docs/results/tiers.md):
 //  1. Map the tier's frames (a FrameArena of config().frames frames), then place() them
 //     once, before the pool publishes any of them.
 //  2. After reading or writing [addr, addr + len) of one of its frames, call

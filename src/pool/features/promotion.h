@@ -1,4 +1,4 @@
-// pool::PoolCore<T> page moves for predictive translations (predictive-translation.txt,
+// pool::PoolCore<T> page moves for predictive translations ([PrediCache],
 // sections 3.2 and 5.1): promotion of a page into its preferred frame, demoting the page
 // that holds that frame when needed. Compiled only for policies that satisfy
 // translation::Predicting (the members are constrained); included by definitions.h.

@@ -1,4 +1,4 @@
-// pool::PoolCore<T> tier migration (issue 17, "Calico tiers"; state in pool/features/tiering.h):
+// pool::PoolCore<T> tier migration (docs/results/tiers.md, "Calico tiers"; state in pool/features/tiering.h):
 // promotion of far pages on access, demotion of cold fast pages when the fast tier fills,
 // and eviction to disk only of pages that leave the far tier. Included by
 // definitions.h; every function here runs only when the pool has a far tier.

@@ -1,4 +1,4 @@
-// FarTier: the pool's second frame tier (issue 17, "Calico tiers"): its memory model, its
+// FarTier: the pool's second frame tier (docs/results/tiers.md, "Calico tiers"): its memory model, its
 // free frames, its CLOCK hand and its counters. BasicBufferPool keeps one when
 // PoolOptions::far_tier.frames > 0 (a null pointer otherwise); the moves are in
 // pool/features/tier_moves.h, the rules in pool/README.md ("Tiered memory").

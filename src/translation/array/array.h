@@ -1,4 +1,4 @@
-// ArrayTranslation: Calico's translation (calico.txt section 4). A page id {space, block}
+// ArrayTranslation: Calico's translation ([Calico] section 4). A page id {space, block}
 // finds its entry in two steps:
 //   1. space -> the space's TranslationArray, through the thread's path cache
 //      (space_directory.h; one compare in the common case, the directory array otherwise);
@@ -30,7 +30,7 @@ struct ArrayTranslation {
   static constexpr bool kDirect = false;
 };
 
-// TieredArrayTranslation ("array_tiered"): the array with Calico tiers (issue 17,
+// TieredArrayTranslation ("array_tiered"): the array with Calico tiers (docs/results/tiers.md,
 // pool/features/tiering.h): PoolOptions::far_tier puts a far frame tier behind the pool, and every
 // access compares its frame id against the fast tier's last frame. A policy of its own so
 // that the plain array's hot path has no such compare. Without a far tier it is the array

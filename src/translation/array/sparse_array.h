@@ -1,5 +1,5 @@
 // SparseArrayTranslation ("array_sparse"): Calico's array with the sparse-group fallback
-// (issue 15; docs/design/hot_path.md, "Sparse groups"). A group of 512 entries (one 4 KB page of
+// (docs/design/sparse_groups.md; docs/design/hot_path.md, "Sparse groups"). A group of 512 entries (one 4 KB page of
 // the array) is dense, as in `array`, or sparse: its array page is punched and all zero,
 // and its non-zero entries live in a side table of OwnedEntry keyed by block (the recycling
 // table of hash_open: partitioned_table.h, entry.h R1-R5).

@@ -1,6 +1,6 @@
 // HashChainedTranslation ("hash_chained"): a chained hash table (std::unordered_map) from
 // block number to entry per space, in 64 partitions with one reader-writer latch each
-// (partitioned_table.h). The "std::unordered" competitor of calico.txt sections 2 and 6.2.
+// (partitioned_table.h). The "std::unordered" competitor of [Calico] sections 2 and 6.2.
 //
 // A lookup: mix64(block) (hash_support.h) -> partition (top 6 bits) -> latch shared ->
 // bucket (hash mod a prime bucket count) -> a chain of nodes -> the node's entry. That is

@@ -1,6 +1,6 @@
 // HashLockFreeTranslation ("hash_lockfree"): a lock-free linear-probing hash table from block
 // number to entry per space, with no latch at all (the "Lock-Free Linear Probing Hash Map"
-// of calico.txt section 6.2, which is not partitioned).
+// of [Calico] section 6.2, which is not partitioned).
 //
 // Entry points: entry(block) (find-or-insert; the hot path), size()/slots()/max_size(),
 // reset(), private_bytes()/mincore_bytes()/reserved_bytes(), for_each_entry().
@@ -43,7 +43,7 @@
 // removed, so memory grows with the pages ever touched, and since mix64 scatters blocks over
 // the slots, each page touched backs a 4 KB page of slots until the table is dense: memory is
 // about min(4 KB x pages touched, 16 B x slots) (the paper sizes its tables 2x the frames and
-// deletes on eviction; calico.txt 6.5). Measured at capacity 2^22 (2^23 slots, 128 MB
+// deletes on eviction; [Calico] 6.5). Measured at capacity 2^22 (2^23 slots, 128 MB
 // reserved): 4 MB after 10^3 pages touched, 122 MB after 10^5, 128 MB from 10^6 on. So keep
 // max_blocks_per_space close to the space's real size for this table: each block of
 // capacity costs 32 bytes once the table is dense. reset() (drop_space) returns the memory like an

@@ -1,5 +1,5 @@
 // HashOpenTranslation ("hash_open"): an open-addressing hash table (absl::flat_hash_map, the
-// "absl::flat_hash" competitor of calico.txt sections 2, 3 and 6) from block number to entry
+// "absl::flat_hash" competitor of [Calico] sections 2, 3 and 6) from block number to entry
 // per space, in 64 partitions with one reader-writer latch each (partitioned_table.h).
 //
 // A lookup: mix64(block) (hash_support.h) -> partition (top 6 bits) -> latch shared -> the

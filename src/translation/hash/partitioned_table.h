@@ -1,6 +1,6 @@
 // PartitionedTable<Store>: the per-space Table of the lock-based hash translations
 // (hash_chained.h, hash_open.h): kPartitions independent hash maps, each behind its own
-// reader-writer latch (calico.txt section 6.2: "we partition the hash table and use
+// reader-writer latch ([Calico] section 6.2: "we partition the hash table and use
 // dedicated lock per partition to reduce lock contention").
 //
 // Entry points: entry(block) (find-or-insert; the hot path), find(block) (no insert),
@@ -35,7 +35,7 @@
 // the map) and parks it for reuse. So the maps hold the pages that are resident, being loaded
 // or prefetched, plus entries created for pages that were then not loaded (only on the error
 // paths of faults, each of which forgets too): about the pool's frames, not the pages ever
-// touched (calico.txt 6.5 sizes the paper's tables at 2x the frames). Threads keep Entry
+// touched ([Calico] 6.5 sizes the paper's tables at 2x the frames). Threads keep Entry
 // pointers after the latch is released (pins, optimistic reads, the evictor's victims), so
 // the pool checks the owner after every latch it takes through such a pointer and after
 // every optimistic load (pool/README.md, "Recycled entries"); a recycled entry is the same
