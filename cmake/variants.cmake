@@ -16,6 +16,20 @@ set(CALICO_VARIANT_GROUPS
 
 set(CALICO_GENERATED_DIR ${CMAKE_BINARY_DIR}/generated)
 
+# One entry of CALICO_VARIANT_GROUPS, split: sets the group's name, its headers and its
+# policies (lists) in the caller's scope.
+function(calico_parse_variant_group spec group_var headers_var policies_var)
+  string(REPLACE "|" ";" parts "${spec}")
+  list(GET parts 0 group)
+  list(GET parts 1 headers)
+  list(GET parts 2 policies)
+  string(REPLACE " " ";" headers "${headers}")
+  string(REPLACE " " ";" policies "${policies}")
+  set(${group_var} ${group} PARENT_SCOPE)
+  set(${headers_var} ${headers} PARENT_SCOPE)
+  set(${policies_var} ${policies} PARENT_SCOPE)
+endfunction()
+
 # Writes the library's variant sources, and the policy list of calico/variants.h, into
 # ${CALICO_GENERATED_DIR}; sets `out_var` to the sources. file(CONFIGURE) rewrites a file only
 # when its content changes, so a reconfigure rebuilds nothing that did not change.
@@ -24,12 +38,7 @@ function(calico_generate_library_variants out_var)
   set(all_includes)
   set(all_policies)
   foreach(group_spec ${CALICO_VARIANT_GROUPS})
-    string(REPLACE "|" ";" parts "${group_spec}")
-    list(GET parts 0 group)
-    list(GET parts 1 headers)
-    list(GET parts 2 policies)
-    string(REPLACE " " ";" headers "${headers}")
-    string(REPLACE " " ";" policies "${policies}")
+    calico_parse_variant_group("${group_spec}" group headers policies)
     set(text "// Generated from cmake/variants.cmake: the pool and its indexes for the '${group}' group.\n")
     string(APPEND text "#include \"index/btree/btree.h\"\n#include \"index/heap_file/heap_file_impl.h\"\n#include \"pool/definitions.h\"\n")
     foreach(h ${headers})
@@ -62,12 +71,7 @@ endfunction()
 function(calico_generate_python_variants out_var)
   set(sources)
   foreach(group_spec ${CALICO_VARIANT_GROUPS})
-    string(REPLACE "|" ";" parts "${group_spec}")
-    list(GET parts 0 group)
-    list(GET parts 1 headers)
-    list(GET parts 2 policies)
-    string(REPLACE " " ";" headers "${headers}")
-    string(REPLACE " " ";" policies "${policies}")
+    calico_parse_variant_group("${group_spec}" group headers policies)
     set(text "// Generated from cmake/variants.cmake: make_pool for the '${group}' group.\n#include \"pool_impl.h\"\n")
     foreach(h ${headers})
       string(APPEND text "#include \"${h}\"\n")

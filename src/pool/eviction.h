@@ -23,26 +23,9 @@
 //      translation/entry.h, "Recycled entries"), and give the frame to the free list.
 #pragma once
 
-#include <algorithm>
-#include <chrono>
-#include <cstring>
-#include <mutex>
-#include <string>
-#include <vector>
-
-#include "calico/checks.h"
-#include "io/io_ring.h"
-#include "pool/access.h"
-#include "pool/pool_support.h"
-#include "pool/test_points.h"
+#include "pool/core_definitions.h"
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 template <class T>
 FrameId pool::PoolCore<T>::get_frame(bool may_fail, PageId pid) {

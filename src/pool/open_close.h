@@ -3,41 +3,10 @@
 // drain the reads in flight). Nothing on disk changes until every check of open passed.
 #pragma once
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <optional>
-#include <shared_mutex>
-#include <stdexcept>
-#include <string>
-#include <system_error>
-#include <thread>
-#include <vector>
-
-#include "calico/checks.h"
-#include "io/checksum.h"
-#include "io/io_ring.h"
+#include "pool/core_definitions.h"
 #include "calico/buffer_pool.h"
-#include "pool/access.h"
-#include "pool/catalog.h"
-#include "pool/data_dir.h"
-#include "pool/pool_support.h"
-#include "pool/test_points.h"
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 static_assert(BufferPool::kTrailerBytes == io::kTrailerBytes);
 

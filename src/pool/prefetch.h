@@ -4,40 +4,9 @@
 // read's kIoPending entry, or the evictor, completes it (help_async, reap_lane).
 #pragma once
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <optional>
-#include <shared_mutex>
-#include <stdexcept>
-#include <string>
-#include <system_error>
-#include <thread>
-#include <vector>
-
-#include "calico/checks.h"
-#include "io/checksum.h"
-#include "io/io_ring.h"
-#include "pool/access.h"
-#include "pool/catalog.h"
-#include "pool/data_dir.h"
-#include "pool/pool_support.h"
-#include "pool/test_points.h"
+#include "pool/core_definitions.h"
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 template <class T>
 uint64_t pool::PoolCore<T>::prewarm(SpaceId space, BlockId first, uint64_t count) {

@@ -31,28 +31,11 @@
 // through the entry, as for faults and evictions.
 #pragma once
 
-#include <algorithm>
 #include <bit>
-#include <chrono>
-#include <cstring>
-#include <mutex>
-#include <shared_mutex>
-#include <string>
-#include <vector>
 
-#include "calico/checks.h"
-#include "io/io_ring.h"
-#include "pool/access.h"
-#include "pool/pool_support.h"
-#include "pool/test_points.h"
+#include "pool/core_definitions.h"
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 template <class T>
 bool pool::PoolCore<T>::try_promote(Space* space, PageId pid, translation::Entry& e,

@@ -28,29 +28,13 @@
 // refused by acquire_ref_for (the reference covers the other representation).
 #pragma once
 
-#include <algorithm>
 #include <array>
-#include <chrono>
-#include <cstring>
 #include <map>
-#include <mutex>
-#include <string>
-#include <vector>
 
-#include "calico/checks.h"
-#include "io/io_ring.h"
-#include "pool/access.h"
-#include "pool/pool_support.h"
-#include "pool/test_points.h"
+#include "pool/core_definitions.h"
 #include "translation/array/sparse_group_counter.h"
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 template <class T>
 bool pool::PoolCore<T>::try_sparsify(Space* s, BlockId block)

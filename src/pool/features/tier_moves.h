@@ -54,27 +54,9 @@
 // promote without deadlock.
 #pragma once
 
-#include <algorithm>
-#include <chrono>
-#include <cstring>
-#include <mutex>
-#include <shared_mutex>
-#include <string>
-#include <vector>
-
-#include "calico/checks.h"
-#include "io/io_ring.h"
-#include "pool/access.h"
-#include "pool/pool_support.h"
-#include "pool/test_points.h"
+#include "pool/core_definitions.h"
 
 namespace calico {
-
-using translation::EntryWord;
-using translation::kExclusive;
-using translation::kIoPending;
-using translation::kMarked;
-using translation::kUnlocked;
 
 template <class T>
 bool pool::PoolCore<T>::far_hit(Space* space, PageId pid, translation::Entry& e, translation::EntryWord w,
