@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # PostgreSQL's whole recovery TAP suite (src/test/recovery: crash recovery, archiving, PITR,
-# streaming and logical replication, hot standby, ~50 tests) on the calico build. CI runs a
+# streaming and logical replication, hot standby, 50 files) on the calico build. CI runs a
 # subset (postgres/tests/run.sh tap, $RECOVERY_CI there); this runs all of it, or the tests
 # named (e.g. t/027_stream_regress.pl, which runs the whole regression suite against a
-# primary and checks the standby's dump matches).
+# primary and checks the standby's dump matches). 2026-11-28 on 2 shared cores: 527 tests
+# passed in 277 s; 5 files skip themselves (035, 041, 044, 046, 047: they need a build
+# with --enable-injection-points, and ours is the build we measure).
 # Usage: postgres/tests/recovery_full.sh [t/NNN_name.pl ...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
