@@ -42,9 +42,13 @@ suites=("$@")
 # WAL replay of relfilenode reuse and of truncation: the paths where redo and the buffer
 # mapping meet. The whole suite takes far longer (recovery_full.sh).
 RECOVERY_CI="t/001_stream_rep.pl t/004_timeline_switch.pl t/013_crash_restart.pl t/022_crash_temp_files.pl t/032_relfilenode_reuse.pl t/036_truncated_dropped.pl"
-# pgvector's TAP tests CI runs: WAL, vacuum, concurrent inserts, vacuum under inserts, and
-# iterative scans, for HNSW and IVFFlat. All 48 take ~9 min here: PGVECTOR_TAP=all runs them.
-PGVECTOR_TAP_CI="test/t/001_ivfflat_wal.pl test/t/002_ivfflat_vacuum.pl test/t/007_ivfflat_inserts.pl test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/043_hnsw_iterative_scan.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl test/t/048_ivfflat_vacuum_insert.pl"
+# pgvector's TAP tests CI runs: WAL, vacuum, concurrent inserts, vacuum under inserts and
+# scans, for HNSW and IVFFlat. All 48 take 6-9 min here: PGVECTOR_TAP=all runs them.
+# Not in CI: 043_hnsw_iterative_scan.pl bounds a 20-query average on unseeded random data
+# to +-2 of its expectation; it failed once in five full runs (on calico), and the average
+# has the same spread on vanilla (at max_scan_tuples 50000, 8 runs each: calico 4.5-6.75,
+# mean 5.07; vanilla 3.65-5.85, mean 4.99).
+PGVECTOR_TAP_CI="test/t/001_ivfflat_wal.pl test/t/002_ivfflat_vacuum.pl test/t/007_ivfflat_inserts.pl test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl test/t/048_ivfflat_vacuum_insert.pl"
 [ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_CI='test/t/*.pl'
 
 # make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
