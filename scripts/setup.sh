@@ -11,6 +11,7 @@ APT_PACKAGES=(
   python3-matplotlib python3-venv fio valgrind
   ccache clang libclang-rt-14-dev
   libreadline-dev zlib1g-dev procps
+  bison flex libipc-run-perl
 )
 
 missing=()

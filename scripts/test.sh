@@ -7,11 +7,13 @@
 #   python    pip installs the calico package (python/) into .venv, incrementally (its build
 #             directory build-python/ persists), and runs its pytest suite, including one
 #             install from a clean clone into a fresh virtualenv;
-#   postgres  PostgreSQL 15 with Calico inside, built from Debian's sources (cached after the
-#             first run, ~5 min cold): its regression and isolation suites (default and 1 MB
-#             shared_buffers), pgvector's tests, a vanilla-vs-calico differential test, a
-#             stress run with amcheck, and the races between backends forced with the patch's
-#             test-only pause points (postgres/tests/interleavings.sh; scripts/postgres.sh test);
+#   postgres  PostgreSQL 18 with Calico inside, built from Debian's sources (cached after the
+#             first run, ~15 min cold on 2 shared cores): its regression and isolation
+#             suites (default and 1 MB shared_buffers), pgvector's tests, a vanilla-vs-calico
+#             differential test, a stress run with amcheck, the races between backends
+#             forced with the patch's test-only pause points (postgres/tests/interleavings.sh),
+#             and TAP suites: pgvector's, PostgreSQL's test_aio and a recovery subset, a
+#             SIGKILL crash test and a hot standby (scripts/postgres.sh test);
 #   tsan      ThreadSanitizer build (stress tests shortened to 4 s);
 #   asan      AddressSanitizer + UndefinedBehaviorSanitizer build (likewise), at the highest
 #             checks level (CALICO_CHECKS_LEVEL=3: paranoid whole-structure checks on);

@@ -75,7 +75,18 @@ run_knobs() {  # run_knobs TAG [SETTING...]
   echo "differential: calico ($tag): 4 knob settings x $(grep -c . "$T/calico-hnsw.out") searches identical;" \
        "optimistic ok|failed|prefetched resident|reads started = $(cat "$T/stats-$tag.out")"
 }
+#    default: 128 MB, io_method=worker; tiny: 1 MB (no pins to spare: nothing prefetched);
+#    small: 16 MB and 20 connections (a backend's share of pins is then 2048 buffers over
+#    ~80 processes, GetPinLimit), each server started cold, so the group prefetch reads into
+#    shared buffers, through I/O workers and through io_uring (completions reaped by
+#    whoever waits).
 run_knobs default
 run_knobs tiny shared_buffers=1MB
+run_knobs small-worker shared_buffers=16MB max_connections=20 io_method=worker
+run_knobs small-uring shared_buffers=16MB max_connections=20 io_method=io_uring
 ok=$(cut -d'|' -f1 "$T/stats-default.out")
 [ "$ok" -gt 0 ] || fail "no optimistic read validated: the optimistic path was not exercised"
+for tag in small-worker small-uring; do
+  reads=$(cut -d'|' -f4 "$T/stats-$tag.out")
+  [ "$reads" -gt 0 ] || fail "no prefetch read started ($tag): the prefetch path was not exercised"
+done

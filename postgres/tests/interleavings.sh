@@ -23,7 +23,10 @@ export DB=calico_interleavings
 
 if [ "${1:-}" != "--case" ]; then
   T=$1
-  settings=(autovacuum=off max_connections=20)
+  # io_method=sync: a read completes in the backend that issued it, the one armed for
+  # read_done (pause points are armed per backend; with io_method=worker an I/O worker would
+  # complete it, with io_uring possibly another backend).
+  settings=(autovacuum=off max_connections=20 io_method=sync)
   failed=()
   for c in setup late_publish slot_reuse stale_read; do
     bash "$PG" run calico "${settings[@]}" -- bash "$0" --case "$c" 2>&1 | tee -a "$T/interleavings.log" ||
