@@ -40,8 +40,9 @@
 namespace calico {
 
 // Every hot access forwards with [[gnu::always_inline]]: the call into the core then inlines
-// exactly as it would without this class (the cachegrind counts of bench/experiments/micro_counts.sh
-// are the same), which a plain inline forwarder of a large inlined body does not guarantee.
+// exactly as it would without this class (bench/experiments/micro_counts.sh counts the same
+// instructions; docs/design/hot_path.md), which a plain inline forwarder of a large inlined
+// body does not guarantee.
 template <TranslationPolicy Translation>
 class BasicBufferPool {
   using Core = pool::PoolCore<Translation>;
