@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Every file a documentation page names must be committed, and every relative link must resolve.
+"""Every file a documentation page names must be committed, every relative link must resolve, and
+every code pointer must still point at what it names.
 
 Usage: scripts/check_docs_data.py [ROOT]     (ROOT: a git work tree, default: this repository)
 
-Pages: README.md and docs/**/*.md. Two checks:
+Pages: README.md and docs/**/*.md (and, for check 3, the READMEs under src/). Three checks:
 
 1. Named files. A named file is any path ending in .jsonl, .json, .csv, .tsv, .png, .svg
    (data and figures), .txt (printed reports) or .md (other pages). A mention is checked
@@ -26,7 +27,12 @@ untracked file on the checker's disk does not count).
    directory as Markdown resolves it, a tracked file or a directory holding one (the #anchor
    is not checked).
 
-Exit status 0 when both hold; 1 with one line per missing file or broken link,
+3. Code pointers. A pointer written `name` (`path:line`) (path ending in .h, .cc, .py or .sh,
+   relative to the page's directory or the repository root) must name a file whose line
+   `line` contains name's last component (`PoolCore::fault` -> fault): step-by-step walks
+   through the code say where each step is, and this keeps them true as the code moves.
+
+Exit status 0 when all three hold; 1 with one line per missing file or broken link,
 "page:line -> path", when some do not; 2 on a usage error.
 """
 import os
@@ -141,6 +147,38 @@ def resolve(page, token, tracked):
     return any(c in tracked for c in candidates)
 
 
+POINTER = re.compile(r"`([A-Za-z_][\w:~]*)`\s*\(`([\w./-]+\.(?:h|cc|py|sh)):(\d+)`\)")
+
+
+def pointer_pages(root):
+    """The pages that point into code by line: README.md, docs/, and the READMEs under src/."""
+    found = set(pages(root, set()))
+    for dirpath, _, files in os.walk(os.path.join(root, "src")):
+        if "README.md" in files:
+            found.add(os.path.relpath(os.path.join(dirpath, "README.md"), root))
+    return sorted(found)
+
+
+def stale_pointers(root, page, text):
+    """Code pointers written `name` (`path:line`) whose line no longer names `name`."""
+    stale = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        for m in POINTER.finditer(line):
+            name, path, target = m.group(1), m.group(2), int(m.group(3))
+            ident = name.split("::")[-1]
+            for candidate in (os.path.join(os.path.dirname(page), path), path):
+                full = os.path.join(root, candidate)
+                if os.path.isfile(full):
+                    with open(full, encoding="utf-8", errors="replace") as f:
+                        code = f.read().splitlines()
+                    if not (1 <= target <= len(code) and ident in code[target - 1]):
+                        stale.append(f"{page}:{lineno} -> {path}:{target} does not name {ident}")
+                    break
+            else:
+                stale.append(f"{page}:{lineno} -> {path}: no such file")
+    return stale
+
+
 def main(argv):
     if len(argv) > 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -170,6 +208,14 @@ def main(argv):
             checked_links += 1
             if not link_resolves(page, target, tracked, tracked_dirs):
                 broken.append(f"{page}:{lineno} -> {target}")
+    stale = []
+    for page in pointer_pages(root):
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            stale += stale_pointers(root, page, f.read())
+    if stale:
+        print(f"docs check: {len(stale)} code pointer(s) out of date (`name` (`file:line`)):")
+        for p in stale:
+            print(f"  {p}")
     if missing:
         print(f"docs check: {len(missing)} named file(s) not committed (git ls-files):")
         for m in missing:
@@ -178,7 +224,7 @@ def main(argv):
         print(f"docs check: {len(broken)} relative link(s) that do not resolve:")
         for b in broken:
             print(f"  {b}")
-    if missing or broken:
+    if missing or broken or stale:
         return 1
     print(f"docs check: ok, {checked} named files, all committed; {checked_links} relative links, all resolve")
     return 0

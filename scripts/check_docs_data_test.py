@@ -140,5 +140,32 @@ class CheckDocsLinks(unittest.TestCase):
         self.assertIn("docs/design/p.md:6 -> nowhere.md", out)  # but a code span names a file
 
 
+class CheckCodePointers(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        git(self.root, "init", "-q")
+        write(self.root, "src/pool/access.h", "// access\n\ninline void pin_shared() {}\nvoid fault();\n")
+        git(self.root, "add", "src/pool/access.h")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def readme(self, text):
+        write(self.root, "src/pool/README.md", text)
+        git(self.root, "add", "src/pool/README.md")
+        return check(self.root)
+
+    def test_pointers_that_name_their_line_pass(self):
+        rc, out = self.readme("1. `PoolCore::pin_shared` (`access.h:3`), then `fault` (`src/pool/access.h:4`).\n")
+        self.assertEqual(rc, 0, out)
+
+    def test_a_pointer_whose_line_moved_is_listed(self):
+        rc, out = self.readme("Steps:\n1. `pin_shared` (`access.h:4`) and `evict` (`eviction.h:9`).\n")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("src/pool/README.md:2 -> access.h:4 does not name pin_shared", out)
+        self.assertIn("src/pool/README.md:2 -> eviction.h: no such file", out)
+
+
 if __name__ == "__main__":
     unittest.main()
