@@ -75,8 +75,11 @@ class HnswTarget {
       }
     }
     (void)h.size();
-    (void)h.contains(size % kCapacity);
-    if (spare_ < kCapacity) h.add(spare_, q.data());
+    // Valid metadata may state a smaller capacity than the build's (a consistent layout
+    // for it): ids are asked for below the capacity the index reports, as an application
+    // would; contains() and add() refuse larger ones with kInvalidArgument, as documented.
+    (void)h.contains(static_cast<uint32_t>(size % h.capacity()));
+    if (spare_ < h.capacity()) h.add(spare_, q.data());
   }
 
  private:
