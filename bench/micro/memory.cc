@@ -38,8 +38,8 @@ std::shared_ptr<YcsbTree<Pool>> load_tree(const MicroMemoryConfig& cfg, const st
   opt.page_size = 4096;
   opt.pool_bytes = cfg.pool_mb << 20;
   opt.max_blocks_per_space = micro::space_capacity(records / 8);  // >= the tree's pages (~records / 20)
-  opt.sparse_group_at = cfg.sparse_group_at;
-  opt.dense_group_at = cfg.dense_group_at;
+  opt.sparse_groups.sparse_at = cfg.sparse_group_at;
+  opt.sparse_groups.dense_at = cfg.dense_group_at;
   return load_ycsb_tree<Pool>(opt, records, cfg.value_bytes);
 }
 
@@ -67,7 +67,7 @@ struct MemoryPoint {
     MemoryPoint p{pool.space_blocks(space), s.translation_private_bytes, s.translation_mincore_bytes,
                   s.translation_reserved_bytes, s.punches, s.resident_pages,
                   s.accesses ? static_cast<double>(s.hits) / static_cast<double>(s.accesses) : 0.0,
-                  s.side_table_bytes, s.sparse_groups};
+                  s.sparse_groups.side_table_bytes, s.sparse_groups.groups};
     // After the stats: frame_of counts as an access. Quiescent pool: no worker runs.
     for (uint64_t group = 0; group * kEntriesPerOsPage < p.blocks; ++group) {
       const uint64_t end = std::min(p.blocks, (group + 1) * kEntriesPerOsPage);

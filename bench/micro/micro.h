@@ -64,9 +64,9 @@ struct MicroMemoryConfig {
   uint64_t moving_ops = 600'000;  // first uniform reads (moving_uniform of them), then YCSB-D (read latest, 5% inserts)
   double moving_uniform = 1.0 / 3;  // fraction of moving_ops that are uniform reads (0: YCSB-D from the load on)
   uint32_t samples = 30;          // translation memory samples over the moving run
-  // array_sparse's thresholds (PoolOptions::sparse_group_at, dense_group_at).
-  uint32_t sparse_group_at = PoolOptions{}.sparse_group_at;
-  uint32_t dense_group_at = PoolOptions{}.dense_group_at;
+  // array_sparse's thresholds (PoolOptions::sparse_groups: sparse_at, dense_at).
+  uint32_t sparse_group_at = PoolOptions{}.sparse_groups.sparse_at;
+  uint32_t dense_group_at = PoolOptions{}.sparse_groups.dense_at;
 };
 int run_micro_memory(const MicroMemoryConfig& cfg);
 

@@ -111,18 +111,18 @@ std::pair<std::string, std::string> tier_report(const RunResult& r) {
   const PoolStats& b = r.end;
   if (b.tier[1].frames == 0) return {};
   const uint64_t fast_hits = b.tier[0].hits - a.tier[0].hits, far_hits = b.tier[1].hits - a.tier[1].hits;
-  const uint64_t promotions = b.promotions - a.promotions, demotions = b.demotions - a.demotions;
-  const uint64_t batches = b.promotion_batches - a.promotion_batches;
+  const uint64_t promotions = b.migration.promotions - a.migration.promotions, demotions = b.migration.demotions - a.migration.demotions;
+  const uint64_t batches = b.migration.promotion_batches - a.migration.promotion_batches;
   const uint64_t far_evictions = b.tier[1].evictions - a.tier[1].evictions;
   const uint64_t moved = promotions + demotions;
-  const double migrating_s = (b.migration_ns - a.migration_ns) / 1e9;
-  const double wait_s = (b.migration_wait_ns - a.migration_wait_ns) / 1e9;
+  const double migrating_s = (b.migration.ns - a.migration.ns) / 1e9;
+  const double wait_s = (b.migration.wait_ns - a.migration.wait_ns) / 1e9;
   const double hits = std::max<double>(1, double(fast_hits + far_hits));
   auto per_page = [moved](uint64_t ns) { return moved > 0 ? double(ns) / double(moved) : 0.0; };
-  const double per_page_ns = per_page(b.migration_ns - a.migration_ns);
-  const double fault_ns = per_page(b.migration_fault_ns - a.migration_fault_ns);
-  const double copy_ns = per_page(b.migration_copy_ns - a.migration_copy_ns);
-  const double discard_ns = per_page(b.migration_discard_ns - a.migration_discard_ns);
+  const double per_page_ns = per_page(b.migration.ns - a.migration.ns);
+  const double fault_ns = per_page(b.migration.fault_ns - a.migration.fault_ns);
+  const double copy_ns = per_page(b.migration.copy_ns - a.migration.copy_ns);
+  const double discard_ns = per_page(b.migration.discard_ns - a.migration.discard_ns);
   const double per_s = r.seconds > 0 ? moved / r.seconds : 0;
   std::string text = fmt::format(
       "tiers: fast {} + far {} frames; hits fast {:.1f}% far {:.1f}%; {} promotions ({} batches), {} demotions, "
@@ -234,8 +234,8 @@ std::vector<RunRecord> run_database(const std::string& name, const TpccConfig& c
                 name, info.system, json_escape(info.engine_config), info.cache_enforced, skipping, spec.remember_hints, hint_json, threads, scale.warehouses, scale.factor, rep, r.seconds, r.tx, r.tx_per_s, r.cpu_seconds,
                 r.tx_per_cpu_s, types, sz.pool_bytes, sz.in_memory, r.end.direct_io, r.pages_read, r.pages_written,
                 r.evictions, r.end.translation_private_bytes, r.end.translation_reserved_bytes, flat_bytes, r.end.punches,
-                r.end.hint_hits,
-                r.end.hint_misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
+                r.end.hints.hits,
+                r.end.hints.misses, r.counters.new_order_rollbacks, r.counters.remote_order_lines,
                 r.counters.remote_payments, r.counters.by_name, r.counters.delivery_skipped,
                 r.counters.delivery_claims_lost, v.size(), r.counters.failures, spec.seed, kPageSize, cfg.far_mb, tier_json, machine_json())
          << "\n";
@@ -256,7 +256,7 @@ std::vector<RunRecord> run_translation(const std::string& name, const TpccConfig
   opt.direct_io = true;
   // Single-tier translations run beside the tiered ones without the far tier (the baselines
   // of a far-tier sweep); run_tpcc refuses --far-mb when no translation takes it.
-  if (cfg.far_mb > 0 && Pool::kTierable) opt.far_tier = far_tier_option(cfg.far_tier, (cfg.far_mb << 20) / kPageSize);
+  if (cfg.far_mb > 0 && Pool::kTierable) opt.tiers.far = far_tier_option(cfg.far_tier, (cfg.far_mb << 20) / kPageSize);
   auto pool = micro::open_scratch_pool<Pool>(opt);  // BenchDirError: not our directory
   auto db = CalicoDatabase<Pool>::create(*pool, scale);
   SystemInfo info{"calico", "", true};

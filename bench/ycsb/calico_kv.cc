@@ -77,7 +77,7 @@ class CalicoStore final : public KvStore {
     uint64_t pages = config.data_bytes / opt.page_size + 1;
     opt.max_blocks_per_space = std::clamp<uint64_t>(std::bit_ceil(pages * 16), uint64_t{1} << 22, uint64_t{1} << 32);
     if (config.far_bytes > 0 && Pool::kTierable) {
-      opt.far_tier = far_tier_option(config.far_tier, config.far_bytes / opt.page_size);
+      opt.tiers.far = far_tier_option(config.far_tier, config.far_bytes / opt.page_size);
     }
     pool_ = Pool::open(opt);
     tree_.emplace(Tree::create(*pool_, "ycsb"));
@@ -88,11 +88,11 @@ class CalicoStore final : public KvStore {
   std::string name() const override { return "calico"; }
   std::string configuration() const override {
     const PoolOptions& o = pool_->options();
-    std::string far = o.far_tier.frames == 0
+    std::string far = o.tiers.far.frames == 0
                           ? std::string("no far tier")
                           : fmt::format("far tier {} (promote on read {}, on write {}, {} lines charged per far access)",
-                                        o.far_tier.describe(), o.promote_on_read, o.promote_on_write,
-                                        o.far_lines_per_access);
+                                        o.tiers.far.describe(), o.tiers.promote_on_read, o.tiers.promote_on_write,
+                                        o.tiers.far_lines_per_access);
     return fmt::format("calico B+tree (optimistic lock coupling) on BufferPool<{}>: pool {} MB, "
                        "page 4096 B, O_DIRECT {}, eviction batch {}, max {} blocks, bulk load 90% full, {}",
                        Pool::kTranslationName, o.pool_bytes >> 20, pool_->stats().direct_io ? "on" : "off (unsupported)", o.eviction_batch,
@@ -109,9 +109,9 @@ class CalicoStore final : public KvStore {
   std::unique_ptr<KvHandle> handle() override { return std::make_unique<CalicoHandle<Tree>>(&*tree_); }
   std::optional<CacheCounters> cache_counters() const override {
     PoolStats s = pool_->stats();
-    return CacheCounters{s.hits,       s.accesses,       s.tier[1].hits,      s.promotions,
-                         s.demotions,  s.tier[1].evictions, s.migration_bytes, s.migration_wait_ns,
-                         s.migration_ns, s.migration_fault_ns, s.migration_copy_ns, s.migration_discard_ns};
+    return CacheCounters{s.hits,       s.accesses,       s.tier[1].hits,      s.migration.promotions,
+                         s.migration.demotions,  s.tier[1].evictions, s.migration.bytes, s.migration.wait_ns,
+                         s.migration.ns, s.migration.fault_ns, s.migration.copy_ns, s.migration.discard_ns};
   }
 
  private:
@@ -122,7 +122,7 @@ class CalicoStore final : public KvStore {
 template <class Pool>
 CalicoStore<Pool>::~CalicoStore() {
   // Per-tier figures of the far tier runs (docs/results/tiers.md), on stderr: hits per tier, migrations.
-  if (pool_ != nullptr && pool_->options().far_tier.frames > 0) {
+  if (pool_ != nullptr && pool_->options().tiers.far.frames > 0) {
     PoolStats s = pool_->stats();
     std::fprintf(stderr,
                  "calico tiers: fast %llu frames (%llu hits, %llu evictions), far %llu frames (%llu hits, %llu "
@@ -131,8 +131,8 @@ CalicoStore<Pool>::~CalicoStore() {
                  (unsigned long long)s.tier[0].frames, (unsigned long long)s.tier[0].hits,
                  (unsigned long long)s.tier[0].evictions, (unsigned long long)s.tier[1].frames,
                  (unsigned long long)s.tier[1].hits, (unsigned long long)s.tier[1].evictions,
-                 (unsigned long long)s.promotions, (unsigned long long)s.demotions,
-                 (unsigned long long)(s.migration_bytes >> 20), s.migration_wait_ns / 1e9);
+                 (unsigned long long)s.migration.promotions, (unsigned long long)s.migration.demotions,
+                 (unsigned long long)(s.migration.bytes >> 20), s.migration.wait_ns / 1e9);
   }
   tree_.reset();  // writes the entry count to the metadata page
   pool_.reset();  // flushes

@@ -187,6 +187,164 @@ void add_cache_delta(const kv::CacheCounters& b, const kv::CacheCounters& after,
 
 }  // namespace
 
+namespace {
+
+// One worker thread of a run: draws operations from the workload's mix and keys from its
+// distribution, checks what it reads (a found value encodes its key; a loaded key is found)
+// and counts into its ThreadResult. Operations per YCSB: read, update, insert (the next key),
+// scan (1..kMaxScanLength rows from a chosen key), read-modify-write.
+class YcsbWorker {
+ public:
+  YcsbWorker(const RunSpec& spec, const WorkloadMix& mix, const ZipfGenerator& zipf, uint64_t records,
+             size_t value_bytes, std::atomic<uint64_t>& next_key, kv::KvHandle& handle, unsigned t,
+             ThreadResult& res)
+      : mix_(mix),
+        dist_(spec.distribution == "uniform" ? kUniform : spec.distribution == "zipf" ? kZipf : kLatest),
+        records_(records),
+        value_bytes_(value_bytes),
+        next_key_(next_key),
+        h_(handle),
+        rng_(spec.seed * 0x9E3779B97F4A7C15ull + t * 7919 + 1),
+        uniform_(0, records - 1),
+        scan_len_(1, kMaxScanLength),
+        zipf_(zipf),
+        res_(res),
+        r_(res.r) {
+    res_.latencies_ns.reserve(1 << 16);
+  }
+
+  // Runs up to my_ops operations (or until stop), publishing the count done in *done.
+  void run(uint64_t my_ops, const std::atomic<bool>& stop, std::atomic<uint64_t>* done) {
+    uint64_t i = 0;
+    for (; i < my_ops; ++i) {
+      if ((i & 63) == 0 && stop.load(std::memory_order_relaxed)) break;
+      const bool sample = i % kLatencySampleEvery == 0;
+      Clock::time_point t0;
+      if (sample) t0 = Clock::now();
+      one_operation();
+      if (sample) {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+        res_.latencies_ns.push_back(static_cast<uint32_t>(std::min<int64_t>(ns, UINT32_MAX)));
+      }
+      done->store(i + 1, std::memory_order_relaxed);
+    }
+    r_.ops = i;
+    res_.end = Clock::now();
+  }
+
+ private:
+  enum Distribution { kUniform, kZipf, kLatest };
+
+  void one_operation() {
+    double c = coin_(rng_);
+    if ((c -= mix_.read) < 0) {
+      read();
+    } else if ((c -= mix_.update) < 0) {
+      update();
+    } else if ((c -= mix_.insert) < 0) {
+      insert();
+    } else if ((c -= mix_.scan) < 0) {
+      scan();
+    } else {
+      read_modify_write();
+    }
+  }
+
+  uint64_t choose() {
+    switch (dist_) {
+      case kUniform: return uniform_(rng_);
+      case kZipf: return fnv1a64(zipf_.next(rng_)) % records_;
+      default: {
+        uint64_t newest = next_key_.load(std::memory_order_relaxed) - 1;
+        uint64_t rank = zipf_.next(rng_);
+        return rank > newest ? 0 : newest - rank;
+      }
+    }
+  }
+  std::string_view key_of(uint64_t k) {
+    kv::encode_key(k, key_);
+    return std::string_view(key_, kv::kKeyBytes);
+  }
+  // A read's outcome: found values must encode their key; a loaded key must be found.
+  void judge(bool found, uint64_t k, std::string_view v) {
+    if (!found) {
+      (k < records_ ? r_.missing_loaded : r_.missing_inflight)++;
+    } else if (!kv::check_value(v, k, value_bytes_)) {
+      ++r_.bad_values;
+    }
+  }
+
+  void read() {
+    uint64_t k = choose();
+    bool found = h_.read(key_of(k), &buf_);
+    judge(found, k, buf_);
+    ++r_.reads;
+  }
+  void update() {
+    uint64_t k = choose();
+    std::string_view key = key_of(k);
+    kv::make_value(k, rng_(), value_bytes_, &value_);
+    h_.update(key, value_);
+    ++r_.updates;
+  }
+  void insert() {
+    uint64_t k = next_key_.fetch_add(1);
+    std::string_view key = key_of(k);
+    kv::make_value(k, 0, value_bytes_, &value_);
+    h_.insert(key, value_);
+    ++r_.inserts;
+  }
+  void scan() {
+    uint64_t k = choose();
+    uint64_t len = scan_len_(rng_);
+    std::string_view key = key_of(k);
+    uint64_t expect = k;  // keys below next_key are dense, so a scan sees k, k+1, ...
+    uint64_t rows = h_.scan(key, len, [&](std::string_view rk, std::string_view rv) {
+      uint64_t got = kv::decode_key(rk);
+      if (rk.size() != kv::kKeyBytes || got < expect) {
+        ++r_.bad_values;
+      } else {
+        // Keys skipped below `records` are lost loaded keys.
+        for (uint64_t m = expect; m < got; ++m) judge(false, m, {});
+        judge(true, got, rv);
+      }
+      expect = got + 1;
+    });
+    if (rows == 0) judge(false, k, {});
+    r_.scan_rows += rows;
+    ++r_.scans;
+  }
+  void read_modify_write() {
+    uint64_t k = choose();
+    std::string_view key = key_of(k);
+    uint64_t version = rng_();
+    bool found = h_.read_modify_write(key, [&](std::string* v) {
+      judge(true, k, *v);
+      if (v->size() >= kv::kMinValueBytes) std::memcpy(v->data() + 8, &version, 8);
+    });
+    if (!found) judge(false, k, {});
+    ++r_.rmws;
+  }
+
+  const WorkloadMix mix_;
+  const Distribution dist_;
+  const uint64_t records_;
+  const size_t value_bytes_;
+  std::atomic<uint64_t>& next_key_;
+  kv::KvHandle& h_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> coin_{0.0, 1.0};
+  std::uniform_int_distribution<uint64_t> uniform_;
+  std::uniform_int_distribution<uint64_t> scan_len_;
+  ZipfGenerator zipf_;
+  ThreadResult& res_;
+  RunResult& r_;
+  std::string buf_, value_;
+  char key_[kv::kKeyBytes];
+};
+
+}  // namespace
+
 RunResult YcsbDatabase::run(const RunSpec& spec) {
   const WorkloadMix mix = workload_mix(spec.workload);
   if (spec.threads == 0) throw std::invalid_argument("threads must be > 0");
@@ -194,9 +352,6 @@ RunResult YcsbDatabase::run(const RunSpec& spec) {
     throw std::invalid_argument("distribution must be uniform, zipf or latest");
   }
   const ZipfGenerator zipf_proto(std::max<uint64_t>(records_, 2), spec.theta);
-  const uint64_t records = records_;
-  const size_t value_bytes = config_.value_bytes;
-  const int dist = spec.distribution == "uniform" ? 0 : spec.distribution == "zipf" ? 1 : 2;
 
   std::optional<kv::CacheCounters> cache_before = store_->cache_counters();
   std::vector<ThreadCounters> counters(spec.threads);
@@ -209,102 +364,11 @@ RunResult YcsbDatabase::run(const RunSpec& spec) {
   auto worker = [&](unsigned t) {
     try {
       std::unique_ptr<kv::KvHandle> h = store_->handle();
-      std::mt19937_64 rng(spec.seed * 0x9E3779B97F4A7C15ull + t * 7919 + 1);
-      std::uniform_real_distribution<double> coin(0.0, 1.0);
-      std::uniform_int_distribution<uint64_t> uniform(0, records - 1);
-      std::uniform_int_distribution<uint64_t> scan_len(1, kMaxScanLength);
-      ZipfGenerator zipf = zipf_proto;
-      ThreadResult& res = results[t];
-      RunResult& r = res.r;
-      res.latencies_ns.reserve(1 << 16);
+      YcsbWorker w(spec, mix, zipf_proto, records_, config_.value_bytes, shared_->next_key, *h, t, results[t]);
       const uint64_t my_ops = spec.ops == 0 ? ~uint64_t{0}
                                             : spec.ops / spec.threads + (t < spec.ops % spec.threads ? 1 : 0);
-      std::string buf, value;
-      char key[kv::kKeyBytes];
-      auto choose = [&]() -> uint64_t {
-        switch (dist) {
-          case 0: return uniform(rng);
-          case 1: return fnv1a64(zipf.next(rng)) % records;
-          default: {
-            uint64_t newest = shared_->next_key.load(std::memory_order_relaxed) - 1;
-            uint64_t rank = zipf.next(rng);
-            return rank > newest ? 0 : newest - rank;
-          }
-        }
-      };
-      // A read's outcome: found values must encode their key; a loaded key must be found.
-      auto judge = [&](bool found, uint64_t k, std::string_view v) {
-        if (!found) {
-          (k < records ? r.missing_loaded : r.missing_inflight)++;
-        } else if (!kv::check_value(v, k, value_bytes)) {
-          ++r.bad_values;
-        }
-      };
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      uint64_t i = 0;
-      for (; i < my_ops; ++i) {
-        if ((i & 63) == 0 && stop.load(std::memory_order_relaxed)) break;
-        const bool sample = i % kLatencySampleEvery == 0;
-        Clock::time_point t0;
-        if (sample) t0 = Clock::now();
-        double c = coin(rng);
-        if ((c -= mix.read) < 0) {
-          uint64_t k = choose();
-          kv::encode_key(k, key);
-          bool found = h->read(std::string_view(key, kv::kKeyBytes), &buf);
-          judge(found, k, buf);
-          ++r.reads;
-        } else if ((c -= mix.update) < 0) {
-          uint64_t k = choose();
-          kv::encode_key(k, key);
-          kv::make_value(k, rng(), value_bytes, &value);
-          h->update(std::string_view(key, kv::kKeyBytes), value);
-          ++r.updates;
-        } else if ((c -= mix.insert) < 0) {
-          uint64_t k = shared_->next_key.fetch_add(1);
-          kv::encode_key(k, key);
-          kv::make_value(k, 0, value_bytes, &value);
-          h->insert(std::string_view(key, kv::kKeyBytes), value);
-          ++r.inserts;
-        } else if ((c -= mix.scan) < 0) {
-          uint64_t k = choose();
-          uint64_t len = scan_len(rng);
-          kv::encode_key(k, key);
-          uint64_t expect = k;  // keys below next_key are dense, so a scan sees k, k+1, ...
-          uint64_t rows = h->scan(std::string_view(key, kv::kKeyBytes), len,
-                                  [&](std::string_view rk, std::string_view rv) {
-                                    uint64_t got = kv::decode_key(rk);
-                                    if (rk.size() != kv::kKeyBytes || got < expect) {
-                                      ++r.bad_values;
-                                    } else {
-                                      // Keys skipped below `records` are lost loaded keys.
-                                      for (uint64_t m = expect; m < got; ++m) judge(false, m, {});
-                                      judge(true, got, rv);
-                                    }
-                                    expect = got + 1;
-                                  });
-          if (rows == 0) judge(false, k, {});
-          r.scan_rows += rows;
-          ++r.scans;
-        } else {
-          uint64_t k = choose();
-          kv::encode_key(k, key);
-          uint64_t version = rng();
-          bool found = h->read_modify_write(std::string_view(key, kv::kKeyBytes), [&](std::string* v) {
-            judge(true, k, *v);
-            if (v->size() >= kv::kMinValueBytes) std::memcpy(v->data() + 8, &version, 8);
-          });
-          if (!found) judge(false, k, {});
-          ++r.rmws;
-        }
-        if (sample) {
-          auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-          res.latencies_ns.push_back(static_cast<uint32_t>(std::min<int64_t>(ns, UINT32_MAX)));
-        }
-        counters[t].ops.store(i + 1, std::memory_order_relaxed);
-      }
-      r.ops = i;
-      res.end = Clock::now();
+      w.run(my_ops, stop, &counters[t].ops);
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!error) error = std::current_exception();

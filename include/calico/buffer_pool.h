@@ -34,7 +34,8 @@
 #include "calico/error.h"
 #include "calico/guards.h"
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
+#include "calico/stats.h"
 #include "calico/translation_policy.h"
 
 namespace calico {
@@ -150,8 +151,8 @@ class BasicBufferPool {
   // --- frame hints (policies with kFrameHints, e.g. lipah; [LIPAH] 3.1, 4.1, 4.4) -----------
   // A reference is (pid, frame hint). `*hint` may be anything (0, stale, out of range, read
   // from disk): it is only followed after checks. When the hinted frame holds pid, the access
-  // skips the translation (PoolStats::hint_hits). Otherwise it falls back to the unhinted
-  // access (PoolStats::hint_misses) and sets *hint to the frame it used, so that the caller
+  // skips the translation (PoolStats::hints.hits). Otherwise it falls back to the unhinted
+  // access (PoolStats::hints.misses) and sets *hint to the frame it used, so that the caller
   // can repair its stored hint. Why a hinted access never returns another page: the proof at
   // read_optimistic_hinted in src/pool/features/frame_hints.h.
   [[gnu::always_inline]] OptimisticRead read_optimistic_hinted(PageId pid, FrameId* hint)
@@ -171,7 +172,7 @@ class BasicBufferPool {
   }
   // Opportunistic hint repair: if `holder` can be latched exclusively at once, runs
   // write(std::byte* page) under the latch and returns its result (true: it wrote a hint;
-  // PoolStats::hint_repairs); otherwise false. write may change only hint bytes (every use
+  // PoolStats::hints.repairs); otherwise false. write may change only hint bytes (every use
   // of a hint checks it). The page is not marked dirty: a hint persists only if the page is
   // written for another reason. Errors: those of try_pin_exclusive.
   template <class Fn>

@@ -14,7 +14,7 @@
 //     static constexpr bool kDirect;       // no lookup at all (the physical ceiling)
 //     // optional capabilities, absent = off:
 //     static constexpr bool kFrameHints = true;        // references carry frame hints
-//     static constexpr bool kTiered = true;            // takes PoolOptions::far_tier
+//     static constexpr bool kTiered = true;            // takes PoolOptions::tiers.far
 //     static constexpr bool kBatchedMigration = true;  // tier moves in batches
 //     class FramePredictor; kPromoteOneIn; kDemoteOneIn // preferred frames (predictive)
 //   };
@@ -90,7 +90,7 @@ template <class Table>
 inline constexpr bool kSparseGroupTable = requires { requires Table::kSparseGroups; };
 
 // A far memory tier behind the pool (src/pool/features/tiering.h). Every other policy
-// compiles the tier tests of the access paths away and refuses PoolOptions::far_tier.
+// compiles the tier tests of the access paths away and refuses PoolOptions::tiers.far.
 template <class T>
 concept Tiered = requires { requires T::kTiered; };
 

@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "calico/pool_options.h"
+#include "calico/options.h"
 
 namespace calico::py {
 

@@ -37,8 +37,8 @@ void bind_pool(nb::module_& m) {
               nb::gil_scoped_release release;
               // A named far tier of far_bytes, in whole pages.
               if (far_bytes > 0) {
-                o.far_tier = memory::tiers::TierConfig::named(far_tier, far_bytes / page_size, page_size);
-                if (o.far_tier.frames == 0) {
+                o.tiers.far = memory::tiers::TierConfig::named(far_tier, far_bytes / page_size, page_size);
+                if (o.tiers.far.frames == 0) {
                   throw Error(ErrorCode::kInvalidArgument, "far_bytes " + std::to_string(far_bytes) +
                                                                " is less than one page (" + std::to_string(page_size) +
                                                                " bytes)");

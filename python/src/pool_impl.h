@@ -83,9 +83,9 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
             {"prefetch_failed", s.prefetch_failed},
             {"read_inflight_ns", s.read_inflight_ns},
             {"optimistic_fallbacks", s.optimistic_fallbacks},
-            {"hint_hits", s.hint_hits},
-            {"hint_misses", s.hint_misses},
-            {"hint_repairs", s.hint_repairs},
+            {"hint_hits", s.hints.hits},
+            {"hint_misses", s.hints.misses},
+            {"hint_repairs", s.hints.repairs},
             {"frames", s.frames},
             {"free_frames", s.free_frames},
             {"resident_pages", s.resident_pages},
@@ -100,10 +100,10 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
             {"far_frames", s.tier[1].frames},
             {"far_hits", s.tier[1].hits},
             {"far_evictions", s.tier[1].evictions},
-            {"promotions", s.promotions},
-            {"demotions", s.demotions},
-            {"migration_bytes", s.migration_bytes},
-            {"migration_ns", s.migration_ns}};
+            {"promotions", s.migration.promotions},
+            {"demotions", s.migration.demotions},
+            {"migration_bytes", s.migration.bytes},
+            {"migration_ns", s.migration.ns}};
   }
 
   std::vector<std::string> space_names() override {

@@ -152,7 +152,7 @@ uint32_t pool::PoolCore<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand
   (void)tier;  // counted with a far tier only
   // Batched policies (vmcache_n) evict the far tier demotion_batch pages at a time.
   const uint32_t batch =
-      std::min<uint32_t>(kBatchedMigration && tier == 1 ? options_.demotion_batch : options_.eviction_batch, range_frames);
+      std::min<uint32_t>(kBatchedMigration && tier == 1 ? options_.tiers.demotion_batch : options_.eviction_batch, range_frames);
   std::vector<Victim> victims;
   victims.reserve(batch);
   VictimLatches latches{victims};

@@ -46,7 +46,7 @@ void pool::PoolCore<T>::fault(Space* space, PageId pid, translation::Entry& e) {
                 pid);
   }
   if constexpr (kSparseGroups) {
-    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultLookedUp, pid);
+    if (options_.testing.test_points != nullptr) options_.testing.test_points->at(pool::TestPoints::Point::kFaultLookedUp, pid);
     if (space->table.group_sparse(block) && space->table.group_count(block) >= space->table.dense_group_at()) {
       try_densify(space, block);  // only tries: the group stays sparse when it cannot move now
     }
@@ -56,14 +56,14 @@ void pool::PoolCore<T>::fault(Space* space, PageId pid, translation::Entry& e) {
     return;  // the group moved since the lookup: the caller looks pid up again
   }
   if constexpr (kSparseGroups) {
-    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultRefTaken, pid);
+    if (options_.testing.test_points != nullptr) options_.testing.test_points->at(pool::TestPoints::Point::kFaultRefTaken, pid);
   }
   if (!translation::try_cas(e, EntryWord{0}, translation::kLoadingWord)) {
     release_ref(space, block);
     return;  // another thread is loading it or has loaded it
   }
   if constexpr (kSparseGroups) {
-    if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kFaultClaimed, pid);
+    if (options_.testing.test_points != nullptr) options_.testing.test_points->at(pool::TestPoints::Point::kFaultClaimed, pid);
   }
   if (!owns(space, e, pid)) {
     // Retired and recycled for another block between the lookup and the CAS (R4): give
@@ -103,7 +103,7 @@ void pool::PoolCore<T>::fault(Space* space, PageId pid, translation::Entry& e) {
 template <class T>
 ExclusiveGuard pool::PoolCore<T>::allocate(SpaceId id) {
   Space* space = resolve(id).space;
-  if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kAllocateResolved, PageId(id, 0));
+  if (options_.testing.test_points != nullptr) options_.testing.test_points->at(pool::TestPoints::Point::kAllocateResolved, PageId(id, 0));
   std::shared_lock fault_lock(space->fault_latch);
   if (!space->alive.load(std::memory_order_acquire)) {
     throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id) + " was dropped");
@@ -126,8 +126,8 @@ ExclusiveGuard pool::PoolCore<T>::allocate(SpaceId id) {
       throw Error(ErrorCode::kInvalidArgument,
                   "space " + std::to_string(id) + " is full (" + std::to_string(block) + " blocks)");
     }
-    if (options_.test_points != nullptr) {
-      options_.test_points->at(pool::TestPoints::Point::kAllocateBlockRead, PageId(id, static_cast<BlockId>(block)));
+    if (options_.testing.test_points != nullptr) {
+      options_.testing.test_points->at(pool::TestPoints::Point::kAllocateBlockRead, PageId(id, static_cast<BlockId>(block)));
     }
     if (block >= space->file_blocks.load(std::memory_order_acquire)) {  // A2
       std::lock_guard grow(space->grow_mutex);
@@ -190,7 +190,7 @@ io::IoRing& pool::PoolCore<T>::thread_ring() {
   // file descriptor left), tr is unchanged and the caller gets kIoError.
   if (tr.pool_uid != uid_ || tr.ring->failed()) [[unlikely]] {
     // Depth covers one eviction batch; the fault injector is per pool, so is the ring.
-    tr.ring = std::make_unique<io::IoRing>(std::max(options_.eviction_batch, 8u), options_.fault_injector);
+    tr.ring = std::make_unique<io::IoRing>(std::max(options_.eviction_batch, 8u), options_.testing.fault_injector);
     tr.pool_uid = uid_;
   }
   return *tr.ring;

@@ -19,7 +19,7 @@ pool::PoolCore<T>::PoolCore(const PoolOptions& options)
       // With a far tier, one arena holds both tiers: fast frames first (pool/features/tiering.h).
       frames_(options.page_size,
               static_cast<FrameId>(options.pool_bytes / options.page_size +
-                                   (kTierable ? options.far_tier.frames : 0)),
+                                   (kTierable ? options.tiers.far.frames : 0)),
               T::kPagesInPlace ? false : options.huge_pages, T::kPagesInPlace ? false : options.prefault_frames),
       fast_last_(static_cast<FrameId>(options.pool_bytes / options.page_size)),
       meta_(new pool::FrameMeta[frames_.num_frames() + 1]),
@@ -31,7 +31,7 @@ pool::PoolCore<T>::PoolCore(const PoolOptions& options)
     frame_entries_.reset(new std::atomic<translation::Entry*>[frames_.num_frames() + 1]());
   }
   if constexpr (kTierable) {
-    if (options.far_tier.frames > 0) {
+    if (options.tiers.far.frames > 0) {
       CALICO_CHECK(frames_.num_frames() > fast_last_);
       far_ = std::make_unique<pool::FarTier>(options, fast_last_ + 1, frames_.num_frames());
       // Frames are page-aligned, so the far range is 4 KB aligned (place's precondition).
@@ -45,9 +45,9 @@ pool::DataDirectory pool::PoolCore<T>::open_directory(const PoolOptions& options
   // Nothing on disk changes until every check has passed (pool/data_dir.h): a failed open
   // leaves the directory exactly as it was, and never flushes a half-built pool over it.
   pool::validate_options(options);
-  if (options.far_tier.frames > 0 && !kTierable) {
+  if (options.tiers.far.frames > 0 && !kTierable) {
     throw Error(ErrorCode::kInvalidArgument,
-                "far_tier: translation '" + std::string(T::kName) +
+                "tiers.far: translation '" + std::string(T::kName) +
                     "' takes no far tier (the tiered translations: array_tiered, vmcache_n)");
   }
   return pool::open_data_directory(options.data_dir, options.page_size);
@@ -68,7 +68,7 @@ void pool::PoolCore<T>::open_catalog(pool::DataDirectory& dir) {
                         " blocks, more than max_blocks_per_space");
       }
       io::PageFile file = io::PageFile::open(pool::space_path(options.data_dir, rec.id), options.page_size,
-                                             /*create=*/false, options.fault_injector);
+                                             /*create=*/false, options.testing.fault_injector);
       // The catalog's count is the durable one: blocks allocated after the last flush that
       // synced the space are forgotten (pool/README.md, rule 6). The file may be longer (it
       // grows ahead in chunks, and may hold pages of forgotten blocks).

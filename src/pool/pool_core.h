@@ -34,7 +34,8 @@
 #include "calico/error.h"
 #include "calico/guards.h"
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
+#include "calico/stats.h"
 #include "calico/translation_policy.h"
 #include "memory/frame_arena.h"
 #include "pool/async_lane.h"
@@ -75,7 +76,7 @@ class PoolCore {
   static constexpr bool kLookedUpEntries = kRecyclesEntries || kSparseGroups;
   static_assert(!kFrameHints || (!Translation::kPagesInPlace && !Translation::kDirect),
                 "frame hints name frames of the frame arena");
-  // Whether the pool can take a far tier (PoolOptions::far_tier, pool/features/tiering.h): only tiered
+  // Whether the pool can take a far tier (PoolOptions::tiers.far, pool/features/tiering.h): only tiered
   // policies (array_tiered, vmcache_n), so that every other policy's hot path has no tier
   // compare. A tiered policy's pages move freely and are reached only through their entry:
   // in frames (array_tiered), or in place in one region per tier (vmcache_n).
@@ -356,7 +357,7 @@ class PoolCore {
   // Moves the queued pages still in the far tier and unlatched into free fast frames
   // (demoting a batch first when too few are free), every lock and latch only tried.
   bool promote_batch(std::vector<PageId>& batch, PageId wanted);
-  // Adds the time since `start` to far_->migration_ns (PoolStats::migration_ns).
+  // Adds the time since `start` to far_->migration_ns (PoolStats::migration.ns).
   void count_migration(std::chrono::steady_clock::time_point start) const;
   // One eviction round to disk over `hand`'s frames (tier `tier`). Pre: evict_mutex_ held.
   uint32_t evict_locked(io::IoRing& ring, pool::ClockHand& hand, FrameId range_frames, int tier,

@@ -22,7 +22,7 @@ void validate_options(const PoolOptions& o) {
     bad("page_size " + std::to_string(o.page_size) + " is not 4096, 8192 or 16384");
   }
   if (o.pool_bytes / o.page_size < 2) {
-    bad(o.far_tier.frames > 0 ? "pool_bytes (the fast tier, tier 0) holds fewer than 2 pages"
+    bad(o.tiers.far.frames > 0 ? "pool_bytes (the fast tier, tier 0) holds fewer than 2 pages"
                               : "pool_bytes holds fewer than 2 pages");
   }
   if (o.pool_bytes / o.page_size >= (uint64_t{1} << 31)) bad("pool_bytes holds 2^31 pages or more");
@@ -32,34 +32,34 @@ void validate_options(const PoolOptions& o) {
   if (o.eviction_batch == 0 || o.eviction_batch > 1024) bad("eviction_batch is not in 1 .. 1024");
   if (o.pool_full_wait_ms == 0 || o.pool_full_wait_ms > 3'600'000) bad("pool_full_wait_ms is not in 1 .. 3600000");
   if (o.async_depth == 0 || o.async_depth > 4096) bad("async_depth is not in 1 .. 4096");
-  if (o.sparse_group_at == 0 || o.sparse_group_at >= o.dense_group_at || o.dense_group_at > 512) {
-    bad("sparse_group_at and dense_group_at are not 1 <= sparse_group_at < dense_group_at <= 512");
+  if (o.sparse_groups.sparse_at == 0 || o.sparse_groups.sparse_at >= o.sparse_groups.dense_at || o.sparse_groups.dense_at > 512) {
+    bad("sparse_groups.sparse_at and sparse_groups.dense_at are not 1 <= sparse_at < dense_at <= 512");
   }
   // Tiered memory (pool/features/tiering.h): fast and far frames share one arena and one frame-id
   // space, bounded as pool_bytes alone is.
-  if (o.far_tier.frames > 0) {
-    if (o.far_tier.frames >= (uint64_t{1} << 31) - o.pool_bytes / o.page_size) {
-      bad("far_tier.frames " + std::to_string(o.far_tier.frames) + " plus the " +
+  if (o.tiers.far.frames > 0) {
+    if (o.tiers.far.frames >= (uint64_t{1} << 31) - o.pool_bytes / o.page_size) {
+      bad("tiers.far.frames " + std::to_string(o.tiers.far.frames) + " plus the " +
           std::to_string(o.pool_bytes / o.page_size) + " fast frames of pool_bytes reach 2^31 frames");
     }
-    memory::tiers::TierConfig c = o.far_tier;
+    memory::tiers::TierConfig c = o.tiers.far;
     c.page_size = o.page_size;
     try {
       memory::tiers::validate(c);
     } catch (const Error& e) {
       const std::string what = e.what();  // "invalid argument: <message>"
       const size_t colon = what.find(": ");
-      bad("far_tier: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+      bad("tiers.far: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
     }
     auto probability = [&](const char* name, double p) {
       if (!(p >= 0 && p <= 1)) bad(std::string(name) + " " + std::to_string(p) + " is not a probability in [0, 1]");
     };
-    probability("promote_on_read", o.promote_on_read);
-    probability("promote_on_write", o.promote_on_write);
-    if (o.demotion_batch == 0 || o.demotion_batch > 65536) bad("demotion_batch is not in 1 .. 65536");
-    if (o.promotion_batch == 0 || o.promotion_batch > 4096) bad("promotion_batch is not in 1 .. 4096");
-    if (o.far_lines_per_access > o.page_size / 64) {
-      bad("far_lines_per_access " + std::to_string(o.far_lines_per_access) + " exceeds the " +
+    probability("tiers.promote_on_read", o.tiers.promote_on_read);
+    probability("tiers.promote_on_write", o.tiers.promote_on_write);
+    if (o.tiers.demotion_batch == 0 || o.tiers.demotion_batch > 65536) bad("tiers.demotion_batch is not in 1 .. 65536");
+    if (o.tiers.promotion_batch == 0 || o.tiers.promotion_batch > 4096) bad("tiers.promotion_batch is not in 1 .. 4096");
+    if (o.tiers.far_lines_per_access > o.page_size / 64) {
+      bad("tiers.far_lines_per_access " + std::to_string(o.tiers.far_lines_per_access) + " exceeds the " +
           std::to_string(o.page_size / 64) + " cache lines of a page");
     }
   }

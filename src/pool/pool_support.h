@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "calico/checks.h"
 #include "io/checksum.h"
 #include "translation/entry.h"

@@ -156,7 +156,7 @@ size_t pool::PoolCore<T>::prefetch_group(std::span<const PageId> pids, std::span
   const uint32_t lane_index = thread_lane();
   AsyncLane& lane = lanes_[lane_index];
   std::lock_guard lock(lane.mutex);
-  if (!lane.ready(options_.async_depth, options_.fault_injector)) {
+  if (!lane.ready(options_.async_depth, options_.testing.fault_injector)) {
     // A ring that gave up takes no new reads; the completions the kernel still posts for the
     // reads it holds are collected here (and by other threads' eviction rounds).
     if (lane.ring != nullptr) reap_lane(lane, /*wait=*/false);
@@ -209,7 +209,7 @@ size_t pool::PoolCore<T>::prefetch_group(std::span<const PageId> pids, std::span
       }
       FrameId f = kInvalidFrame;
       try {
-        if (options_.test_points != nullptr) options_.test_points->at(pool::TestPoints::Point::kPrefetchClaimed, pid);
+        if (options_.testing.test_points != nullptr) options_.testing.test_points->at(pool::TestPoints::Point::kPrefetchClaimed, pid);
         f = get_frame(/*may_fail=*/true, pid);
       } catch (const Error&) {
         // A write-back failed while making room; the prefetch is only a hint.

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "io/page_file.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 
 namespace calico::pool {
 

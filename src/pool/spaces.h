@@ -82,7 +82,7 @@ SpaceId pool::PoolCore<T>::create_space(std::string_view name_view) {
   // The file first, then the catalog that names it: a crash in between leaves an empty file
   // that the next open removes (pool/data_dir.h). A failure changes nothing.
   std::string path = pool::space_path(options_.data_dir, id);
-  io::PageFile file = io::PageFile::open(path, options_.page_size, /*create=*/true, options_.fault_injector);
+  io::PageFile file = io::PageFile::open(path, options_.page_size, /*create=*/true, options_.testing.fault_injector);
   const pool::CatalogSpace record{id, 0, name};
   try {
     write_catalog_locked(&record);

@@ -12,12 +12,12 @@ PoolStats pool::PoolCore<T>::stats() const {
   {
     std::lock_guard lock(thread_counters_mutex_);
     for (const auto& tc : thread_counters_) {
-      st.hint_hits += tc->hint_hits.load(std::memory_order_relaxed);
-      st.hint_misses += tc->hint_misses.load(std::memory_order_relaxed);
+      st.hints.hits += tc->hint_hits.load(std::memory_order_relaxed);
+      st.hints.misses += tc->hint_misses.load(std::memory_order_relaxed);
       st.accesses += tc->accesses.load(std::memory_order_relaxed);
       st.tier[1].hits += tc->far_hits.load(std::memory_order_relaxed);
     }
-    st.accesses += st.hint_hits;  // an access through a valid hint looked nothing up
+    st.accesses += st.hints.hits;  // an access through a valid hint looked nothing up
   }
   st.faults = counters_.faults.load();
   // Faults done for allocations or by threads that lost a race are still one read each.
@@ -29,7 +29,7 @@ PoolStats pool::PoolCore<T>::stats() const {
   st.prefetch_failed = counters_.prefetch_failed.load();
   st.read_inflight_ns = counters_.read_inflight_ns.load();
   st.optimistic_fallbacks = counters_.optimistic_fallbacks.load();
-  st.hint_repairs = counters_.hint_repairs.load();
+  st.hints.repairs = counters_.hint_repairs.load();
   st.frames = frames_.num_frames();
   st.free_frames = free_list_.size() + (far_ != nullptr ? far_->free.size() : 0);
   for (FrameId f = 1; f <= frames_.num_frames(); ++f) {
@@ -46,15 +46,15 @@ PoolStats pool::PoolCore<T>::stats() const {
   if (far_ != nullptr) {
     st.tier[0].evictions = far_->evictions[0].load();
     st.tier[1].evictions = far_->evictions[1].load();
-    st.promotions = far_->promotions.load();
-    st.demotions = far_->demotions.load();
-    st.migration_bytes = (st.promotions + st.demotions) * options_.page_size;
-    st.migration_wait_ns = far_->tier->stats().throttle_wait_ns;
-    st.migration_ns = far_->migration_ns.load();
-    st.promotion_batches = far_->promotion_batches.load();
-    st.migration_fault_ns = far_->fault_ns.load();
-    st.migration_copy_ns = far_->copy_ns.load();
-    st.migration_discard_ns = far_->discard_ns.load();
+    st.migration.promotions = far_->promotions.load();
+    st.migration.demotions = far_->demotions.load();
+    st.migration.bytes = (st.migration.promotions + st.migration.demotions) * options_.page_size;
+    st.migration.wait_ns = far_->tier->stats().throttle_wait_ns;
+    st.migration.ns = far_->migration_ns.load();
+    st.migration.promotion_batches = far_->promotion_batches.load();
+    st.migration.fault_ns = far_->fault_ns.load();
+    st.migration.copy_ns = far_->copy_ns.load();
+    st.migration.discard_ns = far_->discard_ns.load();
   }
   st.frame_bytes = frames_.bytes();
   st.frame_huge_page_bytes = frames_.huge_page_bytes();
@@ -70,11 +70,11 @@ PoolStats pool::PoolCore<T>::stats() const {
     st.translation_reserved_bytes += s->table.reserved_bytes();
     st.direct_io = st.direct_io && s->file.direct();
     if constexpr (kSparseGroups) {
-      st.sparse_groups += static_cast<uint64_t>(std::max<int64_t>(s->table.sparse_groups(), 0));
-      st.sparse_moves += s->table.moves_to_sparse();
-      st.dense_moves += s->table.moves_to_dense();
-      st.refused_group_moves += s->table.refused_moves();
-      st.side_table_bytes += s->table.side_bytes();
+      st.sparse_groups.groups += static_cast<uint64_t>(std::max<int64_t>(s->table.sparse_groups(), 0));
+      st.sparse_groups.sparse_moves += s->table.moves_to_sparse();
+      st.sparse_groups.dense_moves += s->table.moves_to_dense();
+      st.sparse_groups.refused_moves += s->table.refused_moves();
+      st.sparse_groups.side_table_bytes += s->table.side_bytes();
     }
   }
   return st;

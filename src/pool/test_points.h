@@ -1,7 +1,7 @@
 // TestPoints: moments inside the pool at which a test may pause a thread, to open a race
 // window deterministically instead of hoping for an unlucky schedule (the concurrency tests
 // of allocate and drop_space use them). Production code passes nullptr
-// (PoolOptions::test_points): one predictable branch on paths that are not the hot path.
+// (PoolOptions::testing.test_points): one predictable branch on paths that are not the hot path.
 #pragma once
 
 #include "calico/page_id.h"

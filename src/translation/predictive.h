@@ -55,7 +55,7 @@
 #include <vector>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "memory/virtual_region.h"
 #include "translation/entry.h"
 

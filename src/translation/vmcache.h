@@ -100,7 +100,7 @@
 #include <string_view>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "memory/virtual_region.h"
 #include "translation/entry.h"
 

@@ -43,10 +43,10 @@
 // of PIDs per tier; a token's meta_[f].owner is that table's slot.)
 //
 // Batching (paper 2.3 and 4): this policy declares kBatchedMigration, so the pool
-//  - demotes PoolOptions::demotion_batch (512) fast pages per round when the fast tier
+//  - demotes PoolOptions::tiers.demotion_batch (512) fast pages per round when the fast tier
 //    fills, and evicts far pages to disk in rounds of the same size;
 //  - queues a far page whose access draws promotion (promote_on_read / promote_on_write),
-//    without waiting, and when PoolOptions::promotion_batch (64) are queued the thread that
+//    without waiting, and when PoolOptions::tiers.promotion_batch (64) are queued the thread that
 //    queued the last one migrates them together (pool/features/tier_moves.h, promote_batch).
 // Calico tiers (array_tiered) keeps eviction_batch-sized demotions and promotes one page at
 // a time on the access.
@@ -65,7 +65,7 @@
 #include <string_view>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "memory/tiers/numa_binding.h"
 #include "translation/entry.h"
 #include "translation/vmcache.h"
@@ -80,8 +80,8 @@ class VmcacheNTable {
   VmcacheNTable(uint64_t capacity, const PoolOptions& options)
       : tiers_{VmcacheTable(capacity, options.page_size, OsPages::kSmall),
                VmcacheTable(capacity, options.page_size, OsPages::kSmall)} {
-    if (options.far_tier.frames > 0 && options.far_tier.kind == memory::tiers::TierKind::kNuma) {
-      memory::tiers::bind_to_node(tiers_[1].data(), capacity * options.page_size, options.far_tier.numa_node);
+    if (options.tiers.far.frames > 0 && options.tiers.far.kind == memory::tiers::TierKind::kNuma) {
+      memory::tiers::bind_to_node(tiers_[1].data(), capacity * options.page_size, options.tiers.far.numa_node);
     }
   }
   VmcacheNTable(const VmcacheNTable&) = delete;
@@ -130,7 +130,7 @@ struct VmcacheNTranslation {
   static constexpr bool kFlatEntries = true;
   static constexpr bool kPagesInPlace = true;
   static constexpr bool kDirect = false;
-  static constexpr bool kTiered = true;           // takes PoolOptions::far_tier (pool/features/tiering.h)
+  static constexpr bool kTiered = true;           // takes PoolOptions::tiers.far (pool/features/tiering.h)
   static constexpr bool kBatchedMigration = true;  // demotion_batch / promotion_batch (above)
 };
 

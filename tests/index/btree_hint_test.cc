@@ -323,7 +323,7 @@ TYPED_TEST(BTreeHints, EvictionAndReloadKeepThePageButNotTheFrame) {
     if (Pool::kFrameHints && !update) {
       EXPECT_EQ(st.frame_misses, 1u);
       EXPECT_NE(frame, old_frame);
-      EXPECT_GT(pool.stats().hint_misses, before.hint_misses);
+      EXPECT_GT(pool.stats().hints.misses, before.hints.misses);
     }
     if (Pool::kFrameHints) {
       EXPECT_EQ(frame, pool.internals().frame_of(pid)) << "the frame hint is repaired";
@@ -333,13 +333,13 @@ TYPED_TEST(BTreeHints, EvictionAndReloadKeepThePageButNotTheFrame) {
     }
   }
   HintStats st;
-  const uint64_t hint_hits = pool.stats().hint_hits;
+  const uint64_t hint_hits = pool.stats().hints.hits;
   ASSERT_TRUE(tree.lookup_hinted(k, &h, &v, &st, &frame));
   EXPECT_EQ(st.hits, 1u);
   EXPECT_EQ(st.frame_misses, 0u);
   EXPECT_EQ(counter_of(v), 1u);
   if (Pool::kFrameHints) {
-    EXPECT_GT(pool.stats().hint_hits, hint_hits) << "the repaired frame hint is followed";
+    EXPECT_GT(pool.stats().hints.hits, hint_hits) << "the repaired frame hint is followed";
   }
 }
 

@@ -165,7 +165,7 @@ TEST(HnswFailedAdd, AnIoErrorAtEveryStepLeavesAConsistentIndexAndARetriableId) {
   TempDir dir;
   FailFrom disk;
   PoolOptions o = small_options(dir.path(), 12);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   constexpr uint32_t kSeeded = 150, kCapacity = 600;
   const std::vector<float> data = random_vectors(kCapacity, kDim, 3);
@@ -242,7 +242,7 @@ TEST(HnswFailedAdd, ARetryWithAnotherVectorIsRefused) {
   TempDir dir;
   FailFrom disk;
   PoolOptions o = small_options(dir.path(), 12);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   const std::vector<float> data = random_vectors(300, kDim, 4);
   Hnsw h = Hnsw::create(*pool, "hnsw", HnswParams{kDim, Metric::kL2, kM, 32, 7}, 300);
@@ -301,7 +301,7 @@ TEST(HnswFailedAdd, ASecondAddOfAnIdThatIsBeingAddedIsRefused) {
   TempDir dir;
   HoldFirstTransfer disk;
   PoolOptions o = small_options(dir.path(), 12);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   const std::vector<float> data = random_vectors(300, kDim, 9);
   Hnsw h = Hnsw::create(*pool, "hnsw", HnswParams{kDim, Metric::kL2, kM, 32, 7}, 300);
@@ -363,7 +363,7 @@ TEST(HnswFailedAdd, ConcurrentAddsAndSearchesWithRandomIoErrors) {
   TempDir dir;
   RandomFailures disk(11, 40);
   PoolOptions o = small_options(dir.path(), 16);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   constexpr uint32_t kN = 600, kSeeded = 50, kAdders = 3;
   const std::vector<float> data = random_vectors(kN, kDim, 8);

@@ -104,7 +104,7 @@ TEST(AsyncLanes, AThreadWaitingForItsReadDoesNotHoldUpAnothersPrefetch) {
   PoolOptions opt = small_options(dir.path(), 64);
   const BlockId held_block = 7, other_block = 40;
   HeldRead disk(uint64_t{held_block} * opt.page_size);
-  opt.fault_injector = &disk;
+  opt.testing.fault_injector = &disk;
   auto pool = BufferPool::open(opt);
   const SpaceId s = pool->open_space("t");
 
@@ -179,7 +179,7 @@ TEST(AsyncLanes, AnythingThrownWhileTakingAPrefetchFrameLeavesNoPendingEntry) {
   fill(dir, 100);
   ThrowWhenPrefetchTakesAFrame points;
   PoolOptions o = small_options(dir.path(), 64);
-  o.test_points = &points;
+  o.testing.test_points = &points;
   auto pool = BufferPool::open(o);
   const SpaceId s = pool->open_space("t");
   const std::vector<PageId> group = first_pages(s, 10);
@@ -214,7 +214,7 @@ TEST(AsyncLanes, ClosingAPoolWhosePrefetchRingGaveUpDoesNotEndTheProcess) {
   fill(dir, 100);
   StalledDevice device;
   PoolOptions o = small_options(dir.path(), 64);
-  o.fault_injector = &device;
+  o.testing.fault_injector = &device;
   auto pool = BufferPool::open(o);
   const SpaceId s = pool->open_space("t");
   const std::vector<PageId> group = first_pages(s, 8);
@@ -234,7 +234,7 @@ TEST(AsyncLanes, ADropFinishesWhenAPrefetchRingGaveUpAndItsFramesComeBack) {
   fill(dir, 100);
   StalledDevice device;
   PoolOptions o = small_options(dir.path(), 64);
-  o.fault_injector = &device;
+  o.testing.fault_injector = &device;
   auto pool = BufferPool::open(o);
   const SpaceId s = pool->open_space("t");
   const SpaceId other = pool->create_space("other");

@@ -119,7 +119,7 @@ TEST(Corruption, ReadErrorsAreTypedAndTransient) {
   SpaceId s = make_space(dir);
   FailingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 64);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   disk.fail_read_block = 5;
   disk.short_read_block = 6;
@@ -146,7 +146,7 @@ TEST(Corruption, FailedWriteBackLosesNothing) {
   TempDir dir;
   FailingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 4);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   o.eviction_batch = 1;  // low watermark 0: nothing is evicted before the pool is full
   SpaceId s;
   {

@@ -107,7 +107,7 @@ TEST(FaultInjection, FailedSyncLeavesWrittenPagesDirtyForTheRetry) {
   TempDir dir;
   CountingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 32);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   SpaceId s = pool->create_space("data");
   const std::string path = space_file(dir, s);
@@ -143,7 +143,7 @@ TEST(FaultInjection, EverySpaceIsSyncedAndEveryFailureReported) {
   TempDir dir;
   CountingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 32);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   auto pool = BufferPool::open(o);
   SpaceId a = pool->create_space("a");  // synced first
   SpaceId b = pool->create_space("b");
@@ -307,7 +307,7 @@ TEST(FaultInjection, FailingWriteBackOfOnePageFailsNoOtherRead) {
   TempDir dir;
   CountingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 16);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   constexpr uint64_t kClean = 64;
   SpaceId bad, good;
   {
@@ -351,7 +351,7 @@ TEST(FaultInjection, APageWhoseWriteBackFailedReadsItsLatestValueNotTheFlushedOn
   TempDir dir;
   CountingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 8);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   constexpr uint64_t kOthers = 32;
   SpaceId s, other;
   {
@@ -392,7 +392,7 @@ TEST(FaultInjection, NoFrameBecauseWriteBacksFailIsAnIoErrorNamingThePage) {
   TempDir dir;
   CountingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 4);
-  o.fault_injector = &disk;
+  o.testing.fault_injector = &disk;
   o.eviction_batch = 1;  // low watermark 0: nothing is evicted before the pool is full
   auto pool = BufferPool::open(o);
   SpaceId s = pool->create_space("data");
@@ -552,7 +552,7 @@ class FaultModel {
 
   void run(int ops) {
     PoolOptions o = testing::small_options(dir_.path(), kFrames);
-    o.fault_injector = &disk_;
+    o.testing.fault_injector = &disk_;
     o.async_depth = 8;
     pool_ = BufferPool::open(o);
     for (const char* name : {"s0", "s1"}) {
@@ -710,7 +710,7 @@ class FaultModel {
     flushed();
     pool_.reset();
     PoolOptions o = testing::small_options(dir_.path(), kFrames);
-    o.fault_injector = &disk_;
+    o.testing.fault_injector = &disk_;
     o.async_depth = 8;
     pool_ = BufferPool::open(o);
     verify_all(/*faults_armed=*/false);

@@ -31,7 +31,7 @@ TEST(SpaceConcurrency, LateAllocatorDoesNotClaimAnEvictedBlock) {
   PauseAt pause(pool::TestPoints::Point::kAllocateBlockRead);
   PoolOptions o = testing::small_options(dir.path(), 3);
   o.eviction_batch = 1;
-  o.test_points = &pause;
+  o.testing.test_points = &pause;
   auto pool = BufferPool::open(o);
   SpaceId s = pool->create_space("a");
   testing::fill_space(*pool, s, 2, [](uint64_t b) { return b; });
@@ -61,7 +61,7 @@ TEST(SpaceConcurrency, DropDoesNotDeadlockWithAPinHolderThatAllocates) {
   TempDir dir;
   PauseAt pause(pool::TestPoints::Point::kAllocateResolved);
   PoolOptions o = testing::small_options(dir.path(), 16);
-  o.test_points = &pause;
+  o.testing.test_points = &pause;
   auto pool = BufferPool::open(o);
   SpaceId s = pool->create_space("doomed");
   testing::fill_space(*pool, s, 4, [](uint64_t b) { return b; });

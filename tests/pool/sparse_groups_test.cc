@@ -45,13 +45,13 @@ struct Fixture {
           uint32_t eviction_batch = 8) {
     options = testing::small_options(dir.path(), frames);
     options.eviction_batch = eviction_batch;
-    options.sparse_group_at = sparse_at;
-    options.dense_group_at = dense_at;
+    options.sparse_groups.sparse_at = sparse_at;
+    options.sparse_groups.dense_at = dense_at;
     pool = SparsePool::open(options);
     s = pool->create_space("t");
     testing::fill_space(*pool, s, pages, [](uint64_t b) { return b; });
     pool.reset();
-    options.test_points = points;
+    options.testing.test_points = points;
     pool = SparsePool::open(options);
   }
   PageId pid(uint64_t block) const { return PageId(s, static_cast<BlockId>(block)); }
@@ -61,8 +61,8 @@ struct Fixture {
     ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid(b))) << "block " << b;
     ASSERT_EQ(bench::pattern_stamp(g.data()), b + extra) << "block " << b;
   }
-  // Group 0 sparse with dense_group_at (8) side entries, blocks 1, 2 and 10..15: the next
-  // fault into it tries to move it back. Pre: dense_group_at 8, nothing resident.
+  // Group 0 sparse with dense_at (8) side entries, blocks 1, 2 and 10..15: the next
+  // fault into it tries to move it back. Pre: dense_at 8, nothing resident.
   void fill_sparse_group_to_its_move_back() {
     for (uint64_t b : {1, 2}) touch(b);
     ASSERT_TRUE(pool->internals().try_sparse_group(pid(0)));
@@ -78,8 +78,8 @@ TEST(SparseGroups, OptionsAreChecked) {
   TempDir dir;
   for (auto [sparse_at, dense_at] : {std::pair<uint32_t, uint32_t>{0, 8}, {8, 8}, {9, 8}, {8, 513}}) {
     PoolOptions o = testing::small_options(dir.path(), 16);
-    o.sparse_group_at = sparse_at;
-    o.dense_group_at = dense_at;
+    o.sparse_groups.sparse_at = sparse_at;
+    o.sparse_groups.dense_at = dense_at;
     try {
       SparsePool::open(o);
       ADD_FAILURE() << sparse_at << "/" << dense_at << " accepted";
@@ -98,9 +98,9 @@ TEST(SparseGroups, AMoveKeepsEveryPageAndReturnsTheArrayPage) {
   EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(512)));
   f.pool->check_invariants();
   const PoolStats st = f.pool->stats();
-  EXPECT_EQ(st.sparse_groups, 1u);
-  EXPECT_EQ(st.sparse_moves, 1u);
-  EXPECT_GT(st.side_table_bytes, 0u);
+  EXPECT_EQ(st.sparse_groups.groups, 1u);
+  EXPECT_EQ(st.sparse_groups.sparse_moves, 1u);
+  EXPECT_GT(st.sparse_groups.side_table_bytes, 0u);
   EXPECT_EQ(st.punches, before.punches + 1) << "the array page is punched";
   EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0))) << "already sparse";
   for (uint64_t b : {1, 100, 300}) {
@@ -136,7 +136,7 @@ TEST(SparseGroups, APinOrALatchRefusesTheMove) {
     EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0)));
   }
   EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
-  EXPECT_EQ(f.pool->stats().refused_group_moves, 2u);
+  EXPECT_EQ(f.pool->stats().sparse_groups.refused_moves, 2u);
   f.pool->check_invariants();  // every latch the refused moves took was given back
   EXPECT_TRUE(f.pool->internals().try_sparse_group(f.pid(0)));
   f.pool->check_invariants();
@@ -153,7 +153,7 @@ TEST(SparseGroups, AFaultInFlightRefusesTheMove) {
   });
   pause.wait_paused();  // block 9's fault holds its reference, its entry still zero
   EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(0))) << "count 3 but 2 resident entries";
-  EXPECT_EQ(f.pool->stats().refused_group_moves, 1u);
+  EXPECT_EQ(f.pool->stats().sparse_groups.refused_moves, 1u);
   pause.resume();
   expect_finishes(faulter, "the faulter");
   faulter.get();
@@ -242,13 +242,13 @@ TEST(SparseGroups, OptimisticReadsAcrossAMoveFailValidation) {
   OptimisticRead sparse = f.pool->read_optimistic(f.pid(1));
   EXPECT_TRUE(SparsePool::validate(sparse));
   EXPECT_EQ(bench::pattern_stamp_racy(sparse.data), 1u);
-  // Faults fill the side table to dense_group_at; the next fault moves the group back.
+  // Faults fill the side table to dense_at; the next fault moves the group back.
   for (uint64_t b = 10; b < 16; ++b) f.touch(b);
   EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
   EXPECT_TRUE(SparsePool::validate(sparse));
   f.touch(20);
   EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
-  EXPECT_EQ(f.pool->stats().dense_moves, 1u);
+  EXPECT_EQ(f.pool->stats().sparse_groups.dense_moves, 1u);
   EXPECT_FALSE(SparsePool::validate(sparse)) << "the side entry was retired";
   f.pool->check_invariants();
   for (uint64_t b : {1, 2, 10, 15, 20}) f.touch(b);
@@ -261,7 +261,7 @@ TEST(SparseGroups, AFaulterHoldingAPinInTheGroupDoesNotWaitForItself) {
     SharedGuard held = f.pool->pin_shared(f.pid(10));
     f.touch(30);  // the move back is refused by our own pin; the fault goes to the side table
     EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
-    EXPECT_GE(f.pool->stats().refused_group_moves, 1u);
+    EXPECT_GE(f.pool->stats().sparse_groups.refused_moves, 1u);
   }
   f.pool->check_invariants();
   f.touch(31);
@@ -284,7 +284,7 @@ TEST(SparseGroups, ARefusedMoveBackLeavesTheFaultersSideEntryAndTheFaultComplete
     expect_finishes(faulter, "the fault of block 3 under a pin on block 15");
     faulter.get();
     EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
-    EXPECT_GE(f.pool->stats().refused_group_moves, 1u);
+    EXPECT_GE(f.pool->stats().sparse_groups.refused_moves, 1u);
     EXPECT_NE(f.pool->internals().frame_of(f.pid(3)), kInvalidFrame) << "block 3 is resident, in the side table";
   }
   f.pool->check_invariants();
@@ -352,10 +352,10 @@ TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLo
     bench::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(m), m + 9);
     g.mark_dirty();
   }
-  const uint64_t refused = f.pool->stats().refused_group_moves;
+  const uint64_t refused = f.pool->stats().sparse_groups.refused_moves;
   race.armed = true;
   EXPECT_FALSE(f.pool->internals().try_sparse_group(f.pid(2 * kGroup))) << "the recycled entry holds the faulter's claim";
-  EXPECT_EQ(f.pool->stats().refused_group_moves, refused + 1);
+  EXPECT_EQ(f.pool->stats().sparse_groups.refused_moves, refused + 1);
   EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(2 * kGroup)));
   race.finish = true;
   expect_finishes(faulter, "the faulter");
@@ -368,13 +368,13 @@ TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLo
   f.touch(m, 9);
   f.pool->flush();
   f.pool.reset();
-  f.options.test_points = nullptr;
+  f.options.testing.test_points = nullptr;
   f.pool = SparsePool::open(f.options);
   f.touch(m, 9);
 }
 
 TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
-  // Batches of 3 victims: a group that drains passes through 1..sparse_group_at references.
+  // Batches of 3 victims: a group that drains passes through 1..sparse_at references.
   // Group 0 fills the pool, group 1 pushes most of it out (the rest moves to the side table),
   // then group 0 faults back in through its side table until it moves back to the array.
   Fixture f(48, 12, 20, 2 * kGroup, nullptr, 3);
@@ -383,8 +383,8 @@ TEST(SparseGroups, EvictionMovesColdGroupsToTheSideTableAndFaultsMoveThemBack) {
     for (uint64_t b = 0; b < 38; ++b) f.touch(kGroup + b * 5);
   }
   const PoolStats st = f.pool->stats();
-  EXPECT_GT(st.sparse_moves, 2u);
-  EXPECT_GT(st.dense_moves, 2u);
+  EXPECT_GT(st.sparse_groups.sparse_moves, 2u);
+  EXPECT_GT(st.sparse_groups.dense_moves, 2u);
   f.pool->check_invariants();
   for (uint64_t b = 0; b < 2 * kGroup; b += 7) f.touch(b);
   f.pool->check_invariants();
@@ -410,10 +410,10 @@ TEST(SparseGroups, AnEmptiedSparseGroupStaysSparseAndItsNextFaultGoesToTheSideTa
   EXPECT_NE(f.pool->internals().frame_of(f.pid(7)), kInvalidFrame);
   EXPECT_EQ(f.optimistic_stamp(7), 7u);
   f.pool->check_invariants();
-  EXPECT_EQ(f.pool->stats().sparse_moves, before.sparse_moves);
-  for (uint64_t b = 0; b < 40; ++b) f.touch(b);  // dense_group_at (16) resident: back to the array
+  EXPECT_EQ(f.pool->stats().sparse_groups.sparse_moves, before.sparse_groups.sparse_moves);
+  for (uint64_t b = 0; b < 40; ++b) f.touch(b);  // dense_at (16) resident: back to the array
   EXPECT_FALSE(f.pool->internals().group_is_sparse(f.pid(0)));
-  EXPECT_GT(f.pool->stats().dense_moves, before.dense_moves);
+  EXPECT_GT(f.pool->stats().sparse_groups.dense_moves, before.sparse_groups.dense_moves);
   f.pool->check_invariants();
 }
 
@@ -443,7 +443,7 @@ TEST(SparseGroups, FlushWritesAPageThatMovesDuringItsScan) {
   EXPECT_EQ(f.pool->stats().write_backs, written + 1) << "the dirty page was written through its new entry";
   f.pool->check_invariants();
   f.pool.reset();
-  f.options.test_points = nullptr;
+  f.options.testing.test_points = nullptr;
   f.pool = SparsePool::open(f.options);
   f.touch(1, 5);
 }
@@ -478,11 +478,11 @@ TEST(SparseGroups, DropReturnsTheSideTable) {
     ASSERT_TRUE(f.pool->internals().try_sparse_group(f.pid(g * kGroup)));
   }
   const PoolStats before = f.pool->stats();
-  EXPECT_EQ(before.sparse_groups, 3u);
+  EXPECT_EQ(before.sparse_groups.groups, 3u);
   f.pool->drop_space(f.s);
   const PoolStats st = f.pool->stats();
-  EXPECT_EQ(st.sparse_groups, 0u);
-  EXPECT_LT(st.side_table_bytes, before.side_table_bytes) << "the dropped space's side table is not counted";
+  EXPECT_EQ(st.sparse_groups.groups, 0u);
+  EXPECT_LT(st.sparse_groups.side_table_bytes, before.sparse_groups.side_table_bytes) << "the dropped space's side table is not counted";
   f.pool->check_invariants();
   testing::expect_space(*f.pool, keep, 4, [](uint64_t b) { return b; });
 }
@@ -499,10 +499,10 @@ TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
   const uint64_t groups = 8, per_group = 10;
   PoolOptions o = testing::stress_options(testing::small_options(dir.path(), 40));
   o.eviction_batch = 2;
-  o.sparse_group_at = 3;
-  o.dense_group_at = 6;
+  o.sparse_groups.sparse_at = 3;
+  o.sparse_groups.dense_at = 6;
   testing::MoveRendezvous points;
-  o.test_points = &points;
+  o.testing.test_points = &points;
   auto pool = SparsePool::open(o);
   const size_t usable = pool->usable_page_size();
   const SpaceId s = pool->create_space("recycle");
@@ -546,14 +546,14 @@ TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
   EXPECT_EQ(fail.count(), 0u) << fail.first();
   const PoolStats st = pool->stats();
   std::printf("recycled-entries stress: %lu evictions, %lu moves to the side table, %lu back, %lu refused\n",
-              (unsigned long)st.evictions, (unsigned long)st.sparse_moves, (unsigned long)st.dense_moves,
-              (unsigned long)st.refused_group_moves);
-  EXPECT_GT(st.sparse_moves, 20u);
-  EXPECT_GT(st.dense_moves, 20u);
+              (unsigned long)st.evictions, (unsigned long)st.sparse_groups.sparse_moves, (unsigned long)st.sparse_groups.dense_moves,
+              (unsigned long)st.sparse_groups.refused_moves);
+  EXPECT_GT(st.sparse_groups.sparse_moves, 20u);
+  EXPECT_GT(st.sparse_groups.dense_moves, 20u);
   pool->check_invariants();
   testing::expect_space(*pool, s, pages, [&](uint64_t b) { return model[b].load(); });
   pool.reset();
-  o.test_points = nullptr;
+  o.testing.test_points = nullptr;
   pool = SparsePool::open(o);
   testing::expect_space(*pool, s, pages, [&](uint64_t b) { return model[b].load(); });
 }
@@ -568,10 +568,10 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   const uint64_t pages = groups * kGroup;
   PoolOptions o = testing::stress_options(testing::small_options(dir.path(), 40));
   o.eviction_batch = 4;
-  o.sparse_group_at = 6;
-  o.dense_group_at = 12;
+  o.sparse_groups.sparse_at = 6;
+  o.sparse_groups.dense_at = 12;
   testing::MoveRendezvous jitter;  // faults and moves pause at their test points now and then
-  o.test_points = &jitter;
+  o.testing.test_points = &jitter;
   auto pool = SparsePool::open(o);
   const size_t usable = pool->usable_page_size();
   const SpaceId s = pool->create_space("stress");
@@ -677,12 +677,12 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
               "%lu back, %lu refused, %lu sparse groups now, %lu side table bytes\n",
               (unsigned long)ops.load(), (unsigned long)pinned_faults.load(), (unsigned long)group_reads.load(),
               (unsigned long)st.evictions,
-              (unsigned long)st.sparse_moves, (unsigned long)st.dense_moves, (unsigned long)st.refused_group_moves,
-              (unsigned long)st.sparse_groups, (unsigned long)st.side_table_bytes);
+              (unsigned long)st.sparse_groups.sparse_moves, (unsigned long)st.sparse_groups.dense_moves, (unsigned long)st.sparse_groups.refused_moves,
+              (unsigned long)st.sparse_groups.groups, (unsigned long)st.sparse_groups.side_table_bytes);
   EXPECT_GT(st.evictions, 1000u) << "the pool must be under pressure";
-  EXPECT_GT(st.sparse_moves, 20u);
-  EXPECT_GT(st.dense_moves, 20u);
-  EXPECT_GT(st.refused_group_moves, 0u);
+  EXPECT_GT(st.sparse_groups.sparse_moves, 20u);
+  EXPECT_GT(st.sparse_groups.dense_moves, 20u);
+  EXPECT_GT(st.sparse_groups.refused_moves, 0u);
   EXPECT_GT(pinned_faults.load(), 100u);
   EXPECT_GT(group_reads.load(), 10u) << "reads of dense groups are started by read_group";
   pool->check_invariants();

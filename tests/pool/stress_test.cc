@@ -59,8 +59,8 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
   // array_sparse: ~15 resident pages per 512-page group here, below the default thresholds,
   // would keep every group in the side table and read_group would start no reads; low
   // thresholds keep the groups dense (they flip in SparseGroups.Stress*).
-  o.sparse_group_at = 4;
-  o.dense_group_at = 8;
+  o.sparse_groups.sparse_at = 4;
+  o.sparse_groups.dense_at = 8;
   auto pool = Pool::open(o);
   const size_t usable = pool->usable_page_size();
 

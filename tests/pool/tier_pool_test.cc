@@ -33,15 +33,15 @@ using TierablePools = ::testing::Types<BasicBufferPool<translation::TieredArrayT
 PoolOptions tier_options(const std::string& dir, uint32_t fast, uint32_t far, double promote) {
   PoolOptions o = testing::small_options(dir, fast);
   o.eviction_batch = 2;
-  o.far_tier = TierConfig::remote_numa(far);
-  o.far_tier.extra_latency_ns = 5;         // the charge runs, cheaply
-  o.far_tier.migration_bytes_per_s = 0;    // unthrottled: tests must not wait for tokens
-  o.promote_on_read = promote;
-  o.promote_on_write = promote;
+  o.tiers.far = TierConfig::remote_numa(far);
+  o.tiers.far.extra_latency_ns = 5;         // the charge runs, cheaply
+  o.tiers.far.migration_bytes_per_s = 0;    // unthrottled: tests must not wait for tokens
+  o.tiers.promote_on_read = promote;
+  o.tiers.promote_on_write = promote;
   // vmcache_n (batched migration): small batches for tiny tiers; a drawn promotion moves its
   // page at once unless a test queues more (the other policies ignore both).
-  o.demotion_batch = 3;
-  o.promotion_batch = 1;
+  o.tiers.demotion_batch = 3;
+  o.tiers.promotion_batch = 1;
   return o;
 }
 
@@ -56,7 +56,7 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
   TempDir dir;
   const uint64_t pages = 96;
   PoolOptions o = tier_options(dir.path(), 8, 16, 0.5);
-  o.promotion_batch = 3;
+  o.tiers.promotion_batch = 3;
   std::map<BlockId, uint64_t> ref;
   SpaceId space;
   {
@@ -94,24 +94,24 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
     }
     pool->check_invariants();
     PoolStats st = pool->stats();
-    EXPECT_GT(st.promotions, 0u);
-    EXPECT_GT(st.demotions, 0u);
+    EXPECT_GT(st.migration.promotions, 0u);
+    EXPECT_GT(st.migration.demotions, 0u);
     EXPECT_GT(st.tier[1].evictions, 0u) << "no page left the far tier for disk";
     EXPECT_EQ(st.tier[0].evictions, 0u) << "a fast page went to disk without passing the far tier";
     EXPECT_LE(st.write_backs, st.tier[1].evictions) << "a write-back that was not a far eviction";
     EXPECT_GT(st.tier[1].hits, 0u);
     EXPECT_GT(st.tier[0].hits, 0u);
-    EXPECT_EQ(st.migration_bytes, (st.promotions + st.demotions) * o.page_size);
-    EXPECT_GT(st.migration_ns, 0u);
+    EXPECT_EQ(st.migration.bytes, (st.migration.promotions + st.migration.demotions) * o.page_size);
+    EXPECT_GT(st.migration.ns, 0u);
     if constexpr (Pool::kBatchedMigration) {
-      EXPECT_GT(st.promotion_batches, 0u);
+      EXPECT_GT(st.migration.promotion_batches, 0u);
       // Batched migration's phases are parts of its total.
-      EXPECT_GT(st.migration_fault_ns, 0u);
-      EXPECT_GT(st.migration_copy_ns, 0u);
-      EXPECT_GT(st.migration_discard_ns, 0u);
-      EXPECT_LE(st.migration_fault_ns + st.migration_copy_ns + st.migration_discard_ns, st.migration_ns);
+      EXPECT_GT(st.migration.fault_ns, 0u);
+      EXPECT_GT(st.migration.copy_ns, 0u);
+      EXPECT_GT(st.migration.discard_ns, 0u);
+      EXPECT_LE(st.migration.fault_ns + st.migration.copy_ns + st.migration.discard_ns, st.migration.ns);
     } else {
-      EXPECT_EQ(st.migration_fault_ns + st.migration_copy_ns + st.migration_discard_ns, 0u);
+      EXPECT_EQ(st.migration.fault_ns + st.migration.copy_ns + st.migration.discard_ns, 0u);
     }
     EXPECT_EQ(st.tier[0].frames, 8u);
     EXPECT_EQ(st.tier[1].frames, 16u);
@@ -174,8 +174,8 @@ TYPED_TEST(TierPool, OptimisticReadAcrossAMoveAndBackDoesNotValidate) {
   EXPECT_TRUE(Pool::validate(r3));
   EXPECT_EQ(stamp, 8u);
   PoolStats st = pool->stats();
-  EXPECT_EQ(st.promotions, 3u);
-  EXPECT_EQ(st.demotions, 4u);
+  EXPECT_EQ(st.migration.promotions, 3u);
+  EXPECT_EQ(st.migration.demotions, 4u);
   pool->check_invariants();
 }
 
@@ -201,7 +201,7 @@ TYPED_TEST(TierPool, PinnedPagesDoNotMove) {
     EXPECT_NE(pool->internals().frame_of(pid), far);
     EXPECT_FALSE(pool->internals().move_to_tier(pid, 1));
   }
-  EXPECT_EQ(pool->stats().promotions, 1u);
+  EXPECT_EQ(pool->stats().migration.promotions, 1u);
   pool->check_invariants();
 }
 
@@ -215,7 +215,7 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
   const uint64_t pages = 64;
   const int ops = testing::kThreadSanitizer || testing::kAddressSanitizer ? 2000 : 6000;
   PoolOptions o = tier_options(dir.path(), 8, 8, 0.25);
-  o.promotion_batch = 4;
+  o.tiers.promotion_batch = 4;
   SpaceId space;
   std::vector<std::atomic<uint64_t>> committed(pages);
   {
@@ -290,11 +290,11 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
     pool->check_invariants();
     testing::expect_space(*pool, space, pages, [&](BlockId b) { return committed[b].load(); });
     PoolStats st = pool->stats();
-    EXPECT_GT(st.promotions, 0u);
-    EXPECT_GT(st.demotions, 0u);
+    EXPECT_GT(st.migration.promotions, 0u);
+    EXPECT_GT(st.migration.demotions, 0u);
     EXPECT_GT(st.tier[1].evictions, 0u);
     if constexpr (Pool::kBatchedMigration) {
-      EXPECT_GT(st.promotion_batches, 0u) << "no access-driven batch promotion ran during the stress";
+      EXPECT_GT(st.migration.promotion_batches, 0u) << "no access-driven batch promotion ran during the stress";
     }
   }
   auto pool = Pool::open(testing::small_options(dir.path(), 8));
@@ -315,7 +315,7 @@ TEST(TierPoolOptions, DefaultIsOneTier) {
   EXPECT_FALSE(pool->internals().move_to_tier(PageId(space, 19), 1));
   st = pool->stats();
   EXPECT_EQ(st.tier[0].evictions, st.evictions);
-  EXPECT_EQ(st.promotions + st.demotions + st.tier[1].hits + st.tier[1].evictions, 0u);
+  EXPECT_EQ(st.migration.promotions + st.migration.demotions + st.tier[1].hits + st.tier[1].evictions, 0u);
 }
 
 void expect_open_error(PoolOptions o, const std::string& names) {
@@ -334,28 +334,28 @@ TEST(TierPoolOptions, BadConfigurationsAreTypedErrorsNamingTheParameter) {
   }
   {
     PoolOptions o = good;
-    o.far_tier.frames = uint64_t{1} << 31;  // frame ids of both tiers past 2^31
-    expect_open_error(o, "far_tier.frames");
+    o.tiers.far.frames = uint64_t{1} << 31;  // frame ids of both tiers past 2^31
+    expect_open_error(o, "tiers.far.frames");
   }
   {
     PoolOptions o = good;
-    o.far_tier = TierConfig::numa(8, 7);  // this machine has no node 7 (nor most others)
+    o.tiers.far = TierConfig::numa(8, 7);  // this machine has no node 7 (nor most others)
     expect_open_error(o, "NUMA node 7");
   }
   {
     PoolOptions o = good;
-    o.far_tier.extra_latency_ns = -1;
-    expect_open_error(o, "far_tier: emulated tier: extra latency");
+    o.tiers.far.extra_latency_ns = -1;
+    expect_open_error(o, "tiers.far: emulated tier: extra latency");
   }
   {
     PoolOptions o = good;
-    o.promote_on_read = 1.5;
-    expect_open_error(o, "promote_on_read");
+    o.tiers.promote_on_read = 1.5;
+    expect_open_error(o, "tiers.promote_on_read");
   }
   {
     PoolOptions o = good;
-    o.far_lines_per_access = 65;
-    expect_open_error(o, "far_lines_per_access");
+    o.tiers.far_lines_per_access = 65;
+    expect_open_error(o, "tiers.far_lines_per_access");
   }
   // A policy that is not tiered refuses a far tier, naming itself: vmcache (pages in place)
   // and the plain array (no tier compare on its hot path).
@@ -363,7 +363,7 @@ TEST(TierPoolOptions, BadConfigurationsAreTypedErrorsNamingTheParameter) {
     Error e = testing::expect_error(ErrorCode::kInvalidArgument, [&] {
       variants::with_pool_type(name, [&]<class Pool>() { Pool::open(good); });
     });
-    EXPECT_NE(std::string(e.what()).find("far_tier: translation '" + name + "'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tiers.far: translation '" + name + "'"), std::string::npos) << e.what();
   }
   // Nothing was created by the failed opens.
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));

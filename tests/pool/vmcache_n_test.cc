@@ -27,11 +27,11 @@ using Pool = BasicBufferPool<translation::VmcacheNTranslation>;
 PoolOptions vmcache_n_options(const std::string& dir, uint32_t fast, uint32_t far) {
   PoolOptions o = testing::small_options(dir, fast);
   o.eviction_batch = 2;
-  o.far_tier = TierConfig::remote_numa(far);
-  o.far_tier.extra_latency_ns = 5;
-  o.far_tier.migration_bytes_per_s = 0;  // unthrottled: no waiting for tokens
-  o.promote_on_read = 0;
-  o.promote_on_write = 0;
+  o.tiers.far = TierConfig::remote_numa(far);
+  o.tiers.far.extra_latency_ns = 5;
+  o.tiers.far.migration_bytes_per_s = 0;  // unthrottled: no waiting for tokens
+  o.tiers.promote_on_read = 0;
+  o.tiers.promote_on_write = 0;
   return o;
 }
 
@@ -73,10 +73,10 @@ TEST(VmcacheN, MoveCopiesIntoTheOtherRegionAndDiscardsTheSource) {
   }
   EXPECT_TRUE(all_zero(far_addr, pool->page_size())) << "the far region still holds the moved page";
   PoolStats st = pool->stats();
-  EXPECT_EQ(st.promotions, 1u);
-  EXPECT_EQ(st.demotions, 1u);
-  EXPECT_EQ(st.migration_bytes, 2 * pool->page_size());
-  EXPECT_GT(st.migration_ns, 0u);
+  EXPECT_EQ(st.migration.promotions, 1u);
+  EXPECT_EQ(st.migration.demotions, 1u);
+  EXPECT_EQ(st.migration.bytes, 2 * pool->page_size());
+  EXPECT_GT(st.migration.ns, 0u);
   pool->check_invariants();
 }
 
@@ -85,15 +85,15 @@ TEST(VmcacheN, MoveCopiesIntoTheOtherRegionAndDiscardsTheSource) {
 TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
   TempDir dir;
   PoolOptions o = vmcache_n_options(dir.path(), 16, 32);
-  o.promote_on_read = 1;
-  o.promotion_batch = 5;
+  o.tiers.promote_on_read = 1;
+  o.tiers.promotion_batch = 5;
   auto pool = Pool::open(o);
   const size_t usable = pool->usable_page_size();
   const SpaceId space = pool->create_space("t");
   const uint64_t pages = 12;
   testing::fill_space(*pool, space, pages, [](BlockId b) { return uint64_t{b} * 3; });
   for (uint64_t b = 0; b < pages; ++b) ASSERT_TRUE(pool->internals().move_to_tier(PageId(space, static_cast<BlockId>(b)), 1));
-  const uint64_t demotions = pool->stats().demotions;
+  const uint64_t demotions = pool->stats().migration.demotions;
 
   auto read = [&](BlockId b) {
     const PageId pid(space, b);
@@ -107,12 +107,12 @@ TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
     EXPECT_EQ(read(b), uint64_t{b} * 3);  // queued once only
     EXPECT_GT(pool->internals().frame_of(PageId(space, b)), pool->internals().fast_frames()) << "block " << b << " moved before its batch";
   }
-  EXPECT_EQ(pool->stats().promotions, 0u);
+  EXPECT_EQ(pool->stats().migration.promotions, 0u);
   EXPECT_EQ(read(4), 12u);
   PoolStats st = pool->stats();
-  EXPECT_EQ(st.promotions, 5u);
-  EXPECT_EQ(st.promotion_batches, 1u);
-  EXPECT_EQ(st.demotions, demotions);
+  EXPECT_EQ(st.migration.promotions, 5u);
+  EXPECT_EQ(st.migration.promotion_batches, 1u);
+  EXPECT_EQ(st.migration.demotions, demotions);
   for (BlockId b = 0; b < 5; ++b) {
     EXPECT_LE(pool->internals().frame_of(PageId(space, b)), pool->internals().fast_frames()) << "block " << b << " was not promoted";
     EXPECT_EQ(read(b), uint64_t{b} * 3);
@@ -126,14 +126,14 @@ TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
 TEST(VmcacheN, DemotionAndFarEvictionRoundsTakeDemotionBatchPages) {
   TempDir dir;
   PoolOptions o = vmcache_n_options(dir.path(), 8, 12);
-  o.demotion_batch = 6;
+  o.tiers.demotion_batch = 6;
   auto pool = Pool::open(o);
   const SpaceId space = pool->create_space("t");
   uint64_t first_demotions = 0, first_far_evictions = 0;
   for (uint64_t b = 0; b < 64 && (first_demotions == 0 || first_far_evictions == 0); ++b) {
     testing::fill_space(*pool, space, 1, [&](BlockId) { return b; });
     PoolStats st = pool->stats();
-    if (first_demotions == 0) first_demotions = st.demotions;
+    if (first_demotions == 0) first_demotions = st.migration.demotions;
     if (first_far_evictions == 0) first_far_evictions = st.tier[1].evictions;
   }
   EXPECT_EQ(first_demotions, 6u);
@@ -152,17 +152,17 @@ TEST(VmcacheN, BadConfigurationsAreTypedErrors) {
   const PoolOptions good = vmcache_n_options(dir.path(), 8, 8);
   for (uint32_t bad : {0u, 65537u}) {
     PoolOptions o = good;
-    o.demotion_batch = bad;
-    expect_open_error(o, "demotion_batch");
+    o.tiers.demotion_batch = bad;
+    expect_open_error(o, "tiers.demotion_batch");
   }
   for (uint32_t bad : {0u, 4097u}) {
     PoolOptions o = good;
-    o.promotion_batch = bad;
-    expect_open_error(o, "promotion_batch");
+    o.tiers.promotion_batch = bad;
+    expect_open_error(o, "tiers.promotion_batch");
   }
   {
     PoolOptions o = good;
-    o.far_tier = TierConfig::numa(8, 7);  // no node 7 here
+    o.tiers.far = TierConfig::numa(8, 7);  // no node 7 here
     expect_open_error(o, "NUMA node 7");
   }
   {
@@ -173,7 +173,7 @@ TEST(VmcacheN, BadConfigurationsAreTypedErrors) {
   // Plain vmcache keeps one region per space: it takes no far tier.
   Error e = testing::expect_error(ErrorCode::kInvalidArgument,
                                   [&] { BasicBufferPool<translation::VmcacheTranslation>::open(good); });
-  EXPECT_NE(std::string(e.what()).find("far_tier"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("tiers.far"), std::string::npos) << e.what();
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
   EXPECT_NO_THROW(Pool::open(good));
 }

@@ -48,14 +48,14 @@ template <class Pool>
 PoolOptions pool_options(const std::string& dir, uint32_t frames, size_t page_size = 4096) {
   PoolOptions o = small_options(dir, frames, page_size);
   if constexpr (Pool::kTierable) {
-    o.far_tier = memory::tiers::TierConfig::local(frames);
-    o.promote_on_read = 0.5;
-    o.promote_on_write = 0.5;
+    o.tiers.far = memory::tiers::TierConfig::local(frames);
+    o.tiers.promote_on_read = 0.5;
+    o.tiers.promote_on_write = 0.5;
     if constexpr (Pool::kBatchedMigration) {
       // vmcache_n: demotion rounds as array_tiered's (eviction_batch, not 512) and promotion
       // batches of 2 (not 64), so that tiny tiers migrate, and reach disk, as often.
-      o.demotion_batch = o.eviction_batch;
-      o.promotion_batch = 2;
+      o.tiers.demotion_batch = o.eviction_batch;
+      o.tiers.promotion_batch = 2;
     }
   }
   return o;
@@ -63,6 +63,6 @@ PoolOptions pool_options(const std::string& dir, uint32_t frames, size_t page_si
 
 // Pages that left the fast frames: evicted to disk, or demoted to a tiered pool's far tier.
 // What "the data does not fit the pool" means for a test on every translation.
-inline uint64_t pages_pushed_out(const PoolStats& s) { return s.evictions + s.demotions; }
+inline uint64_t pages_pushed_out(const PoolStats& s) { return s.evictions + s.migration.demotions; }
 
 }  // namespace calico::testing

@@ -105,15 +105,15 @@ TEST(Lipah, RightHintsSkipTheTable) {
   EXPECT_EQ(g_table_lookups.load(), lookups_before) << "a right hint must not look anything up";
   const PoolStats after = pool->stats();
   const uint64_t hinted = 3 * rounds * pages;
-  EXPECT_EQ(after.hint_hits - before.hint_hits, hinted);
-  EXPECT_EQ(after.hint_misses, before.hint_misses);
+  EXPECT_EQ(after.hints.hits - before.hints.hits, hinted);
+  EXPECT_EQ(after.hints.misses, before.hints.misses);
   EXPECT_EQ(after.accesses - before.accesses, hinted) << "hinted hits are accesses too";
   // Without a hint, the same accesses go through the table, once each.
   FrameId none = kInvalidFrame;
   pool->read_optimistic_hinted(PageId(s, 3), &none);
   EXPECT_EQ(g_table_lookups.load(), lookups_before + 1);
   EXPECT_EQ(none, hints[3]);
-  EXPECT_EQ(pool->stats().hint_misses, before.hint_misses + 1);
+  EXPECT_EQ(pool->stats().hints.misses, before.hints.misses + 1);
   pool->check_invariants();
 }
 
@@ -134,7 +134,7 @@ TEST(Lipah, WrongHintsFallBackAndReportTheFrame) {
   // another page's frame. Each falls back, returns the right page and reports its frame.
   for (FrameId wrong : {kInvalidFrame, pool->num_frames() + 1, FrameId{0xFFFFFFFFu}, fb}) {
     SCOPED_TRACE("hint " + std::to_string(wrong));
-    const uint64_t misses = pool->stats().hint_misses;
+    const uint64_t misses = pool->stats().hints.misses;
     FrameId h = wrong;
     OptimisticRead r = pool->read_optimistic_hinted(a, &h);
     EXPECT_EQ(h, fa);
@@ -146,7 +146,7 @@ TEST(Lipah, WrongHintsFallBackAndReportTheFrame) {
     h = wrong;
     EXPECT_TRUE(bench::check_pattern(pool->pin_exclusive_hinted(a, &h).data(), usable, a));
     EXPECT_EQ(h, fa);
-    EXPECT_EQ(pool->stats().hint_misses, misses + 3);
+    EXPECT_EQ(pool->stats().hints.misses, misses + 3);
   }
 
   // a is evicted and its frame reused by other pages; its hint now names a frame of another
@@ -160,11 +160,11 @@ TEST(Lipah, WrongHintsFallBackAndReportTheFrame) {
   EXPECT_EQ(pool->stats().faults, faults + 1);
   EXPECT_NE(h, kInvalidFrame);
   // The reported frame is a right hint from now on.
-  const uint64_t hits = pool->stats().hint_hits;
+  const uint64_t hits = pool->stats().hints.hits;
   FrameId again = h;
   pool->read_optimistic_hinted(a, &again);
   EXPECT_EQ(again, h);
-  EXPECT_EQ(pool->stats().hint_hits, hits + 1);
+  EXPECT_EQ(pool->stats().hints.hits, hits + 1);
   pool->check_invariants();
 }
 
@@ -228,7 +228,7 @@ TEST(Lipah, RepairHintWritesOnlyWhenTheLatchIsFreeAndNeverDirties) {
   EXPECT_TRUE(pool->repair_hint(a, write_byte));
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(pool->repair_hint(a, [](std::byte*) { return false; })) << "nothing written, nothing counted";
-  EXPECT_EQ(pool->stats().hint_repairs, st.hint_repairs + 1);
+  EXPECT_EQ(pool->stats().hints.repairs, st.hints.repairs + 1);
   EXPECT_EQ(pool->pin_shared(a).data()[100], std::byte{0x5A});
   pool->flush();
   EXPECT_EQ(pool->stats().write_backs, st.write_backs) << "a repair must not dirty the page";
@@ -304,8 +304,8 @@ PoolStats stale_hints_never_return_another_page(uint64_t pages) {
   EXPECT_GT(writes.load(), 10u);
   const PoolStats st = pool->stats();
   EXPECT_GT(st.evictions, 100u);
-  EXPECT_GT(st.hint_hits, 0u);
-  EXPECT_GT(st.hint_misses, 0u);
+  EXPECT_GT(st.hints.hits, 0u);
+  EXPECT_GT(st.hints.misses, 0u);
   pool->check_invariants();
   for (uint64_t b = 0; b < pages; ++b) {
     PageId pid(s, static_cast<BlockId>(b));
@@ -334,8 +334,8 @@ TEST(ArrayHinted, StaleHintsNeverReturnAnotherPageUnderEvictionAndHolePunching) 
 std::string key_of(int i) { return "key/" + std::to_string(i * 7919 % 1000003); }
 
 double hit_rate(const PoolStats& before, const PoolStats& after) {
-  const uint64_t hits = after.hint_hits - before.hint_hits;
-  const uint64_t misses = after.hint_misses - before.hint_misses;
+  const uint64_t hits = after.hints.hits - before.hints.hits;
+  const uint64_t misses = after.hints.misses - before.hints.misses;
   return hits + misses == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(hits + misses);
 }
 
@@ -362,12 +362,12 @@ TEST(LipahBTree, WarmDescentsUseValidHintsAndEvictionsGetRepaired) {
   PoolStats s0 = pool->stats();
   lookup_all();
   PoolStats s1 = pool->stats();
-  EXPECT_GT(s1.hint_repairs - s0.hint_repairs, shape.leaves / 2) << "first descents repair the hints";
+  EXPECT_GT(s1.hints.repairs - s0.hints.repairs, shape.leaves / 2) << "first descents repair the hints";
   // Warm: the descents go through valid hints and (almost) never look anything up.
   lookup_all();
   PoolStats s2 = pool->stats();
   EXPECT_GT(hit_rate(s1, s2), 0.99);
-  const uint64_t table_lookups = (s2.accesses - s2.hint_hits) - (s1.accesses - s1.hint_hits);
+  const uint64_t table_lookups = (s2.accesses - s2.hints.hits) - (s1.accesses - s1.hints.hits);
   EXPECT_LT(table_lookups, (s2.accesses - s1.accesses) / 100) << "warm descents skip the table";
   // Writes latch their leaf through the hint found by the descent.
   for (int i = 0; i < n; i += 10) tree.upsert(key_of(i), "updated");
@@ -383,8 +383,8 @@ TEST(LipahBTree, WarmDescentsUseValidHintsAndEvictionsGetRepaired) {
   PoolStats s4 = pool->stats();
   lookup_all();
   PoolStats s5 = pool->stats();
-  EXPECT_GT(s5.hint_misses - s4.hint_misses, shape.leaves / 2);
-  EXPECT_GT(s5.hint_repairs - s4.hint_repairs, shape.leaves / 2);
+  EXPECT_GT(s5.hints.misses - s4.hints.misses, shape.leaves / 2);
+  EXPECT_GT(s5.hints.repairs - s4.hints.repairs, shape.leaves / 2);
   // One more pass settles the pages evicted again while the tree was coming back.
   lookup_all();
   PoolStats s6 = pool->stats();
@@ -417,7 +417,7 @@ TEST(LipahBTree, StaleHintsFromDiskAreHarmlessAndTheFormatsDoNotMix) {
       ASSERT_EQ(v, want);
     }
     ASSERT_NO_THROW(tree.check());
-    EXPECT_GT(pool->stats().hint_misses, 0u);
+    EXPECT_GT(pool->stats().hints.misses, 0u);
   }
   {
     auto pool = BufferPool::open(small_options(dir.sub("plain"), 16));

@@ -35,7 +35,7 @@
 #include <string_view>
 #include <vector>
 
-#include "calico/pool_options.h"
+#include "calico/stats.h"
 #include "common/function_ref.h"
 
 namespace calico::bench::tpcc::peers {

@@ -97,8 +97,8 @@ bool pool::PoolCore<T>::move_group(Space* s, BlockId block, bool to_sparse)
   // Every reference is an entry we hold (releases during the scan only counted down; if they
   // left none, there is nothing to move and abort_move does what the last release would).
   ok = ok && n > 0 && t.group_count(first) == n;
-  if (ok && options_.test_points != nullptr) {
-    options_.test_points->at(pool::TestPoints::Point::kGroupMoveLatched, PageId(s->id, first));
+  if (ok && options_.testing.test_points != nullptr) {
+    options_.testing.test_points->at(pool::TestPoints::Point::kGroupMoveLatched, PageId(s->id, first));
   }
   size_t placed = 0;  // 3
   if (ok) {
@@ -106,8 +106,8 @@ bool pool::PoolCore<T>::move_group(Space* s, BlockId block, bool to_sparse)
       for (; placed < n; ++placed) {
         Moved& m = moved[placed];
         m.to = to_sparse ? &t.side_insert(m.block) : &t.entries()[m.block];
-        if (options_.test_points != nullptr) {
-          options_.test_points->at(pool::TestPoints::Point::kGroupMoveInstall, PageId(s->id, m.block));
+        if (options_.testing.test_points != nullptr) {
+          options_.testing.test_points->at(pool::TestPoints::Point::kGroupMoveInstall, PageId(s->id, m.block));
         }
         // Installed by CAS out of 0, never stored: the destination is zero as far as this
         // group goes (no reference of the group writes it while the flag is held), but a side

@@ -161,7 +161,7 @@ uint32_t pool::PoolCore<T>::demote_locked(uint32_t n) {
 template <class T>
 uint32_t pool::PoolCore<T>::make_room_tiered(io::IoRing& ring, WriteFailure* write_failure) {
   const FrameId far_frames = far_->last - fast_last_;
-  const uint32_t want = std::min<uint32_t>(kBatchedMigration ? options_.demotion_batch : options_.eviction_batch, fast_last_);
+  const uint32_t want = std::min<uint32_t>(kBatchedMigration ? options_.tiers.demotion_batch : options_.eviction_batch, fast_last_);
   if (far_->free.size() < want) evict_locked(ring, far_->clock, far_frames, 1, write_failure);
   const uint32_t n = static_cast<uint32_t>(std::min<size_t>(want, far_->free.size()));
   if (n > 0) {
@@ -286,7 +286,7 @@ bool pool::PoolCore<T>::queue_promotion(PageId pid) {
     std::vector<PageId>& q = far_->queue;
     if (std::find(q.begin(), q.end(), pid) != q.end()) return false;  // queued already
     q.push_back(pid);
-    if (q.size() < options_.promotion_batch) return false;
+    if (q.size() < options_.tiers.promotion_batch) return false;
     batch.swap(q);
   }
   return promote_batch(batch, pid);

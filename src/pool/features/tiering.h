@@ -1,12 +1,12 @@
 // FarTier: the pool's second frame tier (docs/results/tiers.md, "Calico tiers"): its memory model, its
 // free frames, its CLOCK hand and its counters. BasicBufferPool keeps one when
-// PoolOptions::far_tier.frames > 0 (a null pointer otherwise); the moves are in
+// PoolOptions::tiers.far.frames > 0 (a null pointer otherwise); the moves are in
 // pool/features/tier_moves.h, the rules in pool/README.md ("Tiered memory").
 //
 // Entry points: FarTier(options, first, last); probability_threshold(); draw_below().
 //
 // Layout: one frame arena holds both tiers. Frames 1..F are tier 0 (fast; F =
-// pool_bytes / page_size), F+1..F+far_tier.frames are tier 1 (far), placed with the tier's
+// pool_bytes / page_size), F+1..F+tiers.far.frames are tier 1 (far), placed with the tier's
 // place() at open. One arena keeps frame(f) a shift-add with no tier branch on the hot path,
 // keeps frame ids global (the entry word is unchanged), and makes "is f far" one compare
 // against F.
@@ -26,7 +26,8 @@
 #include <vector>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
+#include "calico/stats.h"
 #include "memory/tiers/memory_tier.h"
 #include "pool/clock.h"
 #include "pool/free_list.h"
@@ -58,12 +59,12 @@ struct FarTier {
         last(last_frame),
         free(first_frame, last_frame),
         clock(first_frame, last_frame),
-        promote_read(probability_threshold(o.promote_on_read)),
-        promote_write(probability_threshold(o.promote_on_write)),
-        lines_per_access(o.far_lines_per_access) {}
+        promote_read(probability_threshold(o.tiers.promote_on_read)),
+        promote_write(probability_threshold(o.tiers.promote_on_write)),
+        lines_per_access(o.tiers.far_lines_per_access) {}
 
   static memory::tiers::TierConfig config_of(const PoolOptions& o) {
-    memory::tiers::TierConfig c = o.far_tier;
+    memory::tiers::TierConfig c = o.tiers.far;
     c.page_size = o.page_size;
     return c;
   }
@@ -82,12 +83,12 @@ struct FarTier {
   std::atomic<uint64_t> evictions[2] = {0, 0};  // pages that left tier i for disk
   std::atomic<uint64_t> migration_ns{0};        // time in moves (copy, discard, publish)
   std::atomic<uint64_t> promotion_batches{0};
-  std::atomic<uint64_t> fault_ns{0};    // batched migration's phases (PoolStats::migration_*_ns)
+  std::atomic<uint64_t> fault_ns{0};    // batched migration's phases (PoolStats::migration.*_ns)
   std::atomic<uint64_t> copy_ns{0};
   std::atomic<uint64_t> discard_ns{0};
 
   // Batched promotion (BatchedMigration policies): pages whose access drew promotion, at most
-  // PoolOptions::promotion_batch, each once. Guarded by queue_mutex (a leaf lock, held only
+  // PoolOptions::tiers.promotion_batch, each once. Guarded by queue_mutex (a leaf lock, held only
   // to push or to take the batch).
   std::mutex queue_mutex;
   std::vector<PageId> queue;

@@ -31,7 +31,7 @@ struct ArrayTranslation {
 };
 
 // TieredArrayTranslation ("array_tiered"): the array with Calico tiers (docs/results/tiers.md,
-// pool/features/tiering.h): PoolOptions::far_tier puts a far frame tier behind the pool, and every
+// pool/features/tiering.h): PoolOptions::tiers.far puts a far frame tier behind the pool, and every
 // access compares its frame id against the fast tier's last frame. A policy of its own so
 // that the plain array's hot path has no such compare. Without a far tier it is the array
 // plus that compare.

@@ -24,7 +24,7 @@
 //  - Every write out of zero is made under a reference of the entry's representation
 //    (acquire_ref's answer), so the punched array page of a sparse group is never written
 //    (I1); side entries are created zero by entry() and deleted by forget_side() (R2/R3).
-//  - Thresholds (PoolOptions::sparse_group_at, dense_group_at): a dense group whose count
+//  - Thresholds (PoolOptions::sparse_groups: sparse_at, dense_at): a dense group whose count
 //    falls to sparse_group_at after an eviction is moved to the side table; a sparse group
 //    whose count has reached dense_group_at when a fault comes is moved back. A side entry
 //    costs about 42-63 bytes with its map slot and free-list slot (hash_open.h), so 64
@@ -39,7 +39,7 @@
 #include <string_view>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "translation/entry.h"
 #include "translation/hash/hash_open.h"
 #include "translation/hash/partitioned_table.h"
@@ -54,7 +54,7 @@ class SparseTranslationArray {
   using SideTable = PartitionedTable<OpenStore, 3>;  // 3 bits: see side_
 
   SparseTranslationArray(uint64_t capacity, const PoolOptions& o)
-      : array_(capacity), side_(capacity, o), sparse_at_(o.sparse_group_at), dense_at_(o.dense_group_at) {}
+      : array_(capacity), side_(capacity, o), sparse_at_(o.sparse_groups.sparse_at), dense_at_(o.sparse_groups.dense_at) {}
 
   Entry* entries() const { return array_.entries(); }
   uint64_t capacity() const { return array_.capacity(); }

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "memory/virtual_region.h"
 #include "translation/entry.h"
 #include "translation/array/hole_punch_counter.h"

@@ -58,7 +58,7 @@
 
 #include "calico/checks.h"
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "memory/virtual_region.h"
 #include "translation/entry.h"
 #include "translation/hash/hash_support.h"

@@ -58,7 +58,7 @@
 
 #include "calico/checks.h"
 #include "calico/page_id.h"
-#include "calico/pool_options.h"
+#include "calico/options.h"
 #include "translation/hash/counting_allocator.h"
 #include "translation/entry.h"
 #include "translation/hash/hash_support.h"
