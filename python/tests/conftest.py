@@ -13,6 +13,13 @@ import pytest
 
 import calico
 
+# scripts/wheel.sh runs this suite against the wheel installed in a fresh virtualenv and
+# names that virtualenv here: calico must then be imported from it, not from the source tree.
+_installed_in = os.environ.get("CALICO_TEST_INSTALLED_IN")
+if _installed_in:
+    assert os.path.realpath(calico.__file__).startswith(os.path.realpath(_installed_in) + os.sep), (
+        f"calico was imported from {calico.__file__}, not from the wheel installed in {_installed_in}")
+
 # Small pools keep the tests fast (the pool prefaults its frames).
 POOL_BYTES = 32 << 20
 
