@@ -1,118 +1,183 @@
 #!/usr/bin/env python3
-"""Tables (markdown, stdout) and figures (PNG) from the PostgreSQL benchmarks' JSON lines.
-Usage: postgres_report.py JSONL [OUTDIR]   (default OUTDIR: the JSONL's directory)"""
+"""Tables (markdown, stdout) and figures (PNG) from the PostgreSQL benchmarks' JSON lines
+(bench/postgres/pg_vector.py, pg_scan.py, pg_oltp.py): [Calico] Figures 8 (pgvector) and 9a
+(heap scans), plus pgbench.
+Usage: postgres_report.py JSONL [JSONL...] [--out OUTDIR]   (default OUTDIR: the first JSONL's directory)
+
+Every ratio is the median of paired (same round) ratios against the baseline: the vanilla
+io_method (sync, worker, io_uring) with the highest median at that point, as the benchmark
+recorded it in its summary line. When several summary lines share a key, the last one wins.
+"""
+import argparse
 import json
+import math
 import os
-import sys
 
 import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
-CONFIGS = ['vanilla', 'calico-array', 'calico+opt', 'calico']
+VANILLA = ['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring']
+CALICO = ['calico-array', 'calico+opt', 'calico', 'calico-worker', 'calico-sync']
+MODES = ['inmem', 'ltm-cg', 'ltm-drop', 'common']
 
 
-def save(fig, ax, path, title):
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+def load(paths):
+    out = []
+    for p in paths:
+        with open(p) as f:
+            out += [json.loads(line) for line in f if line.strip()]
+    return out
 
 
-def section(records, bench, title, header):
-    """The summary records of a benchmark, after printing its title and table header."""
-    summ = latest(records, bench=bench, kind='summary')
-    if summ:
-        print(title(summ[-1]) + '\n')
-        print('| ' + ' | '.join(header) + ' |')
-        print('|' + '---|' * len(header))
-    return summ
-
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
-
-
-def latest(records, **match):
-    """The newest record per key among those matching."""
+def pick(records, **match):
     return [r for r in records if all(r.get(k) == v for k, v in match.items())]
 
 
+def fmt(x, digits=1):
+    if x is None:
+        return ''
+    if isinstance(x, float):
+        return f'{x:.{digits}f}'
+    return str(x)
+
+
+def loads_of(runs):
+    """The range of the 1-minute load average over runs' starts and ends."""
+    la = [float(r[k].split()[0]) for r in runs for k in ('loadavg_start', 'loadavg_end') if k in r]
+    return f'{min(la):.2f}-{max(la):.2f}' if la else 'n/a'
+
+
+def save(fig, ax, path, title):
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def vector(records, out):
-    summ = latest(records, bench='pg_vector', kind='summary')
+    summ = pick(records, bench='pg_vector', kind='summary')
     if not summ:
         return
-    rec = {(r['mode'], r['ef'], r['clients']): r for r in summ}
-    recall = {(r['mode'], r['ef']): r for r in latest(records, bench='pg_vector', kind='recall')}
-    any_r = summ[-1]
-    print(f"### pgvector HNSW ({any_r['n']} x {any_r['dim']}, M={any_r['M']}, ef_construction="
-          f"{any_r['ef_construction']}; index {any_r['index_mb']} MB, table {any_r['table_mb']} MB)\n")
-    print('QPS (median of interleaved rounds) and speedup over vanilla (median of paired ratios).\n')
-    print('| mode | shared_buffers | ef | recall@10 | clients | ' + ' | '.join(CONFIGS) + ' | calico / vanilla |')
-    print('|---|---|---|---|---|' + '---|' * (len(CONFIGS) + 1))
-    for (mode, ef, clients), r in sorted(rec.items(), key=lambda kv: (['inmem', 'ltm-drop', 'ltm-cg'].index(kv[0][0]), kv[0][1], kv[0][2])):
-        rc = recall.get((mode, ef), {})
-        sp = r.get('speedup_vs_vanilla', {})
-        print(f"| {mode} | {r['shared_buffers']} | {ef} | {rc.get('recall', '')} | {clients} | " +
-              ' | '.join(f"{r['qps'].get(c, '')}" for c in CONFIGS) +
-              f" | **{sp.get('calico', '')}x** (array {sp.get('calico-array', '')}x, +opt {sp.get('calico+opt', '')}x) |")
-    print()
-    for mode in ('inmem', 'ltm-drop', 'ltm-cg'):
-        rows = [(k, r) for k, r in rec.items() if k[0] == mode]
-        if not rows:
-            continue
-        fig, ax = plt.subplots(figsize=(7, 4))
-        labels, width = [], 0.2
-        keys = sorted(k for k, _ in rows)
-        for i, c in enumerate(CONFIGS):
-            ax.bar([j + i * width for j in range(len(keys))], [rec[k]['qps'].get(c, 0) for k in keys], width, label=c)
-        ax.set_xticks([j + 1.5 * width for j in range(len(keys))])
-        ax.set_xticklabels([f'ef {k[1]}\n{k[2]} client(s)' for k in keys], fontsize=8)
-        ax.set_ylabel('queries / s')
-        save(fig, ax, os.path.join(out, f'pg_vector_{mode}.png'), f'pgvector HNSW, {mode}')
+    sets = sorted({(r['dataset'], r['n'], r['dim']) for r in summ}, key=lambda t: (t[0], -t[1]))
+    for dset, n, dim in sets:
+        rs = [r for r in summ if (r['dataset'], r['n'], r['dim']) == (dset, n, dim)]
+        one = rs[-1]
+        recall = {r['ef']: r for r in pick(records, bench='pg_vector', kind='recall', dataset=dset, n=n, dim=dim)}
+        print(f"### pgvector HNSW, {dset} {n} x {dim} ({one['metric']}, M={one['M']}, ef_construction="
+              f"{one['ef_construction']}; index {one['index_mb']} MB, table {one['table_mb']} MB)\n")
+        for mode in MODES:
+            mr = {(r['ef'], r['clients']): r for r in rs if r['mode'] == mode}
+            if not mr:
+                continue
+            r0 = next(iter(mr.values()))
+            runs = pick(records, bench='pg_vector', kind='run', dataset=dset, n=n, dim=dim, mode=mode)
+            cg = f", memory cgroup {r0['cgroup_mb']} MB per server" if r0.get('cgroup_mb') else ''
+            print(f"**{mode}**: shared_buffers {r0['shared_buffers']}{cg}; {r0['rounds']} rounds of "
+                  f"{fmt(runs[0].get('seconds')) if runs else '?'} s per run; load average {loads_of(runs)}.\n")
+            configs = [c for c in VANILLA + CALICO if any(c in r['qps'] for r in mr.values())]
+            print('| ef | recall@10 | clients | ' + ' | '.join(configs) +
+                  ' | baseline | calico / baseline | ablation / baseline (array, +opt) | A/A |')
+            print('|---|---|---|' + '---|' * len(configs) + '---|---|---|---|')
+            for (ef, clients), r in sorted(mr.items()):
+                ratio = r.get('ratio_vs_baseline', {})
+                print(f"| {ef} | {recall.get(ef, {}).get('recall', '')} | {clients} | " +
+                      ' | '.join(fmt(r['qps'].get(c)) for c in configs) +
+                      f" | {r.get('baseline', '')} | **{ratio.get('calico', '')}x** | "
+                      f"{ratio.get('calico-array', '')}x, {ratio.get('calico+opt', '')}x | {r.get('aa_ratio', '')} |")
+            print()
+            counts = pick(records, bench='pg_vector', kind='counts', dataset=dset, n=n, dim=dim, mode=mode)
+            if counts:
+                print(f'Counts per query ({mode}, one counting run per configuration, ef '
+                      f"{counts[0]['ef']}; syscalls system-wide, the pgbench client's included):\n")
+                print('| config | clients | QPS | blocks read into shared buffers | buffer hits | device reads | '
+                      'syscalls | server CPU µs | prefetch reads started |')
+                print('|---|---|---|---|---|---|---|---|---|')
+                for c in sorted(counts, key=lambda r: (r['clients'], (VANILLA + CALICO).index(r['config']))):
+                    print(f"| {c['config']} | {c['clients']} | {c['qps']} | {c['blocks_read_per_query']} | "
+                          f"{c['buffer_hits_per_query']} | {c['device_reads_per_query']} | "
+                          f"{c.get('syscalls_per_query', '')} | {c.get('server_cpu_us_per_query', '')} | "
+                          f"{c.get('prefetch_reads_started_per_query', '')} |")
+                print()
+            fig, ax = plt.subplots(figsize=(7.5, 3.8))
+            keys = sorted(mr)
+            width = 0.8 / len(configs)
+            for i, c in enumerate(configs):
+                ax.bar([j + i * width for j in range(len(keys))], [mr[k]['qps'].get(c, 0) for k in keys], width,
+                       label=c)
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+            ax.set_xticklabels([f'ef {k[0]}\n{k[1]} client(s)' for k in keys], fontsize=8)
+            ax.set_ylabel('queries / s')
+            save(fig, ax, os.path.join(out, f'pg_vector_{dset}_{n}_{mode}.png'),
+                 f'pgvector HNSW {dset} {n} x {dim}, {mode}')
 
 
 def scan(records, out):
-    summ = section(records, 'pg_scan', lambda r: f"### Heap SUM scans (in memory, tables of ~{r['table_mb']} MB, "
-                   f"shared_buffers {r['shared_buffers']})",
-                   ['row size', 'clients', 'vanilla GB/s', 'calico GB/s', 'calico / vanilla'])
+    summ = pick(records, bench='pg_scan', kind='summary')
     if not summ:
         return
     rec = {(r['row_size'], r['clients']): r for r in summ}
+    runs = pick(records, bench='pg_scan', kind='run')
+    one = summ[-1]
+    configs = [c for c in VANILLA + CALICO if any(c in r['gb_per_s'] for r in rec.values())]
+    print(f"### Heap SUM scans (in memory, tables of ~{one['table_mb']} MB, shared_buffers {one['shared_buffers']}; "
+          f"{one['rounds']} rounds of {fmt(runs[0].get('seconds')) if runs else '?'} s; load average {loads_of(runs)})\n")
+    print('GB/s (median) and calico / baseline (median of paired ratios).\n')
+    print('| row size | clients | ' + ' | '.join(configs) + ' | baseline | calico / baseline |')
+    print('|---|---|' + '---|' * len(configs) + '---|---|')
     for (size, clients), r in sorted(rec.items()):
-        print(f"| {size} B | {clients} | {r['gb_per_s']['vanilla']} | {r['gb_per_s']['calico']} | {r['speedup']}x |")
-    geos = {g['clients']: g['speedup'] for g in latest(records, bench='pg_scan', kind='geomean')}
-    print('\nGeomean speedup: ' + ', '.join(f'{c} client(s) {v}x' for c, v in sorted(geos.items())) + '\n')
+        print(f"| {size} B | {clients} | " + ' | '.join(fmt(r['gb_per_s'].get(c), 2) for c in configs) +
+              f" | {r.get('baseline', '')} | **{r.get('ratio_vs_baseline', {}).get('calico', '')}x** |")
+    geos = {g['clients']: g['speedup'] for g in pick(records, bench='pg_scan', kind='geomean')}
+    print('\nGeomean of calico / baseline: ' + ', '.join(f'{c} client(s) {v}x' for c, v in sorted(geos.items())) + '\n')
+    counts = pick(records, bench='pg_scan', kind='counts')
+    if counts:
+        print('Counts per scan (1 client):\n')
+        print('| config | row size | scans/s | buffer hits | blocks read | syscalls | server CPU µs |')
+        print('|---|---|---|---|---|---|---|')
+        for c in sorted(counts, key=lambda r: (r['row_size'], (VANILLA + CALICO).index(r['config']))):
+            print(f"| {c['config']} | {c['row_size']} B | {c['scans_per_s']} | {c['buffer_hits_per_query']} | "
+                  f"{c['blocks_read_per_query']} | {c.get('syscalls_per_query', '')} | "
+                  f"{c.get('server_cpu_us_per_query', '')} |")
+        print()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for clients in sorted({k[1] for k in rec}):
         ks = sorted(k for k in rec if k[1] == clients)
-        ax.plot([k[0] for k in ks], [rec[k]['speedup'] for k in ks], marker='o', label=f'{clients} client(s)')
+        ax.plot([k[0] for k in ks], [rec[k].get('ratio_vs_baseline', {}).get('calico', math.nan) for k in ks],
+                marker='o', label=f'{clients} client(s)')
     ax.axhline(1.0, color='grey', lw=0.8)
     ax.set_xscale('log', base=2)
     ax.set_xlabel('row size (bytes)')
-    ax.set_ylabel('calico / vanilla')
-    save(fig, ax, os.path.join(out, 'pg_scan.png'), 'SELECT sum(val): speedup over vanilla')
+    ax.set_ylabel('calico / best vanilla')
+    save(fig, ax, os.path.join(out, 'pg_scan.png'), 'SELECT sum(val): calico over the best vanilla io_method')
 
 
-def oltp(records, out):
-    summ = section(records, 'pg_oltp', lambda r: f"### pgbench (scale {r['scale']}, {r['db_mb']} MB, "
-                   f"synchronous_commit off)",
-                   ['mode', 'shared_buffers', 'workload', 'clients', 'vanilla tps', 'calico tps', 'calico / vanilla'])
+def oltp(records, out):  # pylint: disable=unused-argument
+    summ = pick(records, bench='pg_oltp', kind='summary')
     if not summ:
         return
     rec = {(r['mode'], r['workload'], r['clients']): r for r in summ}
+    runs = pick(records, bench='pg_oltp', kind='run')
+    one = summ[-1]
+    configs = [c for c in VANILLA + CALICO if any(c in r['tps'] for r in rec.values())]
+    print(f"### pgbench (scale {one['scale']}, {one['db_mb']} MB, synchronous_commit off; {one['rounds']} rounds "
+          f"of {fmt(runs[0].get('seconds')) if runs else '?'} s; load average {loads_of(runs)})\n")
+    print('| mode | shared_buffers | workload | clients | ' + ' | '.join(configs) + ' | baseline | calico / baseline |')
+    print('|---|---|---|---|' + '---|' * len(configs) + '---|---|')
     for (mode, w, c), r in sorted(rec.items()):
-        print(f"| {mode} | {r['shared_buffers']} | {w} | {c} | {r['tps']['vanilla']} | {r['tps']['calico']} | {r['speedup']}x |")
+        print(f"| {mode} | {r['shared_buffers']} | {w} | {c} | " + ' | '.join(fmt(r['tps'].get(x)) for x in configs) +
+              f" | {r.get('baseline', '')} | **{r.get('ratio_vs_baseline', {}).get('calico', '')}x** |")
     print()
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    records = load(sys.argv[1])
-    out = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.abspath(sys.argv[1]))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('jsonl', nargs='+')
+    ap.add_argument('--out', default=None)
+    args = ap.parse_args()
+    records = load(args.jsonl)
+    out = args.out or os.path.dirname(os.path.abspath(args.jsonl[0]))
     os.makedirs(out, exist_ok=True)
     vector(records, out)
     scan(records, out)
