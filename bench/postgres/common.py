@@ -252,13 +252,14 @@ def disk_of(path):
 
 
 def disk_reads(name):
-    """(reads completed, sectors read) of a /proc/diskstats device."""
+    """(reads completed, sectors read, weighted ms of I/O in flight) of a /proc/diskstats
+    device; the last one's growth over elapsed ms is the mean queue depth (Little's law)."""
     with open('/proc/diskstats') as f:
         for line in f:
             p = line.split()
             if p[2] == name:
-                return int(p[3]), int(p[5])
-    return 0, 0
+                return int(p[3]), int(p[5]), int(p[13])
+    return 0, 0, 0
 
 
 class Counters:
@@ -278,7 +279,6 @@ class Counters:
     def _snap(self):
         io = [int(float(x)) for x in self.s.psql(self.flavor, self.IO_SQL, db=self.db).strip().split('|')]
         snap = {'io_reads': io[0], 'io_read_bytes': io[1], 'hits': io[2],
-                'disk': disk_reads(self.disk) if self.disk else (0, 0),
                 'cpu_ns': self.cpu.usage_ns() if self.cpu else 0,
                 'client_cpu_s': sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f)
                                     for f in ('ru_utime', 'ru_stime'))}
@@ -297,9 +297,11 @@ class Counters:
                                           '-o', self.perf_out], stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL)
             time.sleep(0.3)  # perf attaches to every CPU
+        self.disk0 = (disk_reads(self.disk) if self.disk else (0, 0, 0), time.time())
 
     def stop(self, queries):
         """Per-query counts since start()."""
+        disk1 = (disk_reads(self.disk) if self.disk else (0, 0, 0), time.time())
         syscalls = None
         if self.perf:
             self.perf.send_signal(2)
@@ -312,12 +314,17 @@ class Counters:
         after = self._snap()
         b = self.before
         q = max(1, queries)
+        elapsed_ms = max(1.0, (disk1[1] - self.disk0[1]) * 1000)
+        d0, d1 = self.disk0[0], disk1[0]
         out = {'queries': queries,
                'io_reads_per_query': round((after['io_reads'] - b['io_reads']) / q, 2),
                'blocks_read_per_query': round((after['io_read_bytes'] - b['io_read_bytes']) / 8192 / q, 2),
                'buffer_hits_per_query': round((after['hits'] - b['hits']) / q, 1),
-               'device_reads_per_query': round((after['disk'][0] - b['disk'][0]) / q, 2),
-               'device_kb_per_query': round((after['disk'][1] - b['disk'][1]) / 2 / q, 1),
+               'device_reads_per_query': round((d1[0] - d0[0]) / q, 2),
+               'device_kb_per_query': round((d1[1] - d0[1]) / 2 / q, 1),
+               # over the pgbench run (and a pgbench start-up)
+               'device_reads_per_s': round((d1[0] - d0[0]) / elapsed_ms * 1000),
+               'device_mean_queue_depth': round((d1[2] - d0[2]) / elapsed_ms, 2),
                'server_cpu_us_per_query': round((after['cpu_ns'] - b['cpu_ns']) / 1000 / q, 1) if self.cpu else None,
                'client_cpu_us_per_query': round((after['client_cpu_s'] - b['client_cpu_s']) * 1e6 / q, 1)}
         if syscalls is not None:

@@ -25,6 +25,7 @@ def main():
     ap.add_argument('--scale', type=int, default=50)
     ap.add_argument('--workloads', default='tpcb,select')
     ap.add_argument('--modes', default='inmem,ltm')
+    ap.add_argument('--load-only', action='store_true', help='build the database (if needed) and stop')
     add_common_args(ap, seconds=10.0, configs=['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring', 'calico'])
     args = ap.parse_args()
     s = finish_args(args)
@@ -45,6 +46,9 @@ def main():
         s.stop('calico')
         s.clone_data('calico', 'vanilla')
         open(marker, 'w').close()
+    if args.load_only:
+        s.stop_all()
+        return
     s.stop_all()
     s.start('calico', dict(common, shared_buffers='2GB'))
     db_mb = int(s.psql('calico', f"SELECT pg_database_size('{DB}') / 1048576", db=DB))

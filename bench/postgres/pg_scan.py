@@ -26,6 +26,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--row-sizes', default='128,256,512,1024,2048,4096,6144')
     ap.add_argument('--table-mb', type=int, default=512)
+    ap.add_argument('--load-only', action='store_true', help='build the database (if needed) and stop')
     add_common_args(ap, seconds=5.0, configs=['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring', 'calico'])
     args = ap.parse_args()
     s = finish_args(args)
@@ -57,6 +58,9 @@ def main():
         s.stop('calico')
         s.clone_data('calico', 'vanilla')
         open(marker, 'w').close()
+    if args.load_only:
+        s.stop_all()
+        return
     s.stop_all()
     s.start('calico', settings)
     mbs = {size: int(s.psql('calico', f"SELECT pg_relation_size('scan_{size}') / 1048576", db=DB)) for size in sizes}

@@ -56,6 +56,45 @@ def save(fig, ax, path, title):
     plt.close(fig)
 
 
+def fio_at(fio, depth):
+    """fio's IOPS at a (fractional) queue depth: log-log interpolation between the measured
+    depths (below the smallest: its value; above the largest: the largest's)."""
+    ds = sorted(fio)
+    if depth <= ds[0]:
+        return fio[ds[0]]
+    for lo, hi in zip(ds, ds[1:]):
+        if depth <= hi:
+            t = (math.log(depth) - math.log(lo)) / (math.log(hi) - math.log(lo))
+            return math.exp(math.log(fio[lo]) + t * (math.log(fio[hi]) - math.log(fio[lo])))
+    return fio[ds[-1]]
+
+
+def device(records):
+    """fio's IOPS per depth, and each ltm-cg counting run's device reads per second against
+    fio at the run's mean queue depth."""
+    fio = {r['depth']: r['iops'] for r in pick(records, bench='pg_fio')}
+    if not fio:
+        return
+    runs = pick(records, bench='pg_fio')
+    print(f"### The device (fio, 8 KB random reads, O_DIRECT, io_uring, {runs[-1]['seconds']} s per depth; "
+          f"load average {loads_of(runs)})\n")
+    print('| queue depth | ' + ' | '.join(str(d) for d in sorted(fio)) + ' |')
+    print('|---|' + '---|' * len(fio))
+    print('| IOPS | ' + ' | '.join(str(fio[d]) for d in sorted(fio)) + ' |\n')
+    counts = [c for c in pick(records, bench='pg_vector', kind='counts', mode='ltm-cg') if c.get('device_reads_per_s')]
+    if counts:
+        print('Larger than memory (ltm-cg counting runs): the device reads each server drove, against fio at the '
+              'same mean queue depth (/proc/diskstats: weighted ms in flight / elapsed ms).\n')
+        print('| dataset | config | clients | QPS | device reads/s | mean queue depth | fio IOPS at that depth | '
+              'share of fio |')
+        print('|---|---|---|---|---|---|---|---|')
+        for c in sorted(counts, key=lambda r: (r['dataset'], -r['n'], r['clients'], (VANILLA + CALICO).index(r['config']))):
+            f = fio_at(fio, max(1.0, c['device_mean_queue_depth']))
+            print(f"| {c['dataset']} {c['n']} | {c['config']} | {c['clients']} | {c['qps']} | {c['device_reads_per_s']} | "
+                  f"{c['device_mean_queue_depth']} | {f:.0f} | {c['device_reads_per_s'] / f:.2f} |")
+        print()
+
+
 def vector(records, out):
     summ = pick(records, bench='pg_vector', kind='summary')
     if not summ:
@@ -92,13 +131,13 @@ def vector(records, out):
                 print(f'Counts per query ({mode}, one counting run per configuration, ef '
                       f"{counts[0]['ef']}; syscalls system-wide, the pgbench client's included):\n")
                 print('| config | clients | QPS | blocks read into shared buffers | buffer hits | device reads | '
-                      'syscalls | server CPU µs | prefetch reads started |')
-                print('|---|---|---|---|---|---|---|---|---|')
+                      'syscalls | server CPU µs | prefetch reads started | device queue depth |')
+                print('|---|---|---|---|---|---|---|---|---|---|')
                 for c in sorted(counts, key=lambda r: (r['clients'], (VANILLA + CALICO).index(r['config']))):
                     print(f"| {c['config']} | {c['clients']} | {c['qps']} | {c['blocks_read_per_query']} | "
                           f"{c['buffer_hits_per_query']} | {c['device_reads_per_query']} | "
                           f"{c.get('syscalls_per_query', '')} | {c.get('server_cpu_us_per_query', '')} | "
-                          f"{c.get('prefetch_reads_started_per_query', '')} |")
+                          f"{c.get('prefetch_reads_started_per_query', '')} | {c.get('device_mean_queue_depth', '')} |")
                 print()
             fig, ax = plt.subplots(figsize=(7.5, 3.8))
             keys = sorted(mr)
@@ -180,6 +219,7 @@ def main():
     out = args.out or os.path.dirname(os.path.abspath(args.jsonl[0]))
     os.makedirs(out, exist_ok=True)
     vector(records, out)
+    device(records)
     scan(records, out)
     oltp(records, out)
 
