@@ -210,6 +210,68 @@ def oltp(records, out):  # pylint: disable=unused-argument
     print()
 
 
+def aims(records):
+    """The aims of the PostgreSQL 18 work, each against what the JSON lines say. A ratio is
+    the median of paired ratios against the best vanilla io_method; 'level' means at least
+    LEVEL (the A/A control's spread is printed beside the vector rows)."""
+    LEVEL = 0.95
+    vec = pick(records, bench='pg_vector', kind='summary')
+    rows = []
+
+    def ratios(mode, clients, dataset='clustered'):
+        rs = [r for r in vec if r['mode'] == mode and r['clients'] == clients and r['dataset'] == dataset]
+        if not rs:
+            return None, []
+        n = max(r['n'] for r in rs)
+        rs = {r['ef']: r for r in rs if r['n'] == n}
+        return n, [(ef, rs[ef].get('ratio_vs_baseline', {}).get('calico')) for ef in sorted(rs)]
+
+    def fmt_r(n, rs):
+        return f'{n} x 128: ' + ', '.join(f'ef {ef} {r}x' for ef, r in rs if r is not None)
+
+    for mode, clients, target, what in (('inmem', 1, 3.9, 'in memory, 1 client'),
+                                        ('ltm-cg', 1, 5.8, 'larger than memory (cgroup), 1 client')):
+        n, rs = ratios(mode, clients)
+        if rs:
+            got = [r for _, r in rs if r is not None]
+            rows.append((what, f'>= {target}x', fmt_r(n, rs), 'yes' if got and min(got) >= target else
+                         ('partly' if got and max(got) >= target else 'no')))
+        else:
+            rows.append((what, f'>= {target}x', 'not run', ''))
+    fio = {r['depth']: r['iops'] for r in pick(records, bench='pg_fio')}
+    dev = [c for c in pick(records, bench='pg_vector', kind='counts', mode='ltm-cg', config='calico', clients=2,
+                           dataset='clustered') if c.get('device_reads_per_s')]
+    if fio and dev:
+        c = max(dev, key=lambda r: r['n'])
+        f = fio_at(fio, max(1.0, c['device_mean_queue_depth']))
+        share = c['device_reads_per_s'] / f
+        rows.append(('device, larger than memory, 2 clients', '>= 80% of fio at equal depth',
+                     f"{c['device_reads_per_s']} reads/s at mean depth {c['device_mean_queue_depth']}: "
+                     f"{share:.0%} of fio's {f:.0f}", 'yes' if share >= 0.8 else 'no'))
+    else:
+        rows.append(('device, larger than memory, 2 clients', '>= 80% of fio at equal depth', 'not run', ''))
+    geos = {g['clients']: g['speedup'] for g in pick(records, bench='pg_scan', kind='geomean')}
+    rows.append(('heap SUM scans, geomean over row sizes', '>= 1.7x',
+                 ', '.join(f'{c} client(s) {v}x' for c, v in sorted(geos.items())) or 'not run',
+                 ('yes' if min(geos.values()) >= 1.7 else 'no') if geos else ''))
+    ol = [r.get('ratio_vs_baseline', {}).get('calico') for r in pick(records, bench='pg_oltp', kind='summary')]
+    ol = [r for r in ol if r is not None]
+    rows.append(('pgbench (TPC-B-like, select-only)', f'level (>= {LEVEL}x)',
+                 f'{min(ol)}x - {max(ol)}x over {len(ol)} points' if ol else 'not run',
+                 ('yes' if min(ol) >= LEVEL else 'no') if ol else ''))
+    com = [(r['ef'], r['clients'], r.get('ratio_vs_baseline', {}).get('calico')) for r in vec if r['mode'] == 'common']
+    com = [x for x in com if x[2] is not None]
+    rows.append(('the common configuration (16 MB pool, all in page cache)', f'level (>= {LEVEL}x)',
+                 ', '.join(f'ef {e} {c}c {r}x' for e, c, r in sorted(com)) or 'not run',
+                 ('yes' if min(x[2] for x in com) >= LEVEL else 'no') if com else ''))
+    print('### The aims\n')
+    print('| aim | target | measured (calico / best vanilla io_method) | met |')
+    print('|---|---|---|---|')
+    for r in rows:
+        print('| ' + ' | '.join(r) + ' |')
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('jsonl', nargs='+')
@@ -218,6 +280,7 @@ def main():
     records = load(args.jsonl)
     out = args.out or os.path.dirname(os.path.abspath(args.jsonl[0]))
     os.makedirs(out, exist_ok=True)
+    aims(records)
     vector(records, out)
     device(records)
     scan(records, out)
