@@ -47,6 +47,9 @@ CONFIGS['calico-worker'] = ('calico', {'io_method': 'worker'},
                             {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on'})
 CONFIGS['calico-sync'] = ('calico', {'io_method': 'sync'},
                           {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on'})
+# no page cache at all: reads go from the device straight into shared buffers
+CONFIGS['calico-direct'] = ('calico', {'io_method': 'io_uring', 'debug_io_direct': 'data'},
+                            {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on'})
 VANILLA = [f'vanilla-{m}' for m in IO_METHODS]
 # Bounds: a run shorter than this is mostly start-up (pgbench connects, plans, warms caches)
 MIN_SECONDS = 1.0
@@ -187,6 +190,12 @@ class Servers:
             subprocess.run(['chown', '-R', 'calicopg', self.base(dst)], check=True)
 
 
+def cgroup_name(flavor):
+    """The cgroups of a server are named after it and its port: two checkouts' servers
+    (CALICO_PG_PORT_BASE) never share one, nor its counters."""
+    return f'calico-pg-bench-{flavor}-{PORTS[flavor]}'
+
+
 class MemoryCgroup:
     """A cgroup-v1 memory cgroup that caps a server (its processes and the page cache they
     fault in): larger than memory for real, not only for the buffer pool."""
@@ -228,7 +237,7 @@ class CpuCgroup(MemoryCgroup):
 
     @classmethod
     def for_server(cls, flavor):
-        return cls(f'calico-pg-bench-{flavor}') if cls.available() else None
+        return cls(cgroup_name(flavor)) if cls.available() else None
 
     def usage_ns(self):
         with open(os.path.join(self.path, 'cpuacct.usage')) as f:

@@ -41,7 +41,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import (CONFIGS, REPO, Counters, MemoryCgroup, Progress, Rounds, add_common_args,  # noqa
+from common import (CONFIGS, REPO, Counters, MemoryCgroup, Progress, Rounds, add_common_args, cgroup_name,  # noqa
                     drop_os_caches, emit, finish_args, log, loadavg, machine, paired_summary,
                     parse_configs, run_fields, timed_pgbench)
 
@@ -282,7 +282,7 @@ def main():
             cg_mb = (sb_mb + args.cgroup_extra_mb if mode == 'ltm-cg' else
                      sb_mb + (index_bytes + table_bytes) // 2**20 + 128)
             # one cgroup per server: each has its own pool plus the same room for page cache
-            cgroups = {f: MemoryCgroup(f'calico-pg-bench-{f}', cg_mb * 2**20) for f in ('vanilla', 'calico')}
+            cgroups = {f: MemoryCgroup(cgroup_name(f), cg_mb * 2**20) for f in ('vanilla', 'calico')}
             log(f'{mode}: shared_buffers {sb}, memory cgroup {cg_mb} MB per server')
         settings = {'shared_buffers': sb, 'max_parallel_workers_per_gather': '0', 'jit': 'off'}
 

@@ -18,7 +18,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
 VANILLA = ['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring']
-CALICO = ['calico-array', 'calico+opt', 'calico', 'calico-worker', 'calico-sync']
+CALICO = ['calico-array', 'calico+opt', 'calico', 'calico-worker', 'calico-sync', 'calico-direct']
 MODES = ['inmem', 'ltm-cg', 'ltm-drop', 'common']
 
 
