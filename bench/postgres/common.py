@@ -47,9 +47,17 @@ CONFIGS['calico-worker'] = ('calico', {'io_method': 'worker'},
                             {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on'})
 CONFIGS['calico-sync'] = ('calico', {'io_method': 'sync'},
                           {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on'})
+# the A/B of adaptive group prefetch: every group starts its reads, even when the OS page
+# cache answers them at once
+CONFIGS['calico-noadapt'] = ('calico', {'io_method': 'io_uring'},
+                             {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on',
+                              'calico_prefetch_adaptive': 'off'})
 # no page cache at all: reads go from the device straight into shared buffers
 CONFIGS['calico-direct'] = ('calico', {'io_method': 'io_uring', 'debug_io_direct': 'data'},
                             {'calico_optimistic_reads': 'on', 'calico_group_prefetch': 'on'})
+# vanilla without the page cache too: calico-direct's like-for-like comparison (not a
+# baseline candidate: the baseline is vanilla as users run it, with one of its io_methods)
+CONFIGS['vanilla-direct'] = ('vanilla', {'io_method': 'io_uring', 'debug_io_direct': 'data'}, {})
 VANILLA = [f'vanilla-{m}' for m in IO_METHODS]
 # Bounds: a run shorter than this is mostly start-up (pgbench connects, plans, warms caches)
 MIN_SECONDS = 1.0
@@ -385,6 +393,8 @@ def paired_summary(runs, metric):
         out['baseline'] = best
         out['ratio_vs_baseline'] = {c: round(median([a / b for a, b in zip(runs[c], runs[best])]), 3)
                                     for c in med if c != best}
+    if 'calico-direct' in med and 'vanilla-direct' in med:
+        out['direct_ratio'] = round(median([a / b for a, b in zip(runs['calico-direct'], runs['vanilla-direct'])]), 3)
     if 'vanilla-aa' in med and 'vanilla-worker' in med:
         out['aa_ratio'] = round(median([a / b for a, b in zip(runs['vanilla-aa'], runs['vanilla-worker'])]), 3)
     return out

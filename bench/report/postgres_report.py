@@ -18,7 +18,8 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
 VANILLA = ['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring']
-CALICO = ['calico-array', 'calico+opt', 'calico', 'calico-worker', 'calico-sync', 'calico-direct']
+OTHER_VANILLA = ['vanilla-direct']
+CALICO = ['calico-array', 'calico+opt', 'calico', 'calico-noadapt', 'calico-worker', 'calico-sync', 'calico-direct']
 MODES = ['inmem', 'ltm-cg', 'ltm-drop', 'common']
 
 
@@ -88,7 +89,7 @@ def device(records):
         print('| dataset | config | clients | QPS | device reads/s | mean queue depth | fio IOPS at that depth | '
               'share of fio |')
         print('|---|---|---|---|---|---|---|---|')
-        for c in sorted(counts, key=lambda r: (r['dataset'], -r['n'], r['clients'], (VANILLA + CALICO).index(r['config']))):
+        for c in sorted(counts, key=lambda r: (r['dataset'], -r['n'], r['clients'], (VANILLA + OTHER_VANILLA + CALICO).index(r['config']))):
             f = fio_at(fio, max(1.0, c['device_mean_queue_depth']))
             print(f"| {c['dataset']} {c['n']} | {c['config']} | {c['clients']} | {c['qps']} | {c['device_reads_per_s']} | "
                   f"{c['device_mean_queue_depth']} | {f:.0f} | {c['device_reads_per_s'] / f:.2f} |")
@@ -115,16 +116,22 @@ def vector(records, out):
             cg = f", memory cgroup {r0['cgroup_mb']} MB per server" if r0.get('cgroup_mb') else ''
             print(f"**{mode}**: shared_buffers {r0['shared_buffers']}{cg}; {r0['rounds']} rounds of "
                   f"{fmt(runs[0].get('seconds')) if runs else '?'} s per run; load average {loads_of(runs)}.\n")
-            configs = [c for c in VANILLA + CALICO if any(c in r['qps'] for r in mr.values())]
+            configs = [c for c in VANILLA + OTHER_VANILLA + CALICO if any(c in r['qps'] for r in mr.values())]
+            extra = [c for c in ('calico-noadapt', 'calico-sync', 'calico-direct') if c in configs]
+            direct = any('direct_ratio' in r for r in mr.values())
             print('| ef | recall@10 | clients | ' + ' | '.join(configs) +
-                  ' | baseline | calico / baseline | ablation / baseline (array, +opt) | A/A |')
-            print('|---|---|---|' + '---|' * len(configs) + '---|---|---|---|')
+                  ' | baseline | calico / baseline | ablation / baseline (array, +opt) | ' +
+                  ''.join(f'{c} / baseline | ' for c in extra) +
+                  ('calico-direct / vanilla-direct | ' if direct else '') + 'A/A |')
+            print('|---|---|---|' + '---|' * (len(configs) + 4 + len(extra) + direct))
             for (ef, clients), r in sorted(mr.items()):
                 ratio = r.get('ratio_vs_baseline', {})
                 print(f"| {ef} | {recall.get(ef, {}).get('recall', '')} | {clients} | " +
                       ' | '.join(fmt(r['qps'].get(c)) for c in configs) +
                       f" | {r.get('baseline', '')} | **{ratio.get('calico', '')}x** | "
-                      f"{ratio.get('calico-array', '')}x, {ratio.get('calico+opt', '')}x | {r.get('aa_ratio', '')} |")
+                      f"{ratio.get('calico-array', '')}x, {ratio.get('calico+opt', '')}x | " +
+                      ''.join(f"{ratio.get(c, '')}x | " for c in extra) +
+                      (f"{r.get('direct_ratio', '')}x | " if direct else '') + f"{r.get('aa_ratio', '')} |")
             print()
             counts = pick(records, bench='pg_vector', kind='counts', dataset=dset, n=n, dim=dim, mode=mode)
             if counts:
@@ -133,7 +140,7 @@ def vector(records, out):
                 print('| config | clients | QPS | blocks read into shared buffers | buffer hits | device reads | '
                       'syscalls | server CPU µs | prefetch reads started | device queue depth |')
                 print('|---|---|---|---|---|---|---|---|---|---|')
-                for c in sorted(counts, key=lambda r: (r['clients'], (VANILLA + CALICO).index(r['config']))):
+                for c in sorted(counts, key=lambda r: (r['clients'], (VANILLA + OTHER_VANILLA + CALICO).index(r['config']))):
                     print(f"| {c['config']} | {c['clients']} | {c['qps']} | {c['blocks_read_per_query']} | "
                           f"{c['buffer_hits_per_query']} | {c['device_reads_per_query']} | "
                           f"{c.get('syscalls_per_query', '')} | {c.get('server_cpu_us_per_query', '')} | "
