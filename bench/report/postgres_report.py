@@ -50,11 +50,15 @@ def loads_of(runs):
 
 
 def save(fig, ax, path, title):
+    """Writes the figure and prints its Markdown image link, relative to the directory that
+    holds the figures' directory (where the page that includes these tables lives)."""
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    rel = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    print(f'![{title}]({rel})\n')
 
 
 def fio_at(fio, depth):
