@@ -13,7 +13,7 @@
 # shared_buffers=1MB calico_optimistic_reads=off. The servers listen only on a Unix socket in
 # $CALICO_SCRATCH/postgres/FLAVOR (default scratch: <repo>/.scratch, or a directory in
 # /var/tmp/calico-postgres when the checkout is private), on port 55431 (vanilla)
-# or 55432 (calico), with their data directory there too: a system-wide PostgreSQL is never
+# or 55432 (calico) (CALICO_PG_PORT_BASE moves both: vanilla on it, calico one above), with their data directory there too: a system-wide PostgreSQL is never
 # touched. As root, they run as the user calicopg (PostgreSQL refuses root).
 # CMD sees PATH (the flavor's bin first), PGHOST, PGPORT, PGDATABASE=postgres, PGUSER and
 # CALICO_PG_FLAVOR.
@@ -40,8 +40,8 @@ install_dir() {
 flavor_env() {
   local flavor=$1
   case "$flavor" in
-    vanilla) PGPORT=55431 ;;
-    calico) PGPORT=55432 ;;
+    vanilla) PGPORT=$((${CALICO_PG_PORT_BASE:-55431})) ;;
+    calico) PGPORT=$((${CALICO_PG_PORT_BASE:-55431} + 1)) ;;
     *) pg_die "unknown flavor '$flavor' (vanilla or calico)" ;;
   esac
   PGBIN=$(install_dir "$flavor")/bin

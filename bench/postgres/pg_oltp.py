@@ -4,14 +4,18 @@ OLTP must not regress. The database (pgbench -i -s SCALE) is built once on calic
 byte for byte to vanilla. Modes: inmem (shared_buffers holds everything) and ltm
 (shared_buffers = database / 8; the OS page cache is not limited: the pool is what is
 measured). synchronous_commit = off so that the WAL flush does not hide the buffer manager.
-Rounds interleave the servers; medians and paired ratios.
+Configurations (common.py): vanilla with each io_method (the fastest per point is the
+baseline) and calico; rounds interleave them (rotating which goes first, only that
+configuration's server up, started afresh); medians and paired ratios.
 """
 import argparse
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import add_common_args, finish_args, emit, log, machine, median  # noqa
+from common import (Rounds, add_common_args, emit, finish_args, log, machine, paired_summary, parse_configs,  # noqa
+                    run_fields, timed_pgbench)
 
 DB = 'oltp'
 
@@ -21,9 +25,11 @@ def main():
     ap.add_argument('--scale', type=int, default=50)
     ap.add_argument('--workloads', default='tpcb,select')
     ap.add_argument('--modes', default='inmem,ltm')
-    add_common_args(ap, seconds=10.0)
+    ap.add_argument('--load-only', action='store_true', help='build the database (if needed) and stop')
+    add_common_args(ap, seconds=10.0, configs=['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring', 'calico'])
     args = ap.parse_args()
     s = finish_args(args)
+    configs = parse_configs(args.configs)
     common = {'max_parallel_workers_per_gather': '0', 'jit': 'off', 'synchronous_commit': 'off',
               'max_wal_size': '8GB', 'checkpoint_timeout': '1h'}
     marker = os.path.join(s.base('calico'), f'oltp-s{args.scale}')
@@ -33,7 +39,6 @@ def main():
         s.psql('calico', f'DROP DATABASE IF EXISTS {DB}')
         s.psql('calico', f'CREATE DATABASE {DB}')
         log(f'pgbench -i -s {args.scale}')
-        import subprocess
         subprocess.run([s.bin('calico', 'pgbench'), '-i', '-q', '-s', str(args.scale), DB], check=True,
                        env=s.client_env('calico'), stdout=subprocess.DEVNULL)
         s.psql('calico', 'CREATE EXTENSION pg_prewarm', db=DB)
@@ -41,39 +46,45 @@ def main():
         s.stop('calico')
         s.clone_data('calico', 'vanilla')
         open(marker, 'w').close()
+    if args.load_only:
+        s.stop_all()
+        return
     s.stop_all()
     s.start('calico', dict(common, shared_buffers='2GB'))
     db_mb = int(s.psql('calico', f"SELECT pg_database_size('{DB}') / 1048576", db=DB))
     s.stop('calico')
     base = {'bench': 'pg_oltp', 'machine': machine(), 'scale': args.scale, 'db_mb': db_mb}
+    clients_list = [int(c) for c in args.clients.split(',')]
     for mode in args.modes.split(','):
         sb = f'{max(2048, db_mb * 2)}MB' if mode == 'inmem' else f'{max(16, db_mb // 8)}MB'
-        s.stop_all()
-        for f in ('vanilla', 'calico'):
-            s.start(f, dict(common, shared_buffers=sb))
+
+        def prepare(flavor, mode=mode):
             if mode == 'inmem':
-                s.psql(f, "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE relname LIKE 'pgbench_%' "
-                          "AND relkind IN ('r', 'i')", db=DB)
-        for workload in args.workloads.split(','):
-            flag = ['-S'] if workload == 'select' else []
-            for clients in [int(c) for c in args.clients.split(',')]:
-                runs = {'vanilla': [], 'calico': []}
-                for rnd in range(args.rounds):
-                    for f in (('vanilla', 'calico') if rnd % 2 == 0 else ('calico', 'vanilla')):
-                        tps, lat, txs = s.pgbench(f, ['-n', '-M', 'prepared'] + flag +
-                                                  ['-c', str(clients), '-j', str(clients),
-                                                   '-T', str(int(round(args.seconds)))], db=DB)
-                        runs[f].append(tps)
+                s.psql(flavor, "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE relname LIKE 'pgbench_%' "
+                               "AND relkind IN ('r', 'i')", db=DB)
+        rounds = Rounds(s, dict(common, shared_buffers=sb), prepare=prepare)
+        workloads = args.workloads.split(',')
+        runs = {(w, c): {name: [] for name in configs} for w in workloads for c in clients_list}
+        for rnd in range(args.rounds):
+            for name in Rounds.order(configs, rnd):
+                flavor = rounds.switch(name)
+                for workload in workloads:
+                    flag = ['-S'] if workload == 'select' else []
+                    for clients in clients_list:
+                        tps, lat, txs, la = timed_pgbench(s, flavor, ['-n', '-M', 'prepared'] + flag +
+                                                          ['-c', str(clients), '-j', str(clients),
+                                                           '-T', str(int(round(args.seconds)))], db=DB)
+                        runs[(workload, clients)][name].append(tps)
                         emit(args.json, dict(base, kind='run', mode=mode, shared_buffers=sb, workload=workload,
-                                             clients=clients, server=f, round=rnd, tps=round(tps, 1),
-                                             latency_ms=lat))
-                ratio = median([c / v for c, v in zip(runs['calico'], runs['vanilla'])])
-                med = {f: median(v) for f, v in runs.items()}
-                emit(args.json, dict(base, kind='summary', mode=mode, shared_buffers=sb, workload=workload,
-                                     clients=clients, tps={f: round(v, 1) for f, v in med.items()},
-                                     speedup=round(ratio, 3), rounds=args.rounds))
-                log(f'{mode} {workload} {clients} client(s): vanilla {med["vanilla"]:.0f} tps, '
-                    f'calico {med["calico"]:.0f} tps, ratio {ratio:.3f}')
+                                             clients=clients, round=rnd, tps=round(tps, 1), latency_ms=lat,
+                                             seconds=args.seconds, **run_fields(name), **la))
+            log(f'pgbench {mode}: round {rnd + 1} of {args.rounds} done')
+        for (workload, clients), r in runs.items():
+            summ = paired_summary(r, 'tps')
+            emit(args.json, dict(base, kind='summary', mode=mode, shared_buffers=sb, workload=workload,
+                                 clients=clients, rounds=args.rounds, **summ))
+            log(f'{mode} {workload} {clients} client(s): ' + ', '.join(f'{c} {v:.0f}' for c, v in summ['tps'].items()) +
+                f"; calico / {summ.get('baseline')} {summ.get('ratio_vs_baseline', {}).get('calico')}")
     s.stop_all()
 
 
