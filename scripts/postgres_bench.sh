@@ -9,7 +9,7 @@
 # memory), pg_scan.py (heap SUM scans, 128 B - 6 KB rows) and pg_oltp.py (pgbench TPC-B-like
 # and select-only, in memory and at 1/8), each with counting runs (reads, syscalls and CPU
 # per query), appending JSON lines to OUTDIR/postgres.jsonl; then
-# bench/report/postgres_report.py prints the tables and writes OUTDIR/*.png.
+# bench/harness/report/postgres_report.py prints the tables and writes OUTDIR/*.png.
 # Sizes and rounds: environment PG_VECTOR_N (1000000), PG_EMBEDDING_N (100000), and
 # PG_VECTOR_ARGS, PG_COMMON_ARGS, PG_EMBEDDING_ARGS, PG_SCAN_ARGS, PG_OLTP_ARGS (passed
 # through, e.g. PG_VECTOR_ARGS="--rounds 5"). Needs ~8 GB of RAM and ~15 GB of disk at the
@@ -37,4 +37,4 @@ python3 "$V" --out "$OUT" --dataset embedding --n "${PG_EMBEDDING_N:-100000}" --
 python3 "$ROOT/bench/postgres/pg_scan.py" --out "$OUT" --counts ${PG_SCAN_ARGS:-}
 # shellcheck disable=SC2086
 python3 "$ROOT/bench/postgres/pg_oltp.py" --out "$OUT" ${PG_OLTP_ARGS:-}
-"$ROOT/.venv/bin/python" "$ROOT/bench/report/postgres_report.py" "$OUT/postgres.jsonl" --out "$OUT"
+"$ROOT/.venv/bin/python" "$ROOT/bench/harness/report/postgres_report.py" "$OUT/postgres.jsonl" --out "$OUT"
