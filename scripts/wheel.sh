@@ -14,12 +14,14 @@
 # against the signed index) with -fPIC, once, cached in
 # $CALICO_WHEEL_CACHE (default /var/tmp/calico-wheel). See docs/design/mutable_indexes.md.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-
+usage() { echo "usage: scripts/wheel.sh [test] [OUTDIR]   (OUTDIR default: <repository>/dist)" >&2; exit 2; }
 run_tests=0
 if [[ "${1:-}" == test ]]; then run_tests=1; shift; fi
-OUT=$(realpath -m "${1:-$ROOT/dist}")
+[[ $# -le 1 && "${1:-}" != -* ]] || usage
+OUT=${1:+$(realpath -m "$1")}  # relative to the caller's directory
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUT=${OUT:-$ROOT/dist}
 CACHE=${CALICO_WHEEL_CACHE:-/var/tmp/calico-wheel}
 log() { echo "wheel: $*" >&2; }
 
