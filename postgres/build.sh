@@ -76,7 +76,7 @@ mirror() {
   if [ -n "${CALICO_DEBIAN_MIRROR:-}" ]; then echo "${CALICO_DEBIAN_MIRROR%/}"; return; fi
   local uri
   uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
-          2>/dev/null | grep -Eo 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -1 | tr -d ' ')
+          2>/dev/null | grep -Eo 'https?://[^ ]+/debian/?( |$)' | grep -v security | sed -n 1p | tr -d ' ')
   echo "${uri:-http://deb.debian.org/debian}" | sed 's:/*$::'
 }
 
@@ -193,12 +193,12 @@ build() {
    make -C "$src/contrib/amcheck" -j"$jobs" install >> "$OUT/$flavor-make.log" 2>&1 &&
    make -C "$src/contrib/pg_prewarm" -j"$jobs" install >> "$OUT/$flavor-make.log" 2>&1 &&
    make -C "$src/contrib/pg_buffercache" -j"$jobs" install >> "$OUT/$flavor-make.log" 2>&1) \
-    || { log "$flavor: build failed:"; grep -E "error|Error" "$OUT/$flavor-make.log" | head -20 >&2; exit 1; }
+    || { log "$flavor: build failed:"; grep -E "error|Error" "$OUT/$flavor-make.log" | sed -n 1,20p >&2; exit 1; }
   log "$flavor: pgvector"
   (make -C "$vec" -j"$jobs" PG_CONFIG="$prefix/bin/pg_config" OPTFLAGS="-march=native" \
       > "$OUT/$flavor-pgvector.log" 2>&1 &&
    make -C "$vec" install PG_CONFIG="$prefix/bin/pg_config" >> "$OUT/$flavor-pgvector.log" 2>&1) \
-    || { log "$flavor: pgvector build failed:"; grep -E "error" "$OUT/$flavor-pgvector.log" | head -20 >&2; exit 1; }
+    || { log "$flavor: pgvector build failed:"; grep -E "error" "$OUT/$flavor-pgvector.log" | sed -n 1,20p >&2; exit 1; }
 }
 
 build vanilla "" ""

@@ -16,7 +16,7 @@ APT_PACKAGES=(
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")
 done
 
 if [ "${#missing[@]}" -gt 0 ]; then

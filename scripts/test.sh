@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine, then builds and runs every test suite:
 #   release   first the docs data check (scripts/check_docs_data.py: every data file that
-#             README.md or a docs/ page cites is committed; and its own tests), then a release
+#             README.md or a docs/ page cites is committed; and its own tests) and the
+#             pipefail check (scripts/check_pipefail.py: no pipeline into a reader that stops
+#             early, which fails at random with SIGPIPE; and its tests), then a release
 #             build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #             poisoned), plus a short demo run that verifies every page it reads;
 #   python    pip installs the calico package (python/) into .venv, incrementally (its build
@@ -49,6 +51,9 @@ for suite in "${suites[@]}"; do
       echo "=== release: docs data check (scripts/check_docs_data.py)"
       python3 scripts/check_docs_data_test.py
       python3 scripts/check_docs_data.py
+      echo "=== release: shell pipelines under pipefail (scripts/check_pipefail.py)"
+      python3 scripts/check_pipefail_test.py
+      python3 scripts/check_pipefail.py
       run_suite release -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCALICO_CHECKS_LEVEL=2
       echo "=== release: demo smoke run"
       demo_dir=$(mktemp -d /tmp/calico-demo-XXXXXX)

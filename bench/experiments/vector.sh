@@ -61,9 +61,9 @@ data=(--dataset "$DATASET" --n "$N" --dim "$DIM" --clusters "$CLUSTERS" --querie
       --data-dir "$OUT/pools" --M "$M" --ef-construction "$EFC")
 log "dataset and Calico's index builds"
 "$BENCH" vector "${data[@]}" --index hnsw,ivf --build-only 2>&1 | tee "$OUT/build.log"
-DSDIR=$(ls -d "$OUT"/data/"$DATASET"-n"$N"-d"$DIM"-c"$CLUSTERS"-q"$QUERIES"-* | head -n1)
-NLIST=$(sed -n 's/^.*ivf-.*-nlist\([0-9]*\).*$/\1/p' "$OUT/build.log" | head -n1)
-NLIST=${NLIST:-$(ls -d "$OUT"/pools/ivf-*-nlist* | sed 's/.*nlist\([0-9]*\).*/\1/' | head -n1)}
+DSDIR=$(ls -d "$OUT"/data/"$DATASET"-n"$N"-d"$DIM"-c"$CLUSTERS"-q"$QUERIES"-* | sed -n 1p)
+NLIST=$(sed -n 's/^.*ivf-.*-nlist\([0-9]*\).*$/\1/p' "$OUT/build.log" | sed -n 1p)
+NLIST=${NLIST:-$(ls -d "$OUT"/pools/ivf-*-nlist* | sed 's/.*nlist\([0-9]*\).*/\1/' | sed -n 1p)}
 peers=(--data-dir "$DSDIR" --M "$M" --ef-construction "$EFC" --ef "$EF" --nlist "$NLIST" --nprobe "$NPROBE"
        --index-dir "$OUT/peer-indexes" --json "$JSON")
 

@@ -24,12 +24,12 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY="$ROOT/.venv/bin/python"
 cgroot=/sys/fs/cgroup/memory
 [ -w "$cgroot" ] || { echo "vector_peer_ltm: $cgroot is not writable (need root and cgroup v1 memory)" >&2; exit 2; }
-idx=$(ls "$out"/peer-indexes/*-usearch-*.index 2>/dev/null | head -n1)
+idx=$(ls "$out"/peer-indexes/*-usearch-*.index 2>/dev/null | sed -n 1p)
 [ -n "$idx" ] || { echo "vector_peer_ltm: no usearch index in $out/peer-indexes (run bench/experiments/vector.sh)" >&2; exit 2; }
 index_bytes=$(stat -c %s "$idx")
 # The block device under the index file, whose readahead decides how much a fault reads.
 dev=$(findmnt -no SOURCE --target "$idx")
-parent=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -n1)
+parent=$(lsblk -no PKNAME "$dev" 2>/dev/null | sed -n 1p)
 ra_file=/sys/block/$(basename "${parent:-$dev}")/queue/read_ahead_kb
 if [ -n "${READAHEAD_KB:-}" ]; then
   [ -w "$ra_file" ] || { echo "vector_peer_ltm: cannot set $ra_file" >&2; exit 2; }

@@ -43,7 +43,7 @@ done
 
 # 1. Heap, B-tree, bitmap, DML, TRUNCATE and exact kNN: identical on both builds.
 cmp -s "$T/vanilla-data.out" "$T/calico-data.out" ||
-  { diff "$T/vanilla-data.out" "$T/calico-data.out" | head -20; fail "vanilla and calico differ"; }
+  { diff "$T/vanilla-data.out" "$T/calico-data.out" | sed -n 1,20p; fail "vanilla and calico differ"; }
 cp "$T/calico-data.out" "$T/exact.out"
 echo "differential: $(grep -c . "$T/calico-data.out") query results identical on vanilla and calico"
 
@@ -70,7 +70,7 @@ run_knobs() {  # run_knobs TAG [SETTING...]
   local f
   for f in "$T"/knobs-"$tag"-*.out; do
     cmp -s "$f" "$T/calico-hnsw.out" ||
-      { diff "$T/calico-hnsw.out" "$f" | head; fail "$(basename "$f") differs from the first calico run"; }
+      { diff "$T/calico-hnsw.out" "$f" | sed -n 1,10p; fail "$(basename "$f") differs from the first calico run"; }
   done
   echo "differential: calico ($tag): 4 knob settings x $(grep -c . "$T/calico-hnsw.out") searches identical;" \
        "optimistic ok|failed|prefetched resident|reads started = $(cat "$T/stats-$tag.out")"

@@ -75,7 +75,7 @@ prove_with_pgvector() {
       PROVE_TESTS="$*" > "$TMP/prove.log" 2>&1; then
     grep -vE "^(ok|#) " "$TMP/prove.log" | tail -40
     find "$OUT/$flavor/pgvector/tmp_check/log" -name 'regress_log_*' -newer "$TMP/tiny.conf" \
-      -exec grep -l "not ok" {} \; 2>/dev/null | head -3 | xargs -r tail -40
+      -exec grep -l "not ok" {} \; 2>/dev/null | sed -n 1,3p | xargs -r tail -40
     echo "=== postgres: FAILED: TAP tests on $flavor: $*"
     exit 1
   fi

@@ -66,7 +66,7 @@ pgbench -n -c 4 -j 2 -T "$SECS" -b tpcb-like@4 -f "$PGHOST/vec_insert.sql@1" -f 
   "$DB" > "$PGHOST/pgbench.out" 2>&1 || { cat "$PGHOST/pgbench.out"; exit 1; }
 wait "$churn_pid" || { cat "$PGHOST/churn.out"; echo "churn session failed"; exit 1; }
 cat "$PGHOST/churn.out"
-grep -E "number of (transactions actually processed|failed)|tps" "$PGHOST/pgbench.out" | head -3
+grep -E "number of (transactions actually processed|failed)|tps" "$PGHOST/pgbench.out" | sed -n 1,3p
 if grep -q "number of failed transactions: [1-9]" "$PGHOST/pgbench.out"; then echo "pgbench had failed transactions"; exit 1; fi
 
 q "SELECT '\''optimistic reads: '\'' || optimistic_ok || '\'' validated, '\'' || optimistic_failed || '\'' failed and fell back'\'' FROM pg_calico_stats()"
