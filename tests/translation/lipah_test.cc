@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 #include "pool/definitions.h"
 #include "support/test_util.h"
 
