@@ -112,12 +112,11 @@
 
 namespace calico::index {
 
+// Thread safety: every member may be called from any number of threads at once, except
+// bulk_load (alone on the tree) and check() (quiescent tree); one BasicBTree object per tree
+// (its entry count and cached metadata frame live in the object).
 template <class Pool>
 class BasicBTree {
-  static constexpr bool kHints = Pool::kFrameHints;
-  using Node = BasicNodeRef<kHints>;
-  static constexpr uint32_t kFormatVersion = kHints ? kBTreeHintedFormatVersion : kBTreeFormatVersion;
-
  public:
   static constexpr int kMaxRestarts = 10000;  // per operation; see the header comment
   static constexpr double kBulkFill = 0.9;    // bulk_load fills nodes to 90% of a page
@@ -130,13 +129,21 @@ class BasicBTree {
   // block 0 is missing or is not a tree metadata page of this format version.
   static BasicBTree open(Pool& pool, std::string_view space_name);
 
+  // Move-only; a moved-from tree may only be destroyed.
   BasicBTree(BasicBTree&& o) noexcept;
   BasicBTree& operator=(BasicBTree&&) = delete;
   BasicBTree(const BasicBTree&) = delete;
+  // Writes the entry count to the metadata page (sync_metadata; a pool error is swallowed:
+  // the count is advisory). Destroy the tree before its pool.
   ~BasicBTree();
 
   SpaceId space() const;
+  // Entries, as counted in memory (relaxed: racy while writers run).
   uint64_t size() const;
+
+  // Every write and lookup below throws kInvalidArgument for a key outside 1..kMaxKeyBytes
+  // or a value over kMaxValueBytes, kRestartLimit after kMaxRestarts restarts, kCorruptPage
+  // naming a page that breaks the format, and pool errors unchanged; the tree stays valid.
 
   // Inserts key -> value; false (and no change) when the key exists. With `where`, it
   // receives the record's hint (the new record's, or the existing one's when false),
@@ -216,6 +223,10 @@ class BasicBTree {
   CheckStats check() const;
 
  private:
+  static constexpr bool kHints = Pool::kFrameHints;
+  using Node = BasicNodeRef<kHints>;
+  static constexpr uint32_t kFormatVersion = kHints ? kBTreeHintedFormatVersion : kBTreeFormatVersion;
+
   BasicBTree(Pool& pool, SpaceId space, uint64_t count);
   size_t usable() const;
   PageId meta_pid() const;

@@ -192,6 +192,9 @@ class alignas(64) HnswSearchState {
   HnswSearchStats stats_;
 };
 
+// Thread safety: add, search, search_batch, size, contains and failed_adds may run from any
+// number of threads at once (each search with its own HnswSearchState); check_structure only
+// at quiescence. One BasicHnsw object per index per pool (see "Concurrency" above).
 template <class Pool>
 class BasicHnsw {
  public:
@@ -206,9 +209,13 @@ class BasicHnsw {
   // this pool's page size, or the space is shorter than the metadata says.
   static BasicHnsw open(Pool& pool, std::string_view name);
 
+  // Move-only (the in-process state moves with it); a moved-from index may only be
+  // destroyed or assigned to.
   BasicHnsw(BasicHnsw&&) noexcept = default;
   BasicHnsw& operator=(BasicHnsw&&) noexcept = default;
 
+  // What create() was given (ef_construction as raised to M), and where every node lives
+  // (src/index/hnsw/hnsw_layout.h). Immutable.
   uint32_t dim() const;
   uint32_t capacity() const;
   const HnswParams& params() const;

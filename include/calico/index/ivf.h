@@ -148,6 +148,9 @@ class alignas(64) IvfSearchState {
 };
 
 // IvfFormat (the format constants and layout arithmetic, inherited): src/index/ivf/ivf_layout.h.
+// Thread safety: search, search_batch and add may run from any number of threads at once
+// (each search with its own IvfSearchState); verify only with no add running; build and
+// open must not race with operations on the same space (see "Concurrency" above).
 template <class Pool>
 class BasicIvf : public IvfFormat {
  public:
