@@ -249,13 +249,14 @@ class BasicBTree {
     PageId pid;
     FrameId frame = kInvalidFrame;
   };
+
   OptimisticRead read_ref(Ref* ref);
   ExclusiveGuard pin_exclusive_ref(Ref* ref);
   FrameId cached_meta_frame() const;
   void repair_child_hint(PageId holder, std::string_view key, bool after, const Ref& child)
-    requires kHints;
+    requires Pool::kFrameHints;
   void repair_link_hint(PageId leaf, const Ref& sibling)
-    requires kHints;
+    requires Pool::kFrameHints;
 
   // Optimistic descent to the node at `stop_level` responsible for key (with `after`: for
   // the keys just above key). Each node is searched in place in its frame

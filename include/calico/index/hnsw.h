@@ -259,8 +259,8 @@ class BasicHnsw {
   std::vector<uint32_t> failed_adds() const;
 
   // Whole-structure check for tests, at quiescence (no add running): the invariants of
-  // hnsw_layout.h, with failed adds as the file comment says. Throws std::logic_error
-  // naming the first violation.
+  // src/index/hnsw/hnsw_layout.h, with failed adds as the file comment says. Throws
+  // std::logic_error naming the first violation.
   void check_structure() const;
 
  private:
@@ -278,6 +278,7 @@ class BasicHnsw {
     uint32_t ids_offset;
     uint32_t max;
   };
+
   BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l);
   PageId meta_page() const;
   PageId page_of(uint32_t id) const;

@@ -227,6 +227,7 @@ class BasicIvf : public IvfFormat {
     uint32_t first;        // block of the first page
     uint32_t build_pages;  // pages first .. first + build_pages - 1 are the chain's start
   };
+
   BasicIvf(Pool& pool, SpaceId space, const ivf_detail::IvfMeta& meta, std::vector<float> centroids,
            std::vector<ListHead> heads, uint64_t rows);
   static void check_build_args(const IvfParams& p, size_t usable, const float* data, uint64_t n);

@@ -556,7 +556,7 @@ inline FrameId BasicBTree<Pool>::cached_meta_frame() const {
 // The hint of `child` in `holder`: the metadata page (the root's hint) or the inner node
 // whose search for key (with `after`) led to child.
 template <class Pool>
-inline void BasicBTree<Pool>::repair_child_hint(PageId holder, std::string_view key, bool after, const Ref& child) requires kHints {
+inline void BasicBTree<Pool>::repair_child_hint(PageId holder, std::string_view key, bool after, const Ref& child) requires Pool::kFrameHints {
   const size_t bytes = usable();
   pool_->repair_hint(holder, [&](std::byte* page) {
     if (holder == meta_pid()) {
@@ -575,7 +575,7 @@ inline void BasicBTree<Pool>::repair_child_hint(PageId holder, std::string_view 
 
 // The hint of leaf's right-sibling link.
 template <class Pool>
-inline void BasicBTree<Pool>::repair_link_hint(PageId leaf, const Ref& sibling) requires kHints {
+inline void BasicBTree<Pool>::repair_link_hint(PageId leaf, const Ref& sibling) requires Pool::kFrameHints {
   pool_->repair_hint(leaf, [&](std::byte* page) {
     Node n(page, usable());
     if (!n.is_leaf() || n.link() != sibling.pid.block()) return false;
