@@ -130,7 +130,7 @@ inline bool BasicBTree<Pool>::update(std::string_view key, Fn&& fn, RecordHint* 
 
 template <class Pool>
 inline bool BasicBTree<Pool>::lookup_hinted(std::string_view key, RecordHint* hint, std::string* out, HintStats* stats,
-                     FrameId* frame) {
+                                            FrameId* frame) {
   check_key(key);
   HintStats unused;
   HintStats& st = stats ? *stats : unused;
@@ -157,7 +157,8 @@ inline bool BasicBTree<Pool>::lookup_hinted(std::string_view key, RecordHint* hi
 
 template <class Pool>
 template <class Fn>
-inline bool BasicBTree<Pool>::update_hinted(std::string_view key, RecordHint* hint, Fn&& fn, HintStats* stats, FrameId* frame) {
+inline bool BasicBTree<Pool>::update_hinted(std::string_view key, RecordHint* hint, Fn&& fn, HintStats* stats,
+                                            FrameId* frame) {
   check_key(key);
   HintStats unused;
   HintStats& st = stats ? *stats : unused;
@@ -556,7 +557,8 @@ inline FrameId BasicBTree<Pool>::cached_meta_frame() const {
 // The hint of `child` in `holder`: the metadata page (the root's hint) or the inner node
 // whose search for key (with `after`) led to child.
 template <class Pool>
-inline void BasicBTree<Pool>::repair_child_hint(PageId holder, std::string_view key, bool after, const Ref& child) requires Pool::kFrameHints {
+inline void BasicBTree<Pool>::repair_child_hint(PageId holder, std::string_view key, bool after,
+                                                const Ref& child) requires Pool::kFrameHints {
   const size_t bytes = usable();
   pool_->repair_hint(holder, [&](std::byte* page) {
     if (holder == meta_pid()) {
@@ -586,8 +588,8 @@ inline void BasicBTree<Pool>::repair_link_hint(PageId leaf, const Ref& sibling) 
 
 template <class Pool>
 template <typename BasicBTree<Pool>::Mode mode, class Fn>
-inline bool BasicBTree<Pool>::descend(std::string_view key, bool after, int stop_level, std::vector<PageId>* path, Fn&& at,
-               std::byte* value_buf, RacyResult* res) {
+inline bool BasicBTree<Pool>::descend(std::string_view key, bool after, int stop_level, std::vector<PageId>* path,
+                                      Fn&& at, std::byte* value_buf, RacyResult* res) {
   const size_t bytes = usable();
   if (path) path->clear();
   const FrameId meta_hint = cached_meta_frame();
@@ -653,7 +655,8 @@ inline bool BasicBTree<Pool>::descend(std::string_view key, bool after, int stop
 // child still fails, throws kCorruptPage naming it (or naming the holder when that is
 // malformed); otherwise returns, and the caller restarts (the tree changed meanwhile).
 template <class Pool>
-inline void BasicBTree<Pool>::confirm_corrupt(PageId holder, PageId child, std::string_view key, bool after, int stop_level) {
+inline void BasicBTree<Pool>::confirm_corrupt(PageId holder, PageId child, std::string_view key, bool after,
+                                              int stop_level) {
   const size_t bytes = usable();
   // Levels decrease by one per step, so no node is its own child (and a second pin of the
   // holder could wait behind a writer queued on it).
@@ -797,8 +800,8 @@ inline auto BasicBTree<Pool>::access_hinted(BlockId block, FrameId* frame, HintS
 // *r (found, slot, value_len; the value in value_buf) is the answer, counted as a hit or
 // slot_moved. False: the caller descends (stale, none, or the page kept changing).
 template <class Pool>
-inline bool BasicBTree<Pool>::probe_hint(std::string_view key, const RecordHint& h, FrameId* frame, std::byte* value_buf, RacyResult* r,
-                  HintStats* st) {
+inline bool BasicBTree<Pool>::probe_hint(std::string_view key, const RecordHint& h, FrameId* frame,
+                                         std::byte* value_buf, RacyResult* r, HintStats* st) {
   if (!hint_in_space(h, st)) return false;
   for (int attempt = 0; attempt < kHintAttempts; ++attempt) {
     OptimisticRead cur;
@@ -833,8 +836,8 @@ inline bool BasicBTree<Pool>::probe_hint(std::string_view key, const RecordHint&
 // counted (none or stale), nothing held. Pre: the caller holds no latch of this tree (one
 // page is latched, as by latch_leaf, so no lock order is involved).
 template <class Pool>
-inline std::optional<ExclusiveGuard> BasicBTree<Pool>::latch_hinted(std::string_view key, const RecordHint& h, FrameId* frame,
-                                             HintStats* st) {
+inline std::optional<ExclusiveGuard> BasicBTree<Pool>::latch_hinted(std::string_view key, const RecordHint& h,
+                                                                    FrameId* frame, HintStats* st) {
   if (!hint_in_space(h, st)) return std::nullopt;
   std::optional<ExclusiveGuard> g;
   try {
@@ -1113,7 +1116,7 @@ inline size_t BasicBTree<Pool>::split_point(const Node& t, const std::vector<Nod
 // right. Inner: all[mid-1] moves up as sep and its child becomes the left's upper child.
 template <class Pool>
 inline void BasicBTree<Pool>::split_into(Node& t, std::vector<NodeEntry>& all, size_t mid, const std::string& sep,
-                  std::byte* right_page, BlockId right_block) {
+                                         std::byte* right_page, BlockId right_block) {
   CALICO_DCHECK(mid >= 1 && mid < all.size() && all[mid - 1].key == sep);
   std::string lower(t.lower_fence()), upper(t.upper_fence());
   const std::string* lo = t.lower_infinite() ? nullptr : &lower;
@@ -1154,7 +1157,8 @@ inline void BasicBTree<Pool>::fail(const std::string& what) {
 
 template <class Pool>
 inline void BasicBTree<Pool>::check_node(BlockId b, int level, const std::string* lower, const std::string* upper,
-                  std::vector<uint8_t>* seen, std::vector<BlockId>* leaves, uint64_t* entries) const {
+                                         std::vector<uint8_t>* seen, std::vector<BlockId>* leaves,
+                                         uint64_t* entries) const {
   std::string at = "node " + std::to_string(b) + ": ";
   if (b == 0 || b >= seen->size()) fail(at + "child id out of range");
   if ((*seen)[b]) fail(at + "reachable twice");

@@ -367,7 +367,9 @@ uint64_t BasicHeapFile<Pool>::sum_one_page(BlockId block, size_t offset, ScanRea
   uint64_t sum = 0;
   if (read == ScanRead::kShared) {
     SharedGuard g = pool_->pin_shared(pid);
-    if (!heap_detail::heap_racy_sum_page(g.data(), usable_, offset, &sum)) heap_detail::corrupt(pid, "data page breaks the page invariants");
+    if (!heap_detail::heap_racy_sum_page(g.data(), usable_, offset, &sum)) {
+      heap_detail::corrupt(pid, "data page breaks the page invariants");
+    }
     return sum;
   }
   auto [ok, page_sum] = pool_->optimistic_read(pid, [&](const std::byte* p) {

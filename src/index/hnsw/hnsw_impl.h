@@ -145,7 +145,8 @@ struct BasicHnsw<Pool>::Lease {
 };
 
 template <class Pool>
-inline auto BasicHnsw<Pool>::create(Pool& pool, std::string_view name, const HnswParams& params, uint32_t capacity) -> BasicHnsw {
+inline auto BasicHnsw<Pool>::create(Pool& pool, std::string_view name, const HnswParams& params,
+                                    uint32_t capacity) -> BasicHnsw {
   HnswParams p = params;
   const int metric = static_cast<int>(p.metric);
   if (p.dim == 0 || p.M < 2 || p.M > HnswLayout::kMaxM || metric < 0 || metric > 2) {
@@ -292,7 +293,7 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
 
 template <class Pool>
 inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
-              std::vector<vector::Neighbor>* out) const {
+                                    std::vector<vector::Neighbor>* out) const {
   out->clear();
   search_prepare(q, opt, st);
   if (!search_start(opt, st)) return;
@@ -305,7 +306,8 @@ inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt
 
 template <class Pool>
 inline void BasicHnsw<Pool>::search_batch(std::span<const float* const> queries, const HnswSearchOptions& opt,
-                    std::span<HnswSearchState* const> states, std::span<std::vector<vector::Neighbor>> out) const {
+                                          std::span<HnswSearchState* const> states,
+                                          std::span<std::vector<vector::Neighbor>> out) const {
   const size_t n = queries.size();
   if (states.size() < n || out.size() < n) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw search_batch: " + std::to_string(n) + " queries need as many states and outputs (got " +
@@ -563,7 +565,9 @@ inline HnswRowHead BasicHnsw<Pool>::read_head(uint32_t id, bool optimistic, Hnsw
 }
 
 template <class Pool>
-inline bool BasicHnsw<Pool>::contains_node(uint32_t id, HnswSearchState& st) const { return read_head(id, true, st.stats_).flags != 0; }
+inline bool BasicHnsw<Pool>::contains_node(uint32_t id, HnswSearchState& st) const {
+  return read_head(id, true, st.stats_).flags != 0;
+}
 
 template <class Pool>
 inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, const HnswRowHead& h) const -> ListLocation {
@@ -593,7 +597,8 @@ inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, HnswStat
 
 // Copies node id's level-`level` list into out[0 .. 2M); returns its length.
 template <class Pool>
-inline uint32_t BasicHnsw<Pool>::read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* out) const {
+inline uint32_t BasicHnsw<Pool>::read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st,
+                                            uint32_t* out) const {
   const ListLocation loc =
       list_location(id, level, level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_));
   uint32_t count = 0;
@@ -657,7 +662,8 @@ inline void BasicHnsw<Pool>::prefetch_row(const std::byte* frame, uint32_t id) c
 // dropped and the vector read again (read_vector). The kernel is the optimistic reader
 // here (vector/distance.h: every kernel is one, calico/optimistic_reader.h).
 template <class Pool>
-inline float BasicHnsw<Pool>::distance_in(const float* q, uint32_t id, const OptimisticRead& r, HnswSearchState& st) const {
+inline float BasicHnsw<Pool>::distance_in(const float* q, uint32_t id, const OptimisticRead& r,
+                                          HnswSearchState& st) const {
   ++st.stats_.distances;
   const float* v = reinterpret_cast<const float*>(r.data + layout_.vector_offset(id));
   const float d = dist_(q, v, params_.dim);
@@ -670,8 +676,8 @@ inline float BasicHnsw<Pool>::distance_in(const float* q, uint32_t id, const Opt
 // One level of greedy descent: moves (*cur, *cur_d) to the closest neighbour on `level`
 // until none is closer. Ends: (distance, id) strictly decreases over a finite set.
 template <class Pool>
-inline void BasicHnsw<Pool>::greedy_step(const float* q, uint32_t level, bool optimistic, bool prefetch, HnswSearchState& st,
-                   uint32_t* cur, float* cur_d) const {
+inline void BasicHnsw<Pool>::greedy_step(const float* q, uint32_t level, bool optimistic, bool prefetch,
+                                         HnswSearchState& st, uint32_t* cur, float* cur_d) const {
   for (bool changed = true; changed;) {
     changed = false;
     const uint32_t n = read_links(*cur, level, optimistic, st, st.links_.data());
@@ -707,7 +713,8 @@ inline void BasicHnsw<Pool>::greedy_step(const float* q, uint32_t level, bool op
 // fn(i, distance, frame of the read) for each i in order.
 template <class Pool>
 template <class Fn>
-inline void BasicHnsw<Pool>::score_in_place(const float* q, const uint32_t* ids, uint32_t n, HnswSearchState& st, Fn&& fn) const {
+inline void BasicHnsw<Pool>::score_in_place(const float* q, const uint32_t* ids, uint32_t n, HnswSearchState& st,
+                                            Fn&& fn) const {
   auto start_read = [&](uint32_t i) -> const OptimisticRead& {
     OptimisticRead& r = st.reads_[i];
     if (r.data == nullptr) r = pool_->read_optimistic(page_of(ids[i]));
@@ -808,7 +815,7 @@ inline void BasicHnsw<Pool>::search_end(uint32_t k, HnswSearchState& st, std::ve
 // layer_expand and layer_score in turn until layer_expand returns false.
 template <class Pool>
 inline void BasicHnsw<Pool>::search_layer(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
-                    uint32_t lookahead, HnswSearchState& st) const {
+                                          uint32_t lookahead, HnswSearchState& st) const {
   layer_begin(ef, st);
   while (layer_expand(level, ef, optimistic, prefetch, lookahead, st)) layer_score(q, level, ef, optimistic, prefetch, st);
 }
@@ -835,8 +842,8 @@ inline void BasicHnsw<Pool>::layer_begin(uint32_t ef, HnswSearchState& st) const
 // evicted ones' I/O). Returns false, with nothing pending, when the search is over: no
 // candidate left, or the nearest is farther than every kept result.
 template <class Pool>
-inline bool BasicHnsw<Pool>::layer_expand(uint32_t level, uint32_t ef, bool optimistic, bool prefetch, uint32_t lookahead,
-                    HnswSearchState& st) const {
+inline bool BasicHnsw<Pool>::layer_expand(uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
+                                          uint32_t lookahead, HnswSearchState& st) const {
   auto& cand = st.candidates_;
   auto& res = st.results_;
   st.pending_ = 0;
@@ -882,7 +889,7 @@ inline bool BasicHnsw<Pool>::layer_expand(uint32_t level, uint32_t ef, bool opti
 // as separate calls they cost 4% more instructions per query at ef 256).
 template <class Pool>
 inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
-                                    HnswSearchState& st) const {
+                                         HnswSearchState& st) const {
   auto& cand = st.candidates_;
   auto& res = st.results_;
   const uint32_t fresh = st.pending_;
@@ -918,8 +925,8 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
 // (ascending distance to the base vector) and keeps a candidate unless a kept one is
 // closer to it than the base is; stops at m kept. Kept vectors stay in st.rows_.
 template <class Pool>
-inline void BasicHnsw<Pool>::select_heuristic(const std::vector<vector::Neighbor>& sorted, uint32_t m, HnswSearchState& st,
-                        std::vector<uint32_t>* out) const {
+inline void BasicHnsw<Pool>::select_heuristic(const std::vector<vector::Neighbor>& sorted, uint32_t m,
+                                              HnswSearchState& st, std::vector<uint32_t>* out) const {
   out->clear();
   const uint32_t dim = params_.dim;
   for (const vector::Neighbor& c : sorted) {

@@ -79,8 +79,8 @@ class BasicIvf<Pool>::ChainBound {
 };
 
 template <class Pool>
-inline auto BasicIvf<Pool>::build(Pool& pool, std::string_view name, const IvfParams& params, const float* data, uint64_t n,
-                        const IvfProgressFn& progress) -> BasicIvf {
+inline auto BasicIvf<Pool>::build(Pool& pool, std::string_view name, const IvfParams& params, const float* data,
+                                  uint64_t n, const IvfProgressFn& progress) -> BasicIvf {
   const size_t usable = pool.usable_page_size();
   check_build_args(params, usable, data, n);
   const uint32_t dim = params.dim, nlist = params.nlist;
@@ -288,7 +288,8 @@ inline auto BasicIvf<Pool>::open(Pool& pool, std::string_view name) -> BasicIvf 
 }
 
 template <class Pool>
-inline void BasicIvf<Pool>::search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st, std::vector<vector::Neighbor>* out) const {
+inline void BasicIvf<Pool>::search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st,
+                                   std::vector<vector::Neighbor>* out) const {
   check_search_options(opt);
   const float* query = prepare(q, &st.query_, "ivf search");
   const uint32_t nprobe = std::min(opt.nprobe, nlist());
@@ -299,7 +300,7 @@ inline void BasicIvf<Pool>::search(const float* q, const IvfSearchOptions& opt, 
 
 template <class Pool>
 inline void BasicIvf<Pool>::search_batch(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
-                    std::vector<vector::Neighbor>* out) const {
+                                         std::vector<vector::Neighbor>* out) const {
   check_search_options(opt);
   if (nq == 0) return;
   if (qs == nullptr) throw Error(ErrorCode::kInvalidArgument, "ivf search_batch: no queries");
@@ -530,8 +531,9 @@ inline void BasicIvf<Pool>::check_search_options(const IvfSearchOptions& opt) {
 // Scans the probed lists (in the given order) into *out: prefetch step (1), then each
 // list's chain (scan_list), then the heap sorted.
 template <class Pool>
-inline void BasicIvf<Pool>::scan_probes(const float* query, std::span<const vector::Neighbor> probes, const IvfSearchOptions& opt,
-                   IvfSearchState& st, std::vector<vector::Neighbor>* out) const {
+inline void BasicIvf<Pool>::scan_probes(const float* query, std::span<const vector::Neighbor> probes,
+                                        const IvfSearchOptions& opt, IvfSearchState& st,
+                                        std::vector<vector::Neighbor>* out) const {
   if (opt.prefetch) {  // (1) the first page of the nearest probed lists
     st.group_.clear();
     for (const vector::Neighbor& p : probes.first(std::min<size_t>(probes.size(), first_page_prefetch()))) {
@@ -566,8 +568,8 @@ inline void BasicIvf<Pool>::look_ahead(uint32_t block, Lookahead& ahead) const {
 // Scans list l's chain into st.heap_, with prefetch step (2) of the header; `after` is the
 // first block of the next probed list (kNoBlock: none), for the lookahead.
 template <class Pool>
-inline void BasicIvf<Pool>::scan_list(uint32_t l, uint32_t after, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
-                 Lookahead& ahead) const {
+inline void BasicIvf<Pool>::scan_list(uint32_t l, uint32_t after, const float* query, const IvfSearchOptions& opt,
+                                      IvfSearchState& st, Lookahead& ahead) const {
   const ListHead head = heads_[l];
   const uint32_t window = prefetch_window();
   uint32_t prefetched = 1;  // pages [0, prefetched) of the build-time run were prefetched
@@ -600,8 +602,9 @@ inline void BasicIvf<Pool>::scan_list(uint32_t l, uint32_t after, const float* q
 // Scores one posting page of list l into st.heap_; returns its next block. pre, when not
 // null, is an optimistic read of pid already started (the lookahead): the first attempt.
 template <class Pool>
-inline uint32_t BasicIvf<Pool>::scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
-                     const OptimisticRead* pre, const std::byte* next_frame) const {
+inline uint32_t BasicIvf<Pool>::scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt,
+                                          IvfSearchState& st, const OptimisticRead* pre,
+                                          const std::byte* next_frame) const {
   ivf_detail::IvfPostingHeader h;
   if (opt.optimistic) {
     for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
@@ -650,7 +653,7 @@ inline void BasicIvf<Pool>::corrupt(PageId pid, const std::string& what) { corru
 
 template <class Pool>
 inline void BasicIvf<Pool>::bad_posting(PageId pid, const ivf_detail::IvfPostingHeader& h, uint32_t list,
-                                const char* role) const {
+                                        const char* role) const {
   corrupt(pid, "page (tag " + std::to_string(h.tag) + ", list " + std::to_string(h.list) + ", count " +
                    std::to_string(h.count) + ", next " + std::to_string(h.next) + ") is not a posting page " + role +
                    " list " + std::to_string(list) + " (at most " + std::to_string(meta_.records_per_page) +
