@@ -457,14 +457,18 @@ template <class Pool>
 inline const float* BasicIvf<Pool>::centroid(uint32_t l) const { return centroids_.data() + size_t{l} * dim(); }
 
 template <class Pool>
-inline uint32_t BasicIvf<Pool>::prefetch_window() const { return std::clamp<uint32_t>(pool_->num_frames() / 8, 1, kMaxPrefetchWindow); }
+inline uint32_t BasicIvf<Pool>::prefetch_window() const {
+  return std::clamp<uint32_t>(pool_->num_frames() / 8, 1, kMaxPrefetchWindow);
+}
 
 template <class Pool>
-inline uint32_t BasicIvf<Pool>::first_page_prefetch() const { return std::clamp<uint32_t>(pool_->num_frames() / 4, 1, kMaxFirstPagePrefetch); }
+inline uint32_t BasicIvf<Pool>::first_page_prefetch() const {
+  return std::clamp<uint32_t>(pool_->num_frames() / 4, 1, kMaxFirstPagePrefetch);
+}
 
 template <class Pool>
-inline BasicIvf<Pool>::BasicIvf(Pool& pool, SpaceId space, const ivf_detail::IvfMeta& meta, std::vector<float> centroids,
-           std::vector<ListHead> heads, uint64_t rows)
+inline BasicIvf<Pool>::BasicIvf(Pool& pool, SpaceId space, const ivf_detail::IvfMeta& meta,
+                                std::vector<float> centroids, std::vector<ListHead> heads, uint64_t rows)
     : pool_(&pool),
       space_(space),
       meta_(meta),
