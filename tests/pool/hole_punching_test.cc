@@ -98,7 +98,7 @@ TEST(HolePunching, PunchesRaceFaultsSafely) {
           bad += !ok;
         } else {
           SharedGuard g = pool->pin_shared(pid);
-          bad += !bench::check_pattern(g.data(), pool->usable_page_size(), pid) || bench::pattern_stamp(g.data()) != b;
+          bad += !test::check_pattern(g.data(), pool->usable_page_size(), pid) || test::pattern_stamp(g.data()) != b;
         }
         ++reads;
       }
