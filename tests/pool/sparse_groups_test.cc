@@ -70,7 +70,7 @@ struct Fixture {
     ASSERT_TRUE(pool->internals().group_is_sparse(pid(0)));
   }
   uint64_t optimistic_stamp(uint64_t b) {
-    return pool->optimistic_read(pid(b), [&](const std::byte* p) { return bench::pattern_stamp_racy(p); });
+    return pool->optimistic_read(pid(b), [&](const std::byte* p) { return test::pattern_stamp_racy(p); });
   }
 };
 
@@ -241,7 +241,7 @@ TEST(SparseGroups, OptimisticReadsAcrossAMoveFailValidation) {
   EXPECT_FALSE(SparsePool::validate(dense)) << "the array word is zero";
   OptimisticRead sparse = f.pool->read_optimistic(f.pid(1));
   EXPECT_TRUE(SparsePool::validate(sparse));
-  EXPECT_EQ(bench::pattern_stamp_racy(sparse.data), 1u);
+  EXPECT_EQ(test::pattern_stamp_racy(sparse.data), 1u);
   // Faults fill the side table to dense_group_at; the next fault moves the group back.
   for (uint64_t b = 10; b < 16; ++b) f.touch(b);
   EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
