@@ -43,7 +43,7 @@ double load_space(BufferPool& pool, SpaceId space, uint64_t pages) {
   auto load_start = Clock::now();
   for (uint64_t i = 0; i < pages; ++i) {
     ExclusiveGuard g = pool.allocate(space);
-    stamp_pattern(g.data(), usable, g.page_id(), 0);
+    test::stamp_pattern(g.data(), usable, g.page_id(), 0);
     g.mark_dirty();
     if ((i + 1) % step == 0 && i + 1 < pages) {
       std::fprintf(stderr, tty ? "\rloading: %3.0f%% (%lu pages)" : "loading: %3.0f%% (%lu pages)\n",
@@ -79,8 +79,8 @@ void run_worker(const DemoConfig& cfg, BufferPool& pool, SpaceId space, uint64_t
       PageId pid(space, static_cast<BlockId>(pick()));
       if (coin(rng) < cfg.write_fraction) {
         ExclusiveGuard g = pool.pin_exclusive(pid);
-        if (!check_pattern(g.data(), usable, pid)) ++r.bad_pages;
-        stamp_pattern(g.data(), usable, pid, pattern_stamp(g.data()) + 1);
+        if (!test::check_pattern(g.data(), usable, pid)) ++r.bad_pages;
+        test::stamp_pattern(g.data(), usable, pid, test::pattern_stamp(g.data()) + 1);
         g.mark_dirty();
         ++r.writes;
         continue;
@@ -91,10 +91,10 @@ void run_worker(const DemoConfig& cfg, BufferPool& pool, SpaceId space, uint64_t
       }
       bool ok;
       if (coin(rng) < cfg.optimistic_fraction) {
-        ok = pool.optimistic_read(pid, [&](const std::byte* p) { return check_pattern_racy(p, usable, pid); });
+        ok = pool.optimistic_read(pid, [&](const std::byte* p) { return test::check_pattern_racy(p, usable, pid); });
       } else {
         SharedGuard g = pool.pin_shared(pid);
-        ok = check_pattern(g.data(), usable, pid);
+        ok = test::check_pattern(g.data(), usable, pid);
       }
       r.bad_pages += !ok;
       ++r.reads;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 #include "ycsb/generated_records.h"
 #include "ycsb/kv_store.h"
 #include "micro/harness.h"
@@ -62,7 +62,7 @@ inline void random_neighbours(uint64_t seed, uint32_t nodes, uint32_t degree, ui
                               std::vector<uint32_t>* out) {
   uint64_t state = seed * 0x2545F4914F6CDD1Dull ^ node;
   for (uint32_t j = 0; j < degree; ++j) {
-    auto v = static_cast<uint32_t>(splitmix64(state) % nodes);
+    auto v = static_cast<uint32_t>(test::splitmix64(state) % nodes);
     out->push_back(v == node && nodes > 1 ? (v + 1) % nodes : v);
   }
 }

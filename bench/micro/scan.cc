@@ -12,11 +12,16 @@
 #include <random>
 #include <vector>
 
-#include "index/heap_file/heap_file.h"
+#include "calico/index/heap_file.h"
 #include "calico/variants.h"
 
 namespace calico::bench {
 namespace {
+
+using index::BasicHeapFile;
+using index::ScanOptions;
+using index::ScanRead;
+using index::HeapFormat;
 
 using Clock = std::chrono::steady_clock;
 

@@ -6,7 +6,7 @@
 // consistency checks (W_YTD = sum of D_YTD, ...) compare exact sums. Strings are fixed
 // char arrays, zero padded. "Null" dates and carrier ids are 0 (valid ones are >= 1).
 // Deviation from the spec's sizes: C_DATA is 300 bytes fixed (spec: 300..500 variable), so
-// that a customer row fits the B+tree's 512-byte value limit (index/btree/btree.h).
+// that a customer row fits the B+tree's 512-byte value limit (calico/index/btree.h).
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,7 @@
 //
 // The estimate counts every record as key + value + 16 bytes of slot and length fields in
 // leaves filled to 1/2: the loader inserts in key order, and the B+tree splits a full leaf
-// in halves (index/btree/btree.h), so sequentially loaded leaves end half full.
+// in halves (calico/index/btree.h), so sequentially loaded leaves end half full.
 #pragma once
 
 #include <cstdint>

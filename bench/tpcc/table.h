@@ -32,13 +32,13 @@
 #include <string_view>
 #include <utility>
 
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 #include "rows.h"
 #include "typed_rows.h"
 
 namespace calico::bench::tpcc {
 
-// Where a primary record was last seen: leaf block and slot (index/btree/record_hint.h). All zero:
+// Where a primary record was last seen: leaf block and slot (calico/index/record_hint.h). All zero:
 // no hint. (RecordHint: typed_rows.h.)
 inline constexpr size_t kHintBytes = RecordHint::kBytes;
 

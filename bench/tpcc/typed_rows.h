@@ -31,7 +31,7 @@
 #include <string_view>
 #include <utility>
 
-#include "index/btree/record_hint.h"
+#include "calico/index/record_hint.h"
 #include "rows.h"
 
 namespace calico::bench::tpcc {

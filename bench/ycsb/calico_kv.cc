@@ -1,4 +1,4 @@
-// The calico adapter: Calico's B+tree (src/index/btree/btree.h) in one space of a BufferPool.
+// The calico adapter: Calico's B+tree (include/calico/index/btree.h) in one space of a BufferPool.
 //
 // Entry point: open_calico(config) (registered in kv_store.cc as "calico").
 //
@@ -26,7 +26,7 @@
 #include <optional>
 
 #include "calico/buffer_pool.h"
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 #include "ycsb/generated_records.h"
 #include "common/far_tier_option.h"
 #include "ycsb/kv_store.h"

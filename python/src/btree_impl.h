@@ -8,7 +8,7 @@
 
 #include "api.h"
 #include "gate.h"
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 
 namespace calico::py {
 

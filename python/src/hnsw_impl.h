@@ -18,7 +18,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
-#include "index/hnsw/hnsw.h"
+#include "calico/index/hnsw.h"
 #include "vector_checks.h"
 
 namespace calico::py {
@@ -57,7 +57,7 @@ class HnswImpl final : public HnswApi {
     // ids = None numbers rows from size(), past the ids of failed adds (present, not counted):
     // such adds run one batch at a time, so that two threads never hand out the same ids.
     // An id whose add failed (failed_adds()) may be added again with the same vector, which
-    // completes its insertion (hnsw.h, "A failed add").
+    // completes its insertion (calico/index/hnsw.h, "A failed add").
     std::unique_lock numbering(auto_ids_mu_, std::defer_lock);
     if (!ids) numbering.lock();
     const std::vector<uint32_t> failed_ids = h.failed_adds();
@@ -167,7 +167,7 @@ class HnswImpl final : public HnswApi {
   std::optional<Index> index_;
   // The direct translation (the ceiling) validates no optimistic read, so concurrent adds
   // (whose searches read lists other adds write) are serialised; searching while adding is
-  // then still unsupported there (src/index/hnsw/hnsw.h).
+  // then still unsupported there (include/calico/index/hnsw.h).
   static constexpr bool kDirectAdds = Pool::TranslationPolicy::kDirect;
   std::mutex direct_add_mu_;
   std::mutex auto_ids_mu_;  // held by an add with ids = None for its whole batch

@@ -14,7 +14,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
-#include "index/ivf/ivf.h"
+#include "calico/index/ivf.h"
 #include "vector_checks.h"
 
 namespace calico::py {

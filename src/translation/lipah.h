@@ -21,7 +21,7 @@
 // absl::flat_hash_map), `array_hinted` to Calico's array. Any Table of the pool's policy
 // contract works; the tests also run it over a table that counts its lookups.
 //
-// B+trees (src/index/btree/btree.h) on a pool with frame hints store a 4-byte frame hint next to
+// B+trees (include/calico/index/btree.h) on a pool with frame hints store a 4-byte frame hint next to
 // every child id and repair hints opportunistically: only when the exclusive latch of the
 // page holding the hint is free at once, without marking the page dirty (a frame hint
 // rarely survives the page's next eviction; [LIPAH] 4.4).

@@ -1,5 +1,5 @@
 // CoarseRanker: the nprobe centroids nearest to a query (the coarse quantiser of IVF,
-// src/index/ivf/ivf.h), for one query or a block of queries.
+// include/calico/index/ivf.h), for one query or a block of queries.
 //
 // Principal entry points:
 //   CoarseRanker(centroids, k, dim, metric)     keeps a pointer to the k x dim centroids

@@ -1,5 +1,5 @@
 // k-means clustering of in-memory float rows (Lloyd's algorithm), used to train the coarse
-// quantiser of the IVF index (src/index/ivf/ivf.h).
+// quantiser of the IVF index (include/calico/index/ivf.h).
 //
 // Principal entry points:
 //   kmeans(data, n, dim, params)        -> KmeansResult {centroids, assignment, sizes, ...}

@@ -2,7 +2,7 @@
 // B+tree (height 2, ~40 leaves); then lookups, scans, and an insert, upsert and remove.
 // See fuzz_harness.h.
 #include "fuzz_harness.h"
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 
 namespace calico::fuzz {
 namespace {

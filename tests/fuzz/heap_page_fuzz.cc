@@ -6,6 +6,11 @@
 namespace calico::fuzz {
 namespace {
 
+using index::HeapFile;
+using index::RowId;
+using index::ScanOptions;
+using index::ScanRead;
+
 constexpr uint32_t kRows = 300;
 std::string row_of(uint32_t i) { return std::string(8 + i % 90, static_cast<char>(i)); }
 

@@ -3,7 +3,7 @@
 // size, and one add (of a node whose level is 0, so that the restore of the harness leaves
 // the upper region as it was). See fuzz_harness.h.
 #include "fuzz_harness.h"
-#include "index/hnsw/hnsw.h"
+#include "calico/index/hnsw.h"
 
 namespace calico::fuzz {
 namespace {

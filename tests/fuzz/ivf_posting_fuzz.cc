@@ -4,7 +4,7 @@
 // (optimistic and pinned, prefetch on and off), a search_batch, list_ids, and one add. See
 // fuzz_harness.h.
 #include "fuzz_harness.h"
-#include "index/ivf/ivf.h"
+#include "calico/index/ivf.h"
 
 namespace calico::fuzz {
 namespace {

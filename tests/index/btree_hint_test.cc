@@ -1,4 +1,4 @@
-// B+tree index skipping (btree.h "Index skipping", record_hint.h): every kind of stale
+// B+tree index skipping (calico/index/btree.h "Index skipping", calico/index/record_hint.h): every kind of stale
 // hint (split, slot shift, merge, remove, eviction and reload, a page reused for another key
 // range, garbage) is detected and repaired, never followed to a wrong record; a read/write
 // set keeps a hint across a split; a primary tree with a secondary index storing primary key
@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "index/btree/btree.h"
-#include "index/btree/record_hint.h"
+#include "calico/index/btree.h"
+#include "calico/index/record_hint.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 

@@ -1,6 +1,6 @@
 // B+tree: model tests against std::map (normal, tiny pools, 8 KB pages), concurrency,
 // persistence (same process and a forked one), bulk load, bad input.
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -14,16 +14,22 @@
 #include <string>
 #include <vector>
 
-#include "index/btree/btree.h"
-#include "index/heap_file/heap_file.h"
-#include "index/hnsw/hnsw.h"
-#include "index/ivf/ivf.h"
+#include "calico/index/btree.h"
+#include "calico/index/heap_file.h"
+#include "calico/index/hnsw.h"
+#include "calico/index/ivf.h"
 #include "io/checksum.h"
 #include "support/corrupt_page_env.h"
 #include "support/test_util.h"
 
 namespace calico {
 namespace {
+
+using index::HeapFile;
+using index::RowId;
+using index::ScanOptions;
+using index::ScanRead;
+using index::HeapFormat;
 
 using Env = testing::CorruptPageEnv;
 using testing::load;

@@ -2,7 +2,7 @@
 // order; optimistic and pinned; with and without group prefetch), the Table 2 query
 // (sum_column over 1024-byte rows in 8 KB pages, also with a 4-frame pool), concurrent
 // appends, scans racing appends, persistence across a pool reopen, and bad input.
-#include "index/heap_file/heap_file.h"
+#include "calico/index/heap_file.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +20,12 @@
 
 namespace calico {
 namespace {
+
+using index::BasicHeapFile;
+using index::HeapFile;
+using index::RowId;
+using index::ScanOptions;
+using index::ScanRead;
 
 using testing::expect_error;
 using testing::small_options;

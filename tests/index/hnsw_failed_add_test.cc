@@ -1,4 +1,4 @@
-// HNSW (src/index/hnsw/hnsw.h) when an add fails part-way: a pool error (an I/O error, a full
+// HNSW (include/calico/index/hnsw.h) when an add fails part-way: a pool error (an I/O error, a full
 // pool) thrown at any step of add() leaves the index searchable and consistent
 // (check_structure), and the id either free (the error came before the node was written) or
 // recorded as a failed add that add() completes when called again.
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/hnsw/hnsw.h"
+#include "calico/index/hnsw.h"
 #include "io/fault_injector.h"
 #include "support/test_util.h"
 #include "vector/distance.h"

@@ -1,10 +1,10 @@
-// HNSW (src/index/hnsw/hnsw.h): recall@10 against exact brute-force neighbours on seeded
+// HNSW (include/calico/index/hnsw.h): recall@10 against exact brute-force neighbours on seeded
 // clustered data, on every evicting translation with a pool far smaller than the index (so
 // builds and searches evict), and on the direct pool; identical results for every read
 // mode and prefetch setting; adds from several threads while others search (every result
 // checked against the reference vectors); the structure invariants; reopening in a new
 // pool; bad input.
-#include "index/hnsw/hnsw.h"
+#include "calico/index/hnsw.h"
 
 #include <gtest/gtest.h>
 

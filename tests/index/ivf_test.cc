@@ -4,7 +4,7 @@
 // on / off give identical results; every row sits in its nearest centroid's list; four
 // searching threads with a concurrent add(); persistence across a pool reopen; metrics ip
 // and cosine; repeated rows (empty lists); progress; bad input.
-#include "index/ivf/ivf.h"
+#include "calico/index/ivf.h"
 
 #include <gtest/gtest.h>
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "index/hnsw/hnsw.h"
-#include "index/ivf/ivf.h"
+#include "calico/index/hnsw.h"
+#include "calico/index/ivf.h"
 #include "support/subprocess.h"
 #include "support/test_util.h"
 #include "support/vector_data.h"

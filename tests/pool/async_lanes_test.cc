@@ -43,7 +43,7 @@ std::vector<PageId> first_pages(SpaceId s, BlockId n) {
 void expect_pages_intact(BufferPool& pool, const std::vector<PageId>& pids) {
   for (PageId pid : pids) {
     SharedGuard g = pool.pin_shared(pid);
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool.usable_page_size(), pid)) << "block " << pid.block();
+    EXPECT_TRUE(test::check_pattern(g.data(), pool.usable_page_size(), pid)) << "block " << pid.block();
   }
 }
 
@@ -112,7 +112,7 @@ TEST(AsyncLanes, AThreadWaitingForItsReadDoesNotHoldUpAnothersPrefetch) {
     const PageId pid(s, held_block);
     pool->prefetch_group(std::span(&pid, 1));
     SharedGuard g = pool->pin_shared(pid);  // completes its lane's read: held in on_complete
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid));
+    EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), pid));
   });
   ASSERT_TRUE(disk.wait_held(std::chrono::seconds(30))) << "the held read never completed";
 
@@ -120,7 +120,7 @@ TEST(AsyncLanes, AThreadWaitingForItsReadDoesNotHoldUpAnothersPrefetch) {
     const PageId pid(s, other_block);
     pool->prefetch_group(std::span(&pid, 1));
     SharedGuard g = pool->pin_shared(pid);
-    return bench::check_pattern(g.data(), pool->usable_page_size(), pid);
+    return test::check_pattern(g.data(), pool->usable_page_size(), pid);
   });
   const bool done = other.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   disk.release();
@@ -153,7 +153,7 @@ TEST(AsyncLanes, ReadsOfAThreadThatEndedAreCompletedByEviction) {
   testing::wait_until([&] {
     for (BlockId b = 100; b < 200; ++b) {
       SharedGuard g = pool->pin_shared(PageId(s, b));
-      EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), g.page_id()));
+      EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), g.page_id()));
     }
     return settled();
   }, "eviction rounds to give back the frames of completed prefetch reads");

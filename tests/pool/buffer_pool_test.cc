@@ -141,7 +141,7 @@ TEST(BufferPool, TinyPoolEvictsAndWritesBack) {
   // Rewrite every page through exclusive pins, then read all again.
   for (BlockId b = 0; b < 50; ++b) {
     ExclusiveGuard g = pool->pin_exclusive(PageId(s, b));
-    bench::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), 5000 + b);
+    test::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), 5000 + b);
     g.mark_dirty();
   }
   testing::expect_space(*pool, s, 50, stamp_plus(5000));
@@ -171,7 +171,7 @@ TEST(BufferPool, ReadersOfNewBlocksRaceAllocateSafely) {
         auto b = static_cast<BlockId>((i + t) % 2 == 0 ? count - 1 : count);
         try {
           SharedGuard g = pool->pin_shared(PageId(s, b));
-          if (!bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b))) ++bad;
+          if (!test::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b))) ++bad;
           ++pages_seen;
         } catch (const Error& e) {
           if (e.code() != ErrorCode::kPageOutOfRange) ++bad;
@@ -200,7 +200,7 @@ TEST(BufferPool, FullPoolIsAnErrorAndRecovers) {
   expect_error(ErrorCode::kPoolFull, [&] { pool->allocate(s); });
   g1.release();
   SharedGuard g2 = pool->pin_shared(PageId(s, 2));
-  EXPECT_TRUE(bench::check_pattern(g2.data(), pool->usable_page_size(), PageId(s, 2)));
+  EXPECT_TRUE(test::check_pattern(g2.data(), pool->usable_page_size(), PageId(s, 2)));
   g0.release();
   g2.release();
   // The failed allocate claimed nothing (rule 6: no block is counted that was never written).
@@ -267,7 +267,7 @@ TEST(BufferPool, ConcurrentFaultsOnOnePageReadItOnce) {
         while (ready.load() < 6) {
         }
         SharedGuard g = pool->pin_shared(pid);
-        good += bench::check_pattern(g.data(), pool->usable_page_size(), pid);
+        good += test::check_pattern(g.data(), pool->usable_page_size(), pid);
       });
     }
     for (auto& t : threads) t.join();
@@ -291,7 +291,7 @@ TEST(BufferPool, OptimisticReadFallsBackToPin) {
     if (calls <= BufferPool::kOptimisticAttempts) {
       std::thread([&] { pool->pin_exclusive(pid); }).join();
     }
-    return bench::pattern_stamp(p);
+    return test::pattern_stamp(p);
   });
   EXPECT_EQ(stamp, 3u);
   EXPECT_EQ(calls, BufferPool::kOptimisticAttempts + 1);
@@ -319,7 +319,7 @@ TEST(BufferPool, PrefetchGroupLoadsWithoutSynchronousFaults) {
   EXPECT_EQ(st.faults, 0u);
   for (size_t i = 0; i + 2 < group.size(); ++i) {
     SharedGuard g = pool->pin_shared(group[i]);
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), group[i]));
+    EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), group[i]));
   }
   EXPECT_EQ(pool->stats().faults, 0u) << "every page came from the prefetch";
   // Prefetching resident pages issues nothing.
@@ -346,7 +346,7 @@ TEST(BufferPool, PrewarmLoadsBlocksInOrderIntoFreeFramesOnly) {
     const std::byte* first = pool->pin_shared(PageId(s, 10)).data();
     for (BlockId b = 10; b < 30; ++b) {
       SharedGuard g = pool->pin_shared(PageId(s, b));
-      EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b)));
+      EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b)));
       EXPECT_EQ(g.data() - first, std::ptrdiff_t(b - 10) * std::ptrdiff_t(pool->page_size())) << "block " << b;
     }
     EXPECT_EQ(pool->prewarm(s, 10, 20), 20u) << "resident pages count, and are not read again";
@@ -390,7 +390,7 @@ TYPED_TEST(PrewarmOnEveryTranslation, FillsFreeFramesWithoutPushingPagesOut) {
   EXPECT_EQ(pool->stats().faults + pool->stats().prefetch_issued, reads) << "nothing read again";
   for (BlockId b = 0; b < loaded; ++b) {
     SharedGuard g = pool->pin_shared(PageId(s, b));
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b))) << "block " << b;
+    EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), PageId(s, b))) << "block " << b;
   }
   pool->check_invariants();
 }
@@ -434,8 +434,8 @@ TYPED_TEST(ReadGroupOnEveryTranslation, StartsTheReadsOfResidentPagesAndPrefetch
     ++started;
     ASSERT_TRUE(i < 40 && i % 2 == 0) << "a read started for block " << group[i].block() << ", not resident";
     EXPECT_EQ(r.pid, group[i]);
-    EXPECT_TRUE(bench::check_pattern(r.data, usable, group[i]));
-    EXPECT_EQ(bench::pattern_stamp(r.data), 7 + i);
+    EXPECT_TRUE(test::check_pattern(r.data, usable, group[i]));
+    EXPECT_EQ(test::pattern_stamp(r.data), 7 + i);
     EXPECT_TRUE(Pool::validate(r));
     EXPECT_EQ(pool->read_optimistic(group[i]).data, r.data) << "the frame read_optimistic gives";
   }
@@ -446,7 +446,7 @@ TYPED_TEST(ReadGroupOnEveryTranslation, StartsTheReadsOfResidentPagesAndPrefetch
   EXPECT_EQ(pool->stats().prefetch_issued - before.prefetch_issued, 20u);
   for (BlockId b = 1; b < 40; b += 2) {
     SharedGuard g = pool->pin_shared(group[b]);
-    EXPECT_TRUE(bench::check_pattern(g.data(), usable, group[b]));
+    EXPECT_TRUE(test::check_pattern(g.data(), usable, group[b]));
   }
   EXPECT_EQ(pool->stats().faults, before.faults) << "every odd page came from the group's prefetch";
   // A write after the group invalidates its started read.
@@ -497,7 +497,7 @@ TEST(BufferPool, DropWaitsForPinsOfOtherThreads) {
   });
   // The page stays readable while pinned, whatever the dropper does.
   for (int i = 0; i < 1000 && !dropped; ++i) {
-    ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), PageId(s, 2)));
+    ASSERT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), PageId(s, 2)));
     std::this_thread::yield();
   }
   EXPECT_FALSE(dropped.load()) << "drop_space returned while a page of the space was pinned";

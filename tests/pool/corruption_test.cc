@@ -63,7 +63,7 @@ TEST(Corruption, FlippedByteIsAChecksumErrorNamingThePage) {
     for (BlockId b = 0; b < kPages; ++b) {
       if (b == 7) continue;
       SharedGuard g = pool->pin_shared(PageId(s, b));
-      EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(b));
+      EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(b));
     }
     pool->check_invariants();
     flip_byte(space_file(dir, s), 7 * 4096 + in_page);  // undo for the next round
@@ -82,7 +82,7 @@ TEST(Corruption, MisdirectedPageIsDetected) {
   auto pool = BufferPool::open(testing::small_options(dir.path(), 64));
   expect_error(ErrorCode::kChecksumMismatch, [&] { pool->pin_shared(PageId(s, 4)); });
   SharedGuard g = pool->pin_shared(PageId(s, 3));
-  EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(3));
+  EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(3));
 }
 
 TEST(Corruption, TruncatedFileIsAShortRead) {
@@ -95,7 +95,7 @@ TEST(Corruption, TruncatedFileIsAShortRead) {
   EXPECT_EQ(e.page(), PageId(s, 10));
   expect_error(ErrorCode::kShortRead, [&] { pool->pin_shared(PageId(s, 15)); });
   SharedGuard g = pool->pin_shared(PageId(s, 9));
-  EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(9));
+  EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(9));
 }
 
 // Fails reads or writes of chosen blocks while armed.
@@ -138,7 +138,7 @@ TEST(Corruption, ReadErrorsAreTypedAndTransient) {
   disk.short_read_block = -1;
   for (BlockId b : {5u, 6u}) {
     SharedGuard g = pool->pin_shared(PageId(s, b));
-    EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(b));
+    EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(b));
   }
 }
 

@@ -144,11 +144,11 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
       PageId pid(s.id, static_cast<BlockId>(b));
       try {
         SharedGuard g = pool->pin_shared(pid);
-        if (!bench::check_pattern(g.data(), usable, pid)) {
+        if (!test::check_pattern(g.data(), usable, pid)) {
           ADD_FAILURE() << s.name << " block " << b << " is torn or foreign";
           continue;
         }
-        uint64_t stamp = bench::pattern_stamp(g.data());
+        uint64_t stamp = test::pattern_stamp(g.data());
         bool ok = stamp == writes[b].back().second || later[b].count(stamp);
         EXPECT_TRUE(ok) << s.name << " block " << b << " holds stamp " << stamp << ", flushed value "
                         << writes[b].back().second << " (generation ending at op " << end << ")";
@@ -167,7 +167,7 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
   // The recovered pool is usable: a write per space survives a clean reopen.
   for (const SpaceInfo& s : spaces) {
     ExclusiveGuard g = pool->allocate(s.id);
-    bench::stamp_pattern(g.data(), usable, g.page_id(), 424242);
+    test::stamp_pattern(g.data(), usable, g.page_id(), 424242);
     g.mark_dirty();
   }
   pool->flush();
@@ -175,7 +175,7 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
   auto again = BufferPool::open(testing::small_options(dir, 12));
   for (const SpaceInfo& s : spaces) {
     SharedGuard g = again->pin_shared(PageId(s.id, static_cast<BlockId>(s.blocks)));
-    EXPECT_EQ(bench::pattern_stamp(g.data()), 424242u);
+    EXPECT_EQ(test::pattern_stamp(g.data()), 424242u);
   }
   return out;
 }

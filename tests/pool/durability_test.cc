@@ -91,7 +91,7 @@ TEST(Durability, AllZeroBlockIsALostWriteNotAnEmptyPage) {
   for (uint64_t b = 0; b < 20; ++b) {
     if (b == 7) continue;
     SharedGuard g = pool->pin_shared(PageId(s, static_cast<BlockId>(b)));
-    EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(b));
+    EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(b));
   }
   pool->check_invariants();
 }
@@ -111,7 +111,7 @@ TEST(Durability, FailedAllocationClaimsNoBlock) {
   }
   ExclusiveGuard g = pool->allocate(s);
   EXPECT_EQ(g.page_id().block(), 4u);
-  bench::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), stamp_of(4));
+  test::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), stamp_of(4));
   g.mark_dirty();
   g.release();
   pool->flush();

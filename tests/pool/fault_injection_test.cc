@@ -50,7 +50,7 @@ std::string fd_path(int fd) {
 std::string space_file(const TempDir& dir, SpaceId s) { return dir.sub("space_" + std::to_string(s) + ".dat"); }
 
 void stamp(ExclusiveGuard& g, size_t usable, uint64_t value) {
-  bench::stamp_pattern(g.data(), usable, g.page_id(), value);
+  test::stamp_pattern(g.data(), usable, g.page_id(), value);
   g.mark_dirty();
 }
 
@@ -236,7 +236,7 @@ bool expect_all_pinnable(BufferPool* pool, SpaceId s, uint64_t pages) {
     auto value = std::make_shared<std::atomic<uint64_t>>(0);
     bool ok = finishes([pool, s, b, value] {
       ExclusiveGuard g = pool->pin_exclusive(PageId(s, b));
-      value->store(bench::pattern_stamp(g.data()));
+      value->store(test::pattern_stamp(g.data()));
     });
     if (!ok) {
       ADD_FAILURE() << "page " << b << " stays latched";
@@ -323,7 +323,7 @@ TEST(FaultInjection, FailingWriteBackOfOnePageFailsNoOtherRead) {
       for (BlockId b = 0; b < kClean; ++b) {
         try {
           SharedGuard g = pool->pin_shared(PageId(good, b));
-          EXPECT_EQ(bench::pattern_stamp(g.data()), 1000 + b);
+          EXPECT_EQ(test::pattern_stamp(g.data()), 1000 + b);
         } catch (const Error& e) {
           if (++failures <= 3) ADD_FAILURE() << "pin of a clean page failed: " << e.what();
         }
@@ -334,7 +334,7 @@ TEST(FaultInjection, FailingWriteBackOfOnePageFailsNoOtherRead) {
     EXPECT_GT(st.write_back_failures, 0u) << "the failing page was never tried";
     {
       SharedGuard g = pool->pin_shared(PageId(bad, 0));  // still in memory, still right
-      EXPECT_EQ(bench::pattern_stamp(g.data()), 7u);
+      EXPECT_EQ(test::pattern_stamp(g.data()), 7u);
     }
     pool->check_invariants();
     disk.fail_writes(space_file(dir, bad), false);
@@ -370,10 +370,10 @@ TEST(FaultInjection, APageWhoseWriteBackFailedReadsItsLatestValueNotTheFlushedOn
     for (int round = 0; round < 4; ++round) {
       for (BlockId b = 0; b < kOthers; ++b) {  // 4x the frames: CLOCK takes s:0 as a victim
         SharedGuard g = pool->pin_shared(PageId(other, b));
-        EXPECT_EQ(bench::pattern_stamp(g.data()), 100 + b);
+        EXPECT_EQ(test::pattern_stamp(g.data()), 100 + b);
       }
       SharedGuard g = pool->pin_shared(PageId(s, 0));
-      ASSERT_EQ(bench::pattern_stamp(g.data()), 2u) << "round " << round << ": the change was dropped";
+      ASSERT_EQ(test::pattern_stamp(g.data()), 2u) << "round " << round << ": the change was dropped";
     }
     EXPECT_GT(pool->stats().write_back_failures, failures_before) << "the page was never a victim";
     pool->check_invariants();
@@ -381,7 +381,7 @@ TEST(FaultInjection, APageWhoseWriteBackFailedReadsItsLatestValueNotTheFlushedOn
     for (BlockId b = 0; b < kOthers; ++b) (void)pool->pin_shared(PageId(other, b));  // written back now
     {
       SharedGuard g = pool->pin_shared(PageId(s, 0));
-      EXPECT_EQ(bench::pattern_stamp(g.data()), 2u);
+      EXPECT_EQ(test::pattern_stamp(g.data()), 2u);
     }
   }
   auto pool = BufferPool::open(testing::small_options(dir.path(), 8));
@@ -624,8 +624,8 @@ class FaultModel {
                                << p.current << " (durable " << p.durable << ")";
       return;
     }
-    ASSERT_TRUE(bench::check_pattern(data, usable, pid)) << "page " << sp << ":" << b << " holds garbage";
-    uint64_t got = bench::pattern_stamp(data);
+    ASSERT_TRUE(test::check_pattern(data, usable, pid)) << "page " << sp << ":" << b << " holds garbage";
+    uint64_t got = test::pattern_stamp(data);
     EXPECT_EQ(got, p.current) << "page " << sp << ":" << b << " reads stamp " << got << ", not its current "
                               << p.current << " (durable " << p.durable << ")";
   }
@@ -753,8 +753,8 @@ class FaultModel {
             const size_t usable = crashed->usable_page_size();
             uint64_t got = 0;
             if (!std::all_of(g.data(), g.data() + usable, [](std::byte x) { return x == std::byte{0}; })) {
-              ASSERT_TRUE(bench::check_pattern(g.data(), usable, pid)) << where << " holds garbage";
-              got = bench::pattern_stamp(g.data());
+              ASSERT_TRUE(test::check_pattern(g.data(), usable, pid)) << where << " holds garbage";
+              got = test::pattern_stamp(g.data());
             }
             EXPECT_NE(std::find(p.since_flush.begin(), p.since_flush.end(), got), p.since_flush.end())
                 << where << " reads stamp " << got << ", not one it had since the last flush (durable "

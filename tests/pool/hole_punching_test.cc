@@ -94,11 +94,11 @@ TEST(HolePunching, PunchesRaceFaultsSafely) {
         BlockId b = static_cast<BlockId>((rng() % 2) * kGroup + rng() % 4);
         PageId pid(s, b);
         if (i % 3 == 0) {
-          bool ok = pool->optimistic_read(pid, [&](const std::byte* p) { return bench::pattern_stamp_racy(p); }) == b;
+          bool ok = pool->optimistic_read(pid, [&](const std::byte* p) { return test::pattern_stamp_racy(p); }) == b;
           bad += !ok;
         } else {
           SharedGuard g = pool->pin_shared(pid);
-          bad += !bench::check_pattern(g.data(), pool->usable_page_size(), pid) || bench::pattern_stamp(g.data()) != b;
+          bad += !test::check_pattern(g.data(), pool->usable_page_size(), pid) || test::pattern_stamp(g.data()) != b;
         }
         ++reads;
       }

@@ -38,7 +38,7 @@ TEST(SpaceConcurrency, LateAllocatorDoesNotClaimAnEvictedBlock) {
   auto late = std::async(std::launch::async, [&] {
     pause.pause_thread(std::this_thread::get_id());
     ExclusiveGuard g = pool->allocate(s);
-    bench::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), 999);
+    test::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), 999);
     g.mark_dirty();
     return g.page_id().block();
   });
@@ -109,7 +109,7 @@ TEST(SpaceConcurrency, ManyAllocatorsInOneSpaceUnderEviction) {
         for (int i = 0; i < kPerThread;) {
           try {
             ExclusiveGuard g = pool->allocate(s);
-            bench::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), uint64_t(t) << 32 | i);
+            test::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), uint64_t(t) << 32 | i);
             g.mark_dirty();
             ++i;
           } catch (const Error& e) {
@@ -126,8 +126,8 @@ TEST(SpaceConcurrency, ManyAllocatorsInOneSpaceUnderEviction) {
     for (uint64_t b = 0; b < pool->space_blocks(s); ++b) {
       PageId pid(s, static_cast<BlockId>(b));
       SharedGuard g = pool->pin_shared(pid);
-      ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid)) << "block " << b;
-      ASSERT_TRUE(seen.insert(bench::pattern_stamp(g.data())).second) << "block " << b << " handed out twice";
+      ASSERT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), pid)) << "block " << b;
+      ASSERT_TRUE(seen.insert(test::pattern_stamp(g.data())).second) << "block " << b << " handed out twice";
     }
     EXPECT_EQ(seen.size(), size_t{kThreads} * kPerThread);
     EXPECT_GT(pool->stats().evictions, 0u);

@@ -58,8 +58,8 @@ struct Fixture {
   // Reads block b under a shared pin and checks its stamp (expected: b + extra).
   void touch(uint64_t b, uint64_t extra = 0) {
     SharedGuard g = pool->pin_shared(pid(b));
-    ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid(b))) << "block " << b;
-    ASSERT_EQ(bench::pattern_stamp(g.data()), b + extra) << "block " << b;
+    ASSERT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), pid(b))) << "block " << b;
+    ASSERT_EQ(test::pattern_stamp(g.data()), b + extra) << "block " << b;
   }
   // Group 0 sparse with dense_at (8) side entries, blocks 1, 2 and 10..15: the next
   // fault into it tries to move it back. Pre: dense_at 8, nothing resident.
@@ -70,7 +70,7 @@ struct Fixture {
     ASSERT_TRUE(pool->internals().group_is_sparse(pid(0)));
   }
   uint64_t optimistic_stamp(uint64_t b) {
-    return pool->optimistic_read(pid(b), [&](const std::byte* p) { return bench::pattern_stamp_racy(p); });
+    return pool->optimistic_read(pid(b), [&](const std::byte* p) { return test::pattern_stamp_racy(p); });
   }
 };
 
@@ -110,7 +110,7 @@ TEST(SparseGroups, AMoveKeepsEveryPageAndReturnsTheArrayPage) {
   }
   {  // a write through the side entry
     ExclusiveGuard g = f.pool->pin_exclusive(f.pid(100));
-    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(100), 100 + 7);
+    test::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(100), 100 + 7);
     g.mark_dirty();
   }
   f.touch(100, 7);
@@ -241,7 +241,7 @@ TEST(SparseGroups, OptimisticReadsAcrossAMoveFailValidation) {
   EXPECT_FALSE(SparsePool::validate(dense)) << "the array word is zero";
   OptimisticRead sparse = f.pool->read_optimistic(f.pid(1));
   EXPECT_TRUE(SparsePool::validate(sparse));
-  EXPECT_EQ(bench::pattern_stamp_racy(sparse.data), 1u);
+  EXPECT_EQ(test::pattern_stamp_racy(sparse.data), 1u);
   // Faults fill the side table to dense_at; the next fault moves the group back.
   for (uint64_t b = 10; b < 16; ++b) f.touch(b);
   EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
@@ -349,7 +349,7 @@ TEST(SparseGroups, AMoveThatMeetsAForeignClaimOnARecycledSideEntryIsRefusedAndLo
   ASSERT_LT(m, 3 * kGroup);
   {
     ExclusiveGuard g = f.pool->pin_exclusive(f.pid(m));
-    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(m), m + 9);
+    test::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(m), m + 9);
     g.mark_dirty();
   }
   const uint64_t refused = f.pool->stats().sparse_groups.refused_moves;
@@ -423,7 +423,7 @@ TEST(SparseGroups, FlushWritesAPageThatMovesDuringItsScan) {
   for (uint64_t b : {1, 2}) f.touch(b);
   {
     ExclusiveGuard g = f.pool->pin_exclusive(f.pid(1));
-    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(1), 1 + 5);
+    test::stamp_pattern(g.data(), f.pool->usable_page_size(), f.pid(1), 1 + 5);
     g.mark_dirty();
   }
   const uint64_t written = f.pool->stats().write_backs;
@@ -458,7 +458,7 @@ TEST(SparseGroups, PrefetchesAndAllocationsIntoASparseGroupGoToTheSideTable) {
   {
     ExclusiveGuard g = f.pool->allocate(f.s);
     ASSERT_EQ(g.page_id().block(), 100u);
-    bench::stamp_pattern(g.data(), f.pool->usable_page_size(), g.page_id(), 100);
+    test::stamp_pattern(g.data(), f.pool->usable_page_size(), g.page_id(), 100);
     g.mark_dirty();
   }
   EXPECT_TRUE(f.pool->internals().group_is_sparse(f.pid(0)));
@@ -521,14 +521,14 @@ TEST(SparseGroups, StressRecycledSideEntriesAcrossGroups) {
         try {
           if (dice < 30) {
             ExclusiveGuard g = pool->pin_exclusive(pid);
-            if (bench::pattern_stamp(g.data()) != model[pid.block()].load()) fail("write: page differs from the model");
+            if (test::pattern_stamp(g.data()) != model[pid.block()].load()) fail("write: page differs from the model");
             const uint64_t next = model[pid.block()].load() + 1;
-            bench::stamp_pattern(g.data(), usable, pid, next);
+            test::stamp_pattern(g.data(), usable, pid, next);
             model[pid.block()].store(next);
             g.mark_dirty();
           } else if (dice < 90) {
             SharedGuard g = pool->pin_shared(pid);
-            if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != model[pid.block()].load()) {
+            if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != model[pid.block()].load()) {
               fail("read: page " + std::to_string(pid.block()) + " differs from the model (a lost update)");
             }
           } else {
@@ -582,7 +582,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
   std::atomic<uint64_t> ops{0}, pinned_faults{0}, group_reads{0};
   testing::FailureLog fail;
   auto check_pinned = [&](const std::byte* page, PageId pid, const char* what) {
-    if (!bench::check_pattern(page, usable, pid) || bench::pattern_stamp(page) != model[pid.block()].load()) {
+    if (!test::check_pattern(page, usable, pid) || test::pattern_stamp(page) != model[pid.block()].load()) {
       fail(std::string(what) + ": page " + std::to_string(pid.block()) + " differs from the model");
     }
   };
@@ -610,7 +610,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
             ExclusiveGuard g = pool->pin_exclusive(pid);
             check_pinned(g.data(), pid, "write");
             const uint64_t next = model[pid.block()].load() + 1;
-            bench::stamp_pattern(g.data(), usable, pid, next);
+            test::stamp_pattern(g.data(), usable, pid, next);
             model[pid.block()].store(next);
             g.mark_dirty();
           } else if (dice < 45) {
@@ -619,7 +619,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
           } else if (dice < 80) {
             uint64_t stamp = 0;
             const bool ok = pool->optimistic_read(
-                pid, [&](const std::byte* p) { return bench::check_pattern_racy(p, usable, pid, &stamp); });
+                pid, [&](const std::byte* p) { return test::check_pattern_racy(p, usable, pid, &stamp); });
             if (!ok || stamp > model[pid.block()].load()) fail("optimistic read validated a torn or future page");
           } else if (dice < 88) {
             // A pin held across a fault in the same group: moves of the group are refused,
@@ -645,7 +645,7 @@ TEST(SparseGroups, StressGroupsFlipUnderReadersPinsFaultsEvictionsPrefetchesAndF
               OptimisticRead& r = started[i];
               if (r.data == nullptr) continue;
               uint64_t stamp = 0;
-              const bool pattern_ok = bench::check_pattern_racy(r.data, usable, group[i], &stamp);
+              const bool pattern_ok = test::check_pattern_racy(r.data, usable, group[i], &stamp);
               if (!pool->validate(r)) continue;
               if (r.pid != group[i] || !pattern_ok || stamp > model[group[i].block()].load()) {
                 fail("read_group validated a torn, foreign or future page " + std::to_string(group[i].block()));

@@ -35,10 +35,10 @@ struct Snapshot {
 };
 
 // Optimistic readers race with writers by design; the page is checked on a private copy
-// (bench::check_pattern_racy), so ThreadSanitizer sees only the intended, uninstrumented copy.
+// (test::check_pattern_racy), so ThreadSanitizer sees only the intended, uninstrumented copy.
 Snapshot read_snapshot(const std::byte* page, size_t bytes, PageId pid) {
   Snapshot snap{};
-  snap.pattern_ok = bench::check_pattern_racy(page, bytes, pid, &snap.stamp);
+  snap.pattern_ok = test::check_pattern_racy(page, bytes, pid, &snap.stamp);
   return snap;
 }
 
@@ -105,17 +105,17 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
           if (dice < 25) {
             ExclusiveGuard g = pool->pin_exclusive(pid);
             uint64_t expect = model_of(si, b).load();
-            if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != expect) {
+            if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != expect) {
               fail("write: page " + std::to_string(b) + " lost an update (seed " + std::to_string(seed) + ")");
             }
-            bench::stamp_pattern(g.data(), usable, pid, expect + 1);
+            test::stamp_pattern(g.data(), usable, pid, expect + 1);
             model_of(si, b).store(expect + 1);
             g.mark_dirty();
             ++my.writes;
           } else if (dice < 55) {
             SharedGuard g = pool->pin_shared(pid);
-            if (!bench::check_pattern(g.data(), usable, pid) ||
-                bench::pattern_stamp(g.data()) != model_of(si, b).load()) {
+            if (!test::check_pattern(g.data(), usable, pid) ||
+                test::pattern_stamp(g.data()) != model_of(si, b).load()) {
               fail("shared read: page " + std::to_string(b) + " differs from the model");
             }
           } else if (dice < 85) {
@@ -139,7 +139,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
               if (++calls <= Pool::kOptimisticAttempts) {
                 ExclusiveGuard g = pool->pin_exclusive(pid);
                 const uint64_t expect = model_of(si, b).load();
-                bench::stamp_pattern(g.data(), usable, pid, expect + 1);
+                test::stamp_pattern(g.data(), usable, pid, expect + 1);
                 model_of(si, b).store(expect + 1);
                 g.mark_dirty();
               }
@@ -181,7 +181,7 @@ TYPED_TEST(StressOnEveryTranslation, MixedWorkloadMatchesReferenceModel) {
               PageId tp(static_cast<SpaceId>(tr >> 32), static_cast<BlockId>(rng() % 50));
               try {
                 SharedGuard g = pool->pin_shared(tp);
-                if (!bench::check_pattern(g.data(), usable, tp) || bench::pattern_stamp(g.data()) != (tr & 0xFFFFFFFF)) {
+                if (!test::check_pattern(g.data(), usable, tp) || test::pattern_stamp(g.data()) != (tr & 0xFFFFFFFF)) {
                   fail("transient space page differs");
                 }
                 ++my.transient_reads;
@@ -284,7 +284,7 @@ TYPED_TEST(StressOnEveryTranslation, OptimisticReadersOfAHotPageSeeOnlyWholePage
     uint64_t stamp = 0;
     while (!stop.load(std::memory_order_relaxed)) {
       ExclusiveGuard g = pool->pin_exclusive(pid);
-      bench::stamp_pattern(g.data(), usable, pid, ++stamp);
+      test::stamp_pattern(g.data(), usable, pid, ++stamp);
       g.mark_dirty();
     }
     last_stamp.store(stamp);
@@ -310,8 +310,8 @@ TYPED_TEST(StressOnEveryTranslation, OptimisticReadersOfAHotPageSeeOnlyWholePage
   EXPECT_EQ(bad.load(), 0u);
   EXPECT_EQ(reads.load(), 4000u);
   SharedGuard g = pool->pin_shared(pid);
-  EXPECT_TRUE(bench::check_pattern(g.data(), usable, pid));
-  EXPECT_EQ(bench::pattern_stamp(g.data()), last_stamp.load());
+  EXPECT_TRUE(test::check_pattern(g.data(), usable, pid));
+  EXPECT_EQ(test::pattern_stamp(g.data()), last_stamp.load());
   std::printf("hot page: %lu optimistic fallbacks in 4000 reads\n", (unsigned long)pool->stats().optimistic_fallbacks);
 }
 

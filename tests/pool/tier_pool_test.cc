@@ -75,19 +75,19 @@ TYPED_TEST(TierPool, RandomAccessMatchesReferenceAcrossTiersAndDisk) {
       if (kind <= 1) {
         auto [ok, stamp] = pool->optimistic_read(pid, [&](const std::byte* p) {
           uint64_t s = 0;
-          bool good = bench::check_pattern_racy(p, usable, pid, &s);
+          bool good = test::check_pattern_racy(p, usable, pid, &s);
           return std::pair<bool, uint64_t>(good, s);
         });
         ASSERT_TRUE(ok) << "optimistic read of block " << b << " at op " << op;
         ASSERT_EQ(stamp, ref[b]) << "block " << b << " at op " << op;
       } else if (kind == 2) {
         SharedGuard g = pool->pin_shared(pid);
-        ASSERT_TRUE(bench::check_pattern(g.data(), usable, pid)) << "block " << b << " at op " << op;
-        ASSERT_EQ(bench::pattern_stamp(g.data()), ref[b]) << "block " << b << " at op " << op;
+        ASSERT_TRUE(test::check_pattern(g.data(), usable, pid)) << "block " << b << " at op " << op;
+        ASSERT_EQ(test::pattern_stamp(g.data()), ref[b]) << "block " << b << " at op " << op;
       } else {
         ExclusiveGuard g = pool->pin_exclusive(pid);
-        ASSERT_EQ(bench::pattern_stamp(g.data()), ref[b]);
-        bench::stamp_pattern(g.data(), usable, pid, ++ref[b]);
+        ASSERT_EQ(test::pattern_stamp(g.data()), ref[b]);
+        test::stamp_pattern(g.data(), usable, pid, ++ref[b]);
         g.mark_dirty();
       }
       if (op % 1000 == 999) pool->check_invariants();
@@ -170,7 +170,7 @@ TYPED_TEST(TierPool, OptimisticReadAcrossAMoveAndBackDoesNotValidate) {
   // The page survived four moves, and a fresh read validates.
   OptimisticRead r3 = pool->read_optimistic(pid);
   uint64_t stamp = 0;
-  EXPECT_TRUE(bench::check_pattern_racy(r3.data, usable, pid, &stamp));
+  EXPECT_TRUE(test::check_pattern_racy(r3.data, usable, pid, &stamp));
   EXPECT_TRUE(Pool::validate(r3));
   EXPECT_EQ(stamp, 8u);
   PoolStats st = pool->stats();
@@ -238,7 +238,7 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
           const uint64_t before = committed[b].load();
           auto [ok, stamp] = pool->optimistic_read(pid, [&](const std::byte* p) {
             uint64_t s = 0;
-            bool good = bench::check_pattern_racy(p, usable, pid, &s);
+            bool good = test::check_pattern_racy(p, usable, pid, &s);
             return std::pair<bool, uint64_t>(good, s);
           });
           const uint64_t after = committed[b].load();
@@ -248,16 +248,16 @@ TYPED_TEST(TierPool, ConcurrentAccessWhilePagesMoveMatchesCommittedStamps) {
           }
         } else if (kind < 6) {
           SharedGuard g = pool->pin_shared(pid);
-          if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != committed[b].load()) {
+          if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != committed[b].load()) {
             fail("shared pin of block " + std::to_string(b) + " does not hold its committed stamp");
           }
         } else {
           ExclusiveGuard g = pool->pin_exclusive(pid);
           const uint64_t s = committed[b].load();
-          if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != s) {
+          if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != s) {
             fail("exclusive pin of block " + std::to_string(b) + " does not hold its committed stamp");
           }
-          bench::stamp_pattern(g.data(), usable, pid, s + 1);
+          test::stamp_pattern(g.data(), usable, pid, s + 1);
           g.mark_dirty();
           committed[b].store(s + 1);
         }

@@ -58,8 +58,8 @@ TEST(VmcacheN, MoveCopiesIntoTheOtherRegionAndDiscardsTheSource) {
     SharedGuard g = pool->pin_shared(pid);
     far_addr = g.data();
     EXPECT_NE(far_addr, fast_addr) << "the far tier's page must be in the far region";
-    EXPECT_TRUE(bench::check_pattern(g.data(), usable, pid));
-    EXPECT_EQ(bench::pattern_stamp(g.data()), 41u);
+    EXPECT_TRUE(test::check_pattern(g.data(), usable, pid));
+    EXPECT_EQ(test::pattern_stamp(g.data()), 41u);
   }
   // The source was returned to the OS (MADV_DONTNEED): its address stays mapped and reads
   // zeros (a stale reader would fail its validation, never crash).
@@ -69,7 +69,7 @@ TEST(VmcacheN, MoveCopiesIntoTheOtherRegionAndDiscardsTheSource) {
   {
     SharedGuard g = pool->pin_shared(pid);
     EXPECT_EQ(g.data(), fast_addr) << "a page's address in a tier is fixed: region + block * page size";
-    EXPECT_EQ(bench::pattern_stamp(g.data()), 41u);
+    EXPECT_EQ(test::pattern_stamp(g.data()), 41u);
   }
   EXPECT_TRUE(all_zero(far_addr, pool->page_size())) << "the far region still holds the moved page";
   PoolStats st = pool->stats();
@@ -99,7 +99,7 @@ TEST(VmcacheN, PromotionsAreQueuedAndMigratedInBatches) {
     const PageId pid(space, b);
     return pool->optimistic_read(pid, [&](const std::byte* p) {
       uint64_t s = 0;
-      return bench::check_pattern_racy(p, usable, pid, &s) ? s : ~uint64_t{0};
+      return test::check_pattern_racy(p, usable, pid, &s) ? s : ~uint64_t{0};
     });
   };
   for (BlockId b = 0; b < 4; ++b) {

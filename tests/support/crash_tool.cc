@@ -59,14 +59,14 @@ int main(int argc, char** argv) {
                          (unsigned long)op.block);
             return 1;
           }
-          bench::stamp_pattern(g.data(), usable, g.page_id(), op.stamp);
+          test::stamp_pattern(g.data(), usable, g.page_id(), op.stamp);
           g.mark_dirty();
           break;
         }
         case testing::CrashOp::kWrite: {
           PageId pid(pool->open_space(op.space), static_cast<BlockId>(op.block));
           ExclusiveGuard g = pool->pin_exclusive(pid);
-          bench::stamp_pattern(g.data(), usable, pid, op.stamp);
+          test::stamp_pattern(g.data(), usable, pid, op.stamp);
           g.mark_dirty();
           break;
         }

@@ -13,7 +13,7 @@
 #include "calico/page_id.h"
 #include "calico/optimistic_reader.h"
 
-namespace calico::bench {
+namespace calico::test {
 
 inline uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -80,4 +80,4 @@ inline bool check_pattern_racy(const std::byte* page, size_t bytes, PageId pid, 
   return check_pattern(copy.data(), bytes, pid);
 }
 
-}  // namespace calico::bench
+}  // namespace calico::test

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
         calico::ExclusiveGuard g = b < pool->space_blocks(s)
                                        ? pool->pin_exclusive(calico::PageId(s, static_cast<calico::BlockId>(b)))
                                        : pool->allocate(s);
-        calico::bench::stamp_pattern(g.data(), usable, g.page_id(), base + b);
+        calico::test::stamp_pattern(g.data(), usable, g.page_id(), base + b);
         g.mark_dirty();
       }
       pool->flush();
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       for (uint64_t b = 0; b < pages; ++b) {
         calico::PageId pid(s, static_cast<calico::BlockId>(b));
         calico::SharedGuard g = pool->pin_shared(pid);
-        if (!calico::bench::check_pattern(g.data(), usable, pid) || calico::bench::pattern_stamp(g.data()) != base + b) {
+        if (!calico::test::check_pattern(g.data(), usable, pid) || calico::test::pattern_stamp(g.data()) != base + b) {
           std::fprintf(stderr, "block %lu does not hold stamp %lu\n", (unsigned long)b, (unsigned long)(base + b));
           return 1;
         }

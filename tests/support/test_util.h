@@ -89,7 +89,7 @@ template <class Pool, class StampFn>
 void fill_space(Pool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {
   for (uint64_t i = 0; i < pages; ++i) {
     ExclusiveGuard g = pool.allocate(space);
-    bench::stamp_pattern(g.data(), pool.usable_page_size(), g.page_id(), stamp_of(g.page_id().block()));
+    test::stamp_pattern(g.data(), pool.usable_page_size(), g.page_id(), stamp_of(g.page_id().block()));
     g.mark_dirty();
   }
 }
@@ -100,8 +100,8 @@ void expect_space(Pool& pool, SpaceId space, uint64_t pages, StampFn stamp_of) {
   for (uint64_t b = 0; b < pages; ++b) {
     PageId pid(space, static_cast<BlockId>(b));
     SharedGuard g = pool.pin_shared(pid);
-    ASSERT_TRUE(bench::check_pattern(g.data(), pool.usable_page_size(), pid)) << "block " << b;
-    ASSERT_EQ(bench::pattern_stamp(g.data()), stamp_of(b)) << "block " << b;
+    ASSERT_TRUE(test::check_pattern(g.data(), pool.usable_page_size(), pid)) << "block " << b;
+    ASSERT_EQ(test::pattern_stamp(g.data()), stamp_of(b)) << "block " << b;
   }
 }
 

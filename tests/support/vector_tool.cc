@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "calico/buffer_pool.h"
-#include "index/hnsw/hnsw.h"
-#include "index/ivf/ivf.h"
+#include "calico/index/hnsw.h"
+#include "calico/index/ivf.h"
 #include "support/vector_data.h"
 
 namespace {

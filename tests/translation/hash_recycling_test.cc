@@ -112,7 +112,7 @@ TYPED_TEST(HashRecycling, TranslationMemoryFollowsResidentPages) {
   size_t bytes_early = 0;
   for (uint64_t i = 0; i < pages; ++i) {
     ExclusiveGuard g = pool->allocate(s);
-    bench::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), i);
+    test::stamp_pattern(g.data(), pool->usable_page_size(), g.page_id(), i);
     g.mark_dirty();
     peak_entries = std::max(peak_entries, table->size());
     if (i + 1 == pages / 4) bytes_early = pool->stats().translation_private_bytes;
@@ -186,18 +186,18 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
             ExclusiveGuard g = (Pool::kFrameHints && dice % 2 == 0) ? pin_exclusive_maybe_hinted(*pool, pid, &hints[b])
                                                                     : pool->pin_exclusive(pid);
             uint64_t expect = model[b].load();
-            if (g.page_id() != pid || !bench::check_pattern(g.data(), usable, pid) ||
-                bench::pattern_stamp(g.data()) != expect) {
+            if (g.page_id() != pid || !test::check_pattern(g.data(), usable, pid) ||
+                test::pattern_stamp(g.data()) != expect) {
               fail("write: page " + std::to_string(b) + " is not the model's (seed " + std::to_string(seed) + ")");
             }
-            bench::stamp_pattern(g.data(), usable, pid, expect + 1);
+            test::stamp_pattern(g.data(), usable, pid, expect + 1);
             model[b].store(expect + 1);
             g.mark_dirty();
             ++writes;
           } else if (dice < 40) {
             SharedGuard g = (Pool::kFrameHints && dice % 2 == 0) ? pin_shared_maybe_hinted(*pool, pid, &hints[b])
                                                                  : pool->pin_shared(pid);
-            if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != model[b].load()) {
+            if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != model[b].load()) {
               fail("shared read: page " + std::to_string(b) + " differs from the model (seed " + std::to_string(seed) + ")");
             }
             ++pinned;
@@ -209,7 +209,7 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
             for (int attempt = 0;; ++attempt) {
               OptimisticRead r = (Pool::kFrameHints && dice % 2 == 0) ? read_optimistic_maybe_hinted(*pool, pid, &hints[b])
                                                                       : pool->read_optimistic(pid);
-              ok = bench::check_pattern_racy(r.data, usable, pid, &stamp);
+              ok = test::check_pattern_racy(r.data, usable, pid, &stamp);
               if (Pool::validate(r)) break;
               if (attempt > 1000) {
                 fail("optimistic read never validated");
@@ -225,7 +225,7 @@ TYPED_TEST(HashRecycling, StressWithConstantRecyclingMatchesModel) {
           } else if (dice < 90) {
             ExclusiveGuard g = pool->try_pin_exclusive(pid);
             if (g.held()) {
-              if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != model[b].load()) {
+              if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != model[b].load()) {
                 fail("try_pin_exclusive: page " + std::to_string(b) + " differs from the model");
               }
               ++try_latched;

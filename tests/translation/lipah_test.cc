@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "index/btree/btree.h"
+#include "calico/index/btree.h"
 #include "pool/definitions.h"
 #include "support/test_util.h"
 
@@ -92,13 +92,13 @@ TEST(Lipah, RightHintsSkipTheTable) {
       FrameId h = hints[b];
       OptimisticRead r = pool->read_optimistic_hinted(pid, &h);
       ASSERT_EQ(h, hints[b]);
-      ASSERT_TRUE(bench::check_pattern_racy(r.data, pool->usable_page_size(), pid));
+      ASSERT_TRUE(test::check_pattern_racy(r.data, pool->usable_page_size(), pid));
       ASSERT_TRUE(CountingPool::validate(r));
       SharedGuard g = pool->pin_shared_hinted(pid, &h);
-      ASSERT_EQ(bench::pattern_stamp(g.data()), stamp_of_block(b));
+      ASSERT_EQ(test::pattern_stamp(g.data()), stamp_of_block(b));
       g.release();
       ExclusiveGuard x = pool->pin_exclusive_hinted(pid, &h);
-      ASSERT_TRUE(bench::check_pattern(x.data(), pool->usable_page_size(), pid));
+      ASSERT_TRUE(test::check_pattern(x.data(), pool->usable_page_size(), pid));
       ASSERT_EQ(h, hints[b]);
     }
   }
@@ -138,13 +138,13 @@ TEST(Lipah, WrongHintsFallBackAndReportTheFrame) {
     FrameId h = wrong;
     OptimisticRead r = pool->read_optimistic_hinted(a, &h);
     EXPECT_EQ(h, fa);
-    EXPECT_TRUE(bench::check_pattern_racy(r.data, usable, a));
+    EXPECT_TRUE(test::check_pattern_racy(r.data, usable, a));
     EXPECT_TRUE(LipahPool::validate(r));
     h = wrong;
-    EXPECT_TRUE(bench::check_pattern(pool->pin_shared_hinted(a, &h).data(), usable, a));
+    EXPECT_TRUE(test::check_pattern(pool->pin_shared_hinted(a, &h).data(), usable, a));
     EXPECT_EQ(h, fa);
     h = wrong;
-    EXPECT_TRUE(bench::check_pattern(pool->pin_exclusive_hinted(a, &h).data(), usable, a));
+    EXPECT_TRUE(test::check_pattern(pool->pin_exclusive_hinted(a, &h).data(), usable, a));
     EXPECT_EQ(h, fa);
     EXPECT_EQ(pool->stats().hints.misses, misses + 3);
   }
@@ -155,7 +155,7 @@ TEST(Lipah, WrongHintsFallBackAndReportTheFrame) {
   const uint64_t faults = pool->stats().faults;
   FrameId h = fa;
   OptimisticRead r = pool->read_optimistic_hinted(a, &h);
-  EXPECT_TRUE(bench::check_pattern_racy(r.data, usable, a));
+  EXPECT_TRUE(test::check_pattern_racy(r.data, usable, a));
   EXPECT_TRUE(LipahPool::validate(r));
   EXPECT_EQ(pool->stats().faults, faults + 1);
   EXPECT_NE(h, kInvalidFrame);
@@ -182,7 +182,7 @@ TEST(Lipah, TryPinExclusiveNeverWaitsNorFaults) {
     ExclusiveGuard g = pool->try_pin_exclusive(a);
     ASSERT_TRUE(g.held());
     EXPECT_EQ(g.page_id(), a);
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), a));
+    EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), a));
     // Latched: a second try (here by the same thread, which pin_exclusive would deadlock)
     // gives up at once.
     EXPECT_FALSE(pool->try_pin_exclusive(a).held());
@@ -264,23 +264,23 @@ PoolStats stale_hints_never_return_another_page(uint64_t pages) {
         if (rng() % 8 == 0) h = static_cast<FrameId>(rng() % (pool->num_frames() + 3));
         if (writer) {
           ExclusiveGuard g = pool->pin_exclusive_hinted(pid, &h);
-          if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != model[b].load()) {
+          if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != model[b].load()) {
             errors.fetch_add(1);
           }
           const uint64_t stamp = model[b].load() + 1;
-          bench::stamp_pattern(g.data(), usable, pid, stamp);
+          test::stamp_pattern(g.data(), usable, pid, stamp);
           model[b].store(stamp);
           g.mark_dirty();
           writes.fetch_add(1, std::memory_order_relaxed);
         } else if (rng() % 4 == 0) {
           SharedGuard g = pool->pin_shared_hinted(pid, &h);
-          if (!bench::check_pattern(g.data(), usable, pid) || bench::pattern_stamp(g.data()) != model[b].load()) {
+          if (!test::check_pattern(g.data(), usable, pid) || test::pattern_stamp(g.data()) != model[b].load()) {
             errors.fetch_add(1);
           }
           pinned.fetch_add(1, std::memory_order_relaxed);
         } else {
           OptimisticRead r = pool->read_optimistic_hinted(pid, &h);
-          const bool ok = bench::check_pattern_racy(r.data, usable, pid);
+          const bool ok = test::check_pattern_racy(r.data, usable, pid);
           if (Pool::validate(r)) {
             if (!ok) errors.fetch_add(1);
             validated.fetch_add(1, std::memory_order_relaxed);
@@ -310,8 +310,8 @@ PoolStats stale_hints_never_return_another_page(uint64_t pages) {
   for (uint64_t b = 0; b < pages; ++b) {
     PageId pid(s, static_cast<BlockId>(b));
     SharedGuard g = pool->pin_shared(pid);
-    EXPECT_TRUE(bench::check_pattern(g.data(), usable, pid)) << "block " << b;
-    EXPECT_EQ(bench::pattern_stamp(g.data()), model[b].load()) << "block " << b;
+    EXPECT_TRUE(test::check_pattern(g.data(), usable, pid)) << "block " << b;
+    EXPECT_EQ(test::pattern_stamp(g.data()), model[b].load()) << "block " << b;
   }
   return pool->stats();
 }

@@ -208,7 +208,7 @@ TEST(PredictivePool, HitsPromotePagesIntoFreedPreferredFramesAndKeepTheirContent
     for (int round = 0; round < 600; ++round) {
       for (BlockId b = 0; b < pages; ++b) {
         SharedGuard g = pool->pin_shared(PageId(space, b));
-        ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), g.page_id()));
+        ASSERT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), g.page_id()));
       }
     }
     // Demotions go on among colliding pages and free frames late, so only the count is
@@ -261,7 +261,7 @@ TEST(PredictivePool, AHotPageDemotesTheHolderOfItsPreferredFrame) {
   const uint64_t demotions_before = pool->internals().demotions();
   for (int i = 0; i < 100000 && pool->internals().frame_of(hot) != target; ++i) {
     SharedGuard g = pool->pin_shared(hot);
-    ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), hot));
+    ASSERT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), hot));
   }
   ASSERT_EQ(pool->internals().frame_of(hot), target) << "no demotion in 100000 hits (expected one per ~512)";
   EXPECT_GT(pool->internals().demotions(), demotions_before);
@@ -269,8 +269,8 @@ TEST(PredictivePool, AHotPageDemotesTheHolderOfItsPreferredFrame) {
   EXPECT_FALSE(Pool::validate(r_resident)) << "a reader of a demoted page must fail validation";
   for (PageId pid : {resident, hot}) {
     SharedGuard g = pool->pin_shared(pid);
-    EXPECT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid));
-    EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(pid.block()));
+    EXPECT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), pid));
+    EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(pid.block()));
   }
   pool->check_invariants();
   testing::expect_space(*pool, space, pages, stamp_of);
@@ -304,7 +304,7 @@ TEST(PredictivePool, ReadersOfAPromotedPageFailValidation) {
   ASSERT_EQ(pool->internals().frame_of(pid), pool->internals().preferred_frame(pid));
   EXPECT_FALSE(Pool::validate(r));
   OptimisticRead fresh = pool->read_optimistic(pid);
-  EXPECT_TRUE(bench::check_pattern(fresh.data, pool->usable_page_size(), pid));
+  EXPECT_TRUE(test::check_pattern(fresh.data, pool->usable_page_size(), pid));
   EXPECT_TRUE(Pool::validate(fresh));
   pool->check_invariants();
 }
@@ -337,20 +337,20 @@ TEST(PredictivePool, ConcurrentAccessDuringPromotionsKeepsEveryPage) {
         uint64_t op = rng() % 10;
         if (op < 2) {
           ExclusiveGuard g = pool->pin_exclusive(pid);
-          uint64_t stamp = bench::pattern_stamp(g.data());
-          if (!bench::check_pattern(g.data(), usable, pid) || stamp != model[pid.block()].load()) ++failures;
-          bench::stamp_pattern(g.data(), usable, pid, stamp + 1);
+          uint64_t stamp = test::pattern_stamp(g.data());
+          if (!test::check_pattern(g.data(), usable, pid) || stamp != model[pid.block()].load()) ++failures;
+          test::stamp_pattern(g.data(), usable, pid, stamp + 1);
           model[pid.block()].store(stamp + 1);
           g.mark_dirty();
         } else if (op < 6) {
           SharedGuard g = pool->pin_shared(pid);
-          if (!bench::check_pattern(g.data(), usable, pid) ||
-              bench::pattern_stamp(g.data()) != model[pid.block()].load()) {
+          if (!test::check_pattern(g.data(), usable, pid) ||
+              test::pattern_stamp(g.data()) != model[pid.block()].load()) {
             ++failures;
           }
         } else {
           bool ok = pool->optimistic_read(pid, [&](const std::byte* page) {
-            return bench::check_pattern_racy(page, usable, pid);
+            return test::check_pattern_racy(page, usable, pid);
           });
           if (!ok) ++failures;
         }

@@ -359,8 +359,8 @@ TYPED_TEST(VmcachePool, DirectReadsLandInTheRegionAndChecksumsVerify) {
       continue;
     }
     SharedGuard g = pool->pin_shared(pid);
-    ASSERT_TRUE(bench::check_pattern(g.data(), pool->usable_page_size(), pid)) << b;
-    EXPECT_EQ(bench::pattern_stamp(g.data()), stamp_of(b));
+    ASSERT_TRUE(test::check_pattern(g.data(), pool->usable_page_size(), pid)) << b;
+    EXPECT_EQ(test::pattern_stamp(g.data()), stamp_of(b));
     // The kernel allocated the page during the read: it is resident where it lives.
     EXPECT_EQ(resident_os_pages(g.data(), 4096), 1u);
   }
@@ -389,7 +389,7 @@ TYPED_TEST(VmcachePool, OptimisticReadersSurviveDiscardsAndValidateOnlyGoodPages
         PageId pid(s, static_cast<BlockId>(rng() % pages));
         bool ok = pool->optimistic_read(pid, [&](const std::byte* p) {
           uint64_t stamp = 0;
-          bool good = bench::check_pattern_racy(p, pool->usable_page_size(), pid, &stamp);
+          bool good = test::check_pattern_racy(p, pool->usable_page_size(), pid, &stamp);
           if (!good && stamp == 0) zero_attempts.fetch_add(1, std::memory_order_relaxed);
           return good && stamp == stamp_of(pid.block());
         });

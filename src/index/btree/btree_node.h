@@ -20,7 +20,7 @@
 // disk only with a write made for another reason), reset to 0 when its reference changes
 // (set_child, set_link), kept by splits, merges and compaction. Any value, including 0 (no
 // hint) and stale hints read from disk, is valid. The tree's metadata page holds the
-// root's hint (btree.h, MetaPage). The differences are marked [hinted] below.
+// root's hint (MetaPage below). The differences are marked [hinted] below.
 //
 // Page layout (offsets in bytes from the start of the page; all integers little endian):
 //
@@ -75,6 +75,21 @@
 #include "calico/optimistic_reader.h"
 
 namespace calico::index {
+
+// Block 0 of a tree's space: the metadata page.
+struct MetaPage {
+  uint64_t magic;
+  uint32_t format_version;
+  BlockId root;
+  uint32_t height;  // levels: 1 = the root is a leaf
+  FrameId root_hint;  // hinted format: the root's frame hint (a guess; any value); else 0
+  uint64_t entry_count;
+};
+static_assert(sizeof(MetaPage) == 32);
+inline constexpr uint64_t kBTreeMagic = 0x45455254424f4c43ull;  // "CLOBTREE" little endian
+// Node formats are not interchangeable: a tree is opened only by pools of its format.
+inline constexpr uint32_t kBTreeFormatVersion = 1;        // plain nodes
+inline constexpr uint32_t kBTreeHintedFormatVersion = 2;  // nodes with frame hints
 
 inline constexpr size_t kMaxKeyBytes = 256;
 inline constexpr size_t kMaxValueBytes = 512;
@@ -319,7 +334,7 @@ CALICO_RACY_ENTRY inline RacyStep btree_racy_step(const std::byte* p, size_t siz
   return RacyStep::kTarget;
 }
 
-// Index skipping (btree.h, lookup_hinted): looks key up in the page at p, a page named by a
+// Index skipping (calico/index/btree.h, lookup_hinted): looks key up in the page at p, a page named by a
 // record hint, so anything at all. kTarget only when the bytes are a leaf whose fences cover
 // key; then, as btree_racy_step with stop_level 0, out->found / slot / value_len and the
 // value in value_out (<= kMaxValueBytes). When slot `slot` holds key, that is all it reads

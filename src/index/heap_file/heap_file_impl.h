@@ -1,5 +1,5 @@
 // BasicHeapFile<Pool> implementation (included only where heap files are instantiated:
-// cmake/variants.cmake): the page format (see heap_file.h), appends under the metadata
+// cmake/variants.cmake): the page format (see calico/index/heap_file.h), appends under the metadata
 // page's exclusive latch, and scans with shared pins or validated optimistic reads.
 //
 // Entry points: HeapFile::create / open / append / read / size / data_pages /
@@ -14,7 +14,7 @@
 // Error(kCorruptPage) naming the page (index/corrupt_page.h): its bytes may come from disk.
 #pragma once
 
-#include "index/heap_file/heap_file.h"
+#include "calico/index/heap_file.h"
 
 #include <cstring>
 #include <string>
@@ -25,7 +25,7 @@
 #include "index/corrupt_page.h"
 #include "calico/optimistic_reader.h"
 
-namespace calico {
+namespace calico::index {
 namespace heap_detail {
 
 // Block 0. Fields at fixed offsets; the rest of the page is zero.
@@ -79,7 +79,7 @@ inline Slot load_slot(const std::byte* page, size_t i) {
   return s;
 }
 
-// The page invariants of heap_file.h, on bytes that cannot change (pinned or a validated
+// The page invariants of calico/index/heap_file.h, on bytes that cannot change (pinned or a validated
 // copy). Returns false when they do not hold.
 inline bool header_ok(const PageHeader& h, size_t usable) {
   if (h.tag == 0) return h.slot_count == 0 && h.rows_begin == 0;  // a zero page: empty
@@ -161,8 +161,6 @@ CALICO_OPTIMISTIC_READER inline __attribute__((noinline)) bool heap_racy_sum_pag
 
 }  // namespace heap_detail
 
-using namespace heap_detail;  // this header is included only where heap files are instantiated
-
 // --- create / open ---------------------------------------------------------------------
 
 template <class Pool>
@@ -177,11 +175,11 @@ BasicHeapFile<Pool> BasicHeapFile<Pool>::create(Pool& pool, std::string_view spa
   try {
     ExclusiveGuard g = pool.allocate(space);
     CALICO_CHECK(g.page_id().block() == 0);
-    MetaPage m{};
+    heap_detail::MetaPage m{};
     m.magic = kMagic;
     m.format_version = kFormatVersion;
     m.page_size = static_cast<uint32_t>(pool.page_size());
-    store_meta(g.data(), m);
+    heap_detail::store_meta(g.data(), m);
     g.mark_dirty();
   } catch (...) {
     pool.drop_space(space);  // no half-made heap file is left behind
@@ -197,10 +195,10 @@ BasicHeapFile<Pool> BasicHeapFile<Pool>::open(Pool& pool, std::string_view space
   if (pool.space_blocks(space) == 0) {
     throw Error(ErrorCode::kInvalidArgument, "space '" + name + "' is not a heap file (it is empty)");
   }
-  MetaPage m;
+  heap_detail::MetaPage m;
   {
     SharedGuard g = pool.pin_shared(PageId(space, 0));
-    m = load_meta(g.data());
+    m = heap_detail::load_meta(g.data());
   }
   if (m.magic != kMagic) {
     throw Error(ErrorCode::kInvalidArgument, "space '" + name + "' is not a heap file (no heap magic in block 0)");
@@ -231,19 +229,19 @@ RowId BasicHeapFile<Pool>::append(std::span<const std::byte> row) {
   }
   // Lock order: metadata page, then one data page (declared after, so released first).
   ExclusiveGuard meta = pool_->pin_exclusive(PageId(space_, 0));
-  MetaPage m = load_meta(meta.data());
-  if (m.magic != kMagic) corrupt(meta.page_id(), "metadata page has no heap magic");
+  heap_detail::MetaPage m = heap_detail::load_meta(meta.data());
+  if (m.magic != kMagic) heap_detail::corrupt(meta.page_id(), "metadata page has no heap magic");
   if (m.last_page >= pool_->space_blocks(space_)) {
-    corrupt(meta.page_id(), "metadata names last page " + std::to_string(m.last_page) + " past the space");
+    heap_detail::corrupt(meta.page_id(), "metadata names last page " + std::to_string(m.last_page) + " past the space");
   }
   const size_t need = row.size() + kSlotBytes;
 
   ExclusiveGuard page;
-  PageHeader h{};
+  heap_detail::PageHeader h{};
   if (m.last_page != 0) {
     page = pool_->pin_exclusive(PageId(space_, m.last_page));
-    h = load_header(page.data());
-    if (!header_ok(h, usable_)) bad_header(page.page_id(), h);
+    h = heap_detail::load_header(page.data());
+    if (!heap_detail::header_ok(h, usable_)) heap_detail::bad_header(page.page_id(), h);
     if (h.tag == 0 || h.rows_begin - (kHeaderBytes + size_t{h.slot_count} * kSlotBytes) < need) page.release();
   }
   if (!page.held()) {
@@ -251,23 +249,23 @@ RowId BasicHeapFile<Pool>::append(std::span<const std::byte> row) {
     // Appends are serialized, so nobody else allocates here (and last_page < the space's
     // blocks was checked); a failed allocate may have left zero blocks (empty pages) in between.
     CALICO_CHECK(page.page_id().block() > m.last_page);
-    h = PageHeader{0, static_cast<uint16_t>(usable_), kDataTag};
+    h = heap_detail::PageHeader{0, static_cast<uint16_t>(usable_), heap_detail::kDataTag};
     m.last_page = page.page_id().block();
   }
   CALICO_DCHECK(h.rows_begin - (kHeaderBytes + size_t{h.slot_count} * kSlotBytes) >= need);
 
   const uint32_t slot = h.slot_count;
-  Slot s{static_cast<uint16_t>(h.rows_begin - row.size()), static_cast<uint16_t>(row.size())};
+  heap_detail::Slot s{static_cast<uint16_t>(h.rows_begin - row.size()), static_cast<uint16_t>(row.size())};
   if (!row.empty()) std::memcpy(page.data() + s.offset, row.data(), row.size());
   std::memcpy(page.data() + kHeaderBytes + slot * kSlotBytes, &s, sizeof s);
   h.slot_count = static_cast<uint16_t>(slot + 1);
   h.rows_begin = s.offset;
-  CALICO_DCHECK(header_ok(h, usable_) && slot_ok(h, s, usable_));
-  store_header(page.data(), h);
+  CALICO_DCHECK(heap_detail::header_ok(h, usable_) && heap_detail::slot_ok(h, s, usable_));
+  heap_detail::store_header(page.data(), h);
   page.mark_dirty();
 
   m.row_count += 1;
-  store_meta(meta.data(), m);
+  heap_detail::store_meta(meta.data(), m);
   meta.mark_dirty();
   return RowId(page.page_id().block(), slot);
 }
@@ -276,11 +274,11 @@ template <class Pool>
 bool BasicHeapFile<Pool>::read(RowId id, std::string* out) const {
   if (id.block() == 0 || id.block() > last_page()) return false;
   SharedGuard g = pool_->pin_shared(PageId(space_, id.block()));
-  PageHeader h = load_header(g.data());
-  if (!header_ok(h, usable_)) bad_header(g.page_id(), h);
+  heap_detail::PageHeader h = heap_detail::load_header(g.data());
+  if (!heap_detail::header_ok(h, usable_)) heap_detail::bad_header(g.page_id(), h);
   if (id.slot() >= h.slot_count) return false;
-  Slot s = load_slot(g.data(), id.slot());
-  if (!slot_ok(h, s, usable_)) bad_slot(g.page_id(), id.slot());
+  heap_detail::Slot s = heap_detail::load_slot(g.data(), id.slot());
+  if (!heap_detail::slot_ok(h, s, usable_)) heap_detail::bad_slot(g.page_id(), id.slot());
   out->assign(reinterpret_cast<const char*>(g.data() + s.offset), s.length);
   return true;
 }
@@ -288,14 +286,14 @@ bool BasicHeapFile<Pool>::read(RowId id, std::string* out) const {
 template <class Pool>
 uint64_t BasicHeapFile<Pool>::size() const {
   return pool_->optimistic_read(PageId(space_, 0), [](const std::byte* p) {
-    return heap_racy_u64(p + offsetof(MetaPage, row_count));
+    return heap_detail::heap_racy_u64(p + offsetof(heap_detail::MetaPage, row_count));
   });
 }
 
 template <class Pool>
 BlockId BasicHeapFile<Pool>::last_page() const {
   uint64_t last = pool_->optimistic_read(PageId(space_, 0), [](const std::byte* p) {
-    return heap_racy_u64(p + offsetof(MetaPage, last_page)) & 0xFFFFFFFFu;
+    return heap_detail::heap_racy_u64(p + offsetof(heap_detail::MetaPage, last_page)) & 0xFFFFFFFFu;
   });
   return static_cast<BlockId>(last);
 }
@@ -314,7 +312,7 @@ void BasicHeapFile<Pool>::for_each_page(const std::span<const BlockId>* order, S
   }
   const BlockId last = last_page();
   if (last >= pool_->space_blocks(space_)) {
-    corrupt(PageId(space_, 0), "metadata names last page " + std::to_string(last) + " past the space");
+    heap_detail::corrupt(PageId(space_, 0), "metadata names last page " + std::to_string(last) + " past the space");
   }
   if (order != nullptr) {
     for (BlockId b : *order) {
@@ -346,21 +344,21 @@ void BasicHeapFile<Pool>::scan_one_page(BlockId block, const RowFn& fn, ScanRead
   const PageId pid(space_, block);
   if (read == ScanRead::kShared) {
     SharedGuard g = pool_->pin_shared(pid);
-    for_each_row(g.data(), usable_, pid, fn);
+    heap_detail::for_each_row(g.data(), usable_, pid, fn);
     return;
   }
   // Copy the page, validate, and only then look at the copy (fn never sees changing bytes).
   bool copied = false;
   for (int attempt = 0; attempt < Pool::kOptimisticAttempts && !copied; ++attempt) {
     OptimisticRead r = pool_->read_optimistic(pid);
-    heap_racy_copy(copy, r.data, usable_);
+    heap_detail::heap_racy_copy(copy, r.data, usable_);
     copied = Pool::validate(r);
   }
   if (!copied) {  // repeated conflicts with writers: copy under a shared pin instead
     SharedGuard g = pool_->pin_shared(pid);
     std::memcpy(copy, g.data(), usable_);
   }
-  for_each_row(copy, usable_, pid, fn);
+  heap_detail::for_each_row(copy, usable_, pid, fn);
 }
 
 template <class Pool>
@@ -369,15 +367,17 @@ uint64_t BasicHeapFile<Pool>::sum_one_page(BlockId block, size_t offset, ScanRea
   uint64_t sum = 0;
   if (read == ScanRead::kShared) {
     SharedGuard g = pool_->pin_shared(pid);
-    if (!heap_racy_sum_page(g.data(), usable_, offset, &sum)) corrupt(pid, "data page breaks the page invariants");
+    if (!heap_detail::heap_racy_sum_page(g.data(), usable_, offset, &sum)) {
+      heap_detail::corrupt(pid, "data page breaks the page invariants");
+    }
     return sum;
   }
   auto [ok, page_sum] = pool_->optimistic_read(pid, [&](const std::byte* p) {
     uint64_t s = 0;
-    bool ok = heap_racy_sum_page(p, usable_, offset, &s);
+    bool ok = heap_detail::heap_racy_sum_page(p, usable_, offset, &s);
     return std::pair<bool, uint64_t>(ok, s);
   });
-  if (!ok) corrupt(pid, "data page breaks the page invariants");  // validated (or pinned) bytes
+  if (!ok) heap_detail::corrupt(pid, "data page breaks the page invariants");  // validated (or pinned) bytes
   return page_sum;
 }
 
@@ -417,4 +417,4 @@ int64_t BasicHeapFile<Pool>::sum_column(size_t offset, std::span<const BlockId> 
   return static_cast<int64_t>(sum);
 }
 
-}  // namespace calico
+}  // namespace calico::index

@@ -1,4 +1,4 @@
-// The page format of BasicHnsw (hnsw.h): where every byte of an HNSW index lives in its
+// The page format of BasicHnsw (include/calico/index/hnsw.h): where every byte of an HNSW index lives in its
 // space, the metadata page, and the one function that reads page bytes without a latch.
 //
 // One space per index (DirectTranslation pools hold a single space, so no second space):
@@ -31,7 +31,7 @@
 // counts <= 2M (level 0) and <= M (upper); the entry point is present and has level max_level;
 // size counts the present nodes; on a level that two nodes or more are on, each of them has
 // a non-empty list (after complete insertions). The last two hold while no add() has failed
-// after its node became present; hnsw.h ("A failed add") says what holds instead. Lists are
+// after its node became present; calico/index/hnsw.h ("A failed add") says what holds instead. Lists are
 // kept in no particular order (appended, or in the heuristic's ascending-distance order after
 // a shrink).
 #pragma once

@@ -1,5 +1,5 @@
 // RecordHint and HintStats: LIPAH's index skipping ([LIPAH] 3.2, 3.3, 4.2) for
-// BasicBTree (btree.h: lookup_hinted, update_hinted, and the `where` outputs of insert,
+// BasicBTree (calico/index/btree.h: lookup_hinted, update_hinted, and the `where` outputs of insert,
 // upsert and update).
 //
 // Entry points:
@@ -9,7 +9,7 @@
 //
 // A RecordHint is a guess, stored by the caller wherever it likes (a secondary index's value
 // next to the primary key, a transaction's read/write set) and never trusted: the tree
-// validates the hinted page before using anything from it (btree.h, "Index skipping") and
+// validates the hinted page before using anything from it (calico/index/btree.h, "Index skipping") and
 // falls back to the root-to-leaf search when it does not hold the key. Any 8 bytes decode to
 // a hint that is safe to pass back.
 //

@@ -2,6 +2,11 @@
 // scans of the paper's Section 3.1 / Table 2 (SUM over one 8-byte column, pages visited in
 // block order or in a given order such as a random permutation).
 //
+// The declaration and its contract. Unlike the other indexes, the member definitions
+// (src/index/heap_file/heap_file_impl.h) are not inline: they are compiled once into the
+// library for every translation policy (cmake/variants.cmake), so this header does not
+// include them and users link those instantiations.
+//
 // Principal entry points:
 //   HeapFile::create(pool, name) / HeapFile::open(pool, name)
 //   append(row)                -> RowId     (thread-safe; serialized on the metadata page)
@@ -55,7 +60,7 @@
 #include "calico/buffer_pool.h"
 #include "calico/page_id.h"
 
-namespace calico {
+namespace calico::index {
 
 static_assert(std::endian::native == std::endian::little, "the heap format is little-endian");
 
@@ -185,4 +190,4 @@ using HeapFile = BasicHeapFile<BufferPool>;
 extern template class BasicHeapFile<BufferPool>;
 #endif
 
-}  // namespace calico
+}  // namespace calico::index

@@ -1,0 +1,9 @@
+// For the declaration of calico/index/ivf.h: the format (src/index/ivf/ivf_layout.h: IvfFormat
+// and the metadata the object keeps), and the vector kernels, coarse ranker and results of its
+// API (src/vector/). Only calico/detail/ reaches into src/.
+#pragma once
+
+#include "index/ivf/ivf_layout.h"
+#include "vector/coarse.h"
+#include "vector/distance.h"
+#include "vector/neighbor.h"
