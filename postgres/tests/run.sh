@@ -142,7 +142,7 @@ for suite in "${suites[@]}"; do
       make_in calico src/src/test/recovery check PROVE_TESTS="$RECOVERY_CI"
       echo "=== postgres: crash (SIGKILL) and hot standby TAP tests (calico; postgres/tests/t)"
       mkdir -p "$TMP/t"
-      cp "$ROOT"/postgres/tests/t/*.pl "$TMP/t/"
+      cp "$ROOT"/postgres/tests/t/*.pl "$ROOT"/postgres/tests/t/*.pm "$TMP/t/"
       chmod -R a+rX "$TMP/t"
       prove_with_pgvector calico "$TMP/t/*.pl"
       ;;

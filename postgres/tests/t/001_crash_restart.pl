@@ -15,8 +15,10 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use CalicoTap;
 
 my $rounds = $ENV{CALICO_CRASH_ROUNDS} // 10;
 my $seed = $ENV{CALICO_CRASH_SEED} // int(time());
@@ -29,18 +31,14 @@ sub vec_literal
 	return '[' . join(',', map { sprintf('%.4f', rand()) } 1 .. $dim) . ']';
 }
 
-my $node = PostgreSQL::Test::Cluster->new('calico_crash');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq{
+my $node = start_calico_node(
+	'calico_crash', qq{
 shared_buffers = 2MB
 autovacuum = off
 max_connections = 30
 io_method = worker
 });
-$node->start;
-is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_calico_stats()'),
-	'1', 'the calico build (pg_calico_stats exists)');
+my $random_vector = random_vector_sql($dim);
 
 $node->safe_psql('postgres',
 	'CREATE EXTENSION vector; CREATE EXTENSION amcheck;');
@@ -51,22 +49,12 @@ $node->safe_psql(
 SELECT setseed(0.25);
 CREATE SEQUENCE vec_bg_id START 1000000;
 CREATE TABLE vec (id int PRIMARY KEY DEFAULT nextval('vec_bg_id'), e vector($dim));
-INSERT INTO vec (id, e) SELECT g + 500000, (SELECT array_agg(random()::real) FROM generate_series(1, $dim) WHERE g > 0)::vector
-  FROM generate_series(1, 3000) g;
+INSERT INTO vec (id, e) SELECT g + 500000, $random_vector FROM generate_series(1, 3000) g;
 CREATE INDEX vec_hnsw ON vec USING hnsw (e vector_l2_ops) WITH (m = 8, ef_construction = 32);
 CREATE TABLE committed (id int PRIMARY KEY, e vector($dim));
 });
 
-my $dir = PostgreSQL::Test::Utils::tempdir;
-open(my $fh, '>', "$dir/vec_insert.sql") or die;
-print $fh "INSERT INTO vec (e) SELECT (SELECT array_agg(random()::real) FROM generate_series(1, $dim) WHERE g > 0)::vector FROM generate_series(1, 5) g;\n";
-close $fh;
-open($fh, '>', "$dir/vec_delete.sql") or die;
-print $fh "\\set id random(500001, 503000)\nDELETE FROM vec WHERE id = :id;\n";
-close $fh;
-open($fh, '>', "$dir/vacuum.sql") or die;
-print $fh "VACUUM vec;\n";
-close $fh;
+my %script = write_load_scripts(PostgreSQL::Test::Utils::tempdir, $dim, 500001, 503000);
 
 # The processes whose parent is $ppid (from /proc: the field after the command's ')').
 sub children_of
@@ -93,16 +81,9 @@ my $next_id = 1;
 for my $round (1 .. $rounds)
 {
 	my ($out, $err) = ('', '');
-	my $bench = IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '4', '-j', '2', '-T', '60',
-			'-h', $node->host, '-p', $node->port,
-			'-b', 'tpcb-like@4',
-			'-f', "$dir/vec_insert.sql\@3",
-			'-f', "$dir/vec_delete.sql\@1",
-			'-f', "$dir/vacuum.sql\@1", 'postgres'
-		],
-		'>', \$out, '2>', \$err);
+	my $bench = start_pgbench(
+		$node, \$out, \$err, '-c', '4', '-j', '2', '-T', '60', '-b', 'tpcb-like@4',
+		'-f', "$script{insert}\@3", '-f', "$script{delete}\@1", '-f', "$script{vacuum}\@1");
 
 	# Our own inserts, one at a time, until the kill.
 	my $kill_at = time() + 0.5 + rand(2.5);
@@ -152,13 +133,7 @@ for my $round (1 .. $rounds)
 		  . join(',', map { "($_, '$committed{$_}')" } sort { $a <=> $b } keys %committed))
 	  if %committed;
 
-	# bt_index_check raises an ERROR on the first inconsistency: safe_psql then dies.
-	my $nbtree = $node->safe_psql(
-		'postgres', q{
-SELECT count(*) FROM (
-  SELECT bt_index_check(c.oid, true) FROM pg_index i
-  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-  WHERE a.amname = 'btree' AND c.relpersistence = 'p') s});
+	my $nbtree = btree_indexes_checked($node);
 	ok($nbtree > 0, "round $round: bt_index_check(heapallindexed) clean on $nbtree btree indexes");
 	is( $node->safe_psql(
 			'postgres', q{

@@ -10,31 +10,27 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use CalicoTap;
 
 my $dim = 8;
-my $primary = PostgreSQL::Test::Cluster->new('calico_primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf(
-	'postgresql.conf', qq{
+my $primary = start_calico_node(
+	'calico_primary', qq{
 shared_buffers = 4MB
 autovacuum = off
-});
-$primary->start;
-is($primary->safe_psql('postgres', 'SELECT count(*) FROM pg_calico_stats()'),
-	'1', 'the calico build (pg_calico_stats exists)');
+}, allows_streaming => 1);
+my $random_vector = random_vector_sql($dim);
 $primary->safe_psql(
 	'postgres', qq{
 CREATE EXTENSION vector; CREATE EXTENSION amcheck;
 SELECT setseed(0.75);
 CREATE TABLE vec (id serial PRIMARY KEY, e vector($dim));
-INSERT INTO vec (e) SELECT (SELECT array_agg(random()::real) FROM generate_series(1, $dim) WHERE g > 0)::vector
-  FROM generate_series(1, 4000) g;
+INSERT INTO vec (e) SELECT $random_vector FROM generate_series(1, 4000) g;
 CREATE INDEX vec_hnsw ON vec USING hnsw (e vector_l2_ops) WITH (m = 8, ef_construction = 32);
 CREATE TABLE queries (qid int PRIMARY KEY, e vector($dim));
-INSERT INTO queries SELECT g, (SELECT array_agg(random()::real) FROM generate_series(1, $dim) WHERE g > 0)::vector
-  FROM generate_series(1, 40) g;
+INSERT INTO queries SELECT g, $random_vector FROM generate_series(1, 40) g;
 });
 
 $primary->backup('b1');
@@ -45,26 +41,12 @@ $standby->init_from_backup($primary, 'b1', has_streaming => 1);
 $standby->append_conf('postgresql.conf', "shared_buffers = 4MB\nmax_standby_streaming_delay = -1\n");
 $standby->start;
 
-my $dir = PostgreSQL::Test::Utils::tempdir;
-open(my $fh, '>', "$dir/insert.sql") or die;
-print $fh "INSERT INTO vec (e) SELECT (SELECT array_agg(random()::real) FROM generate_series(1, $dim) WHERE g > 0)::vector FROM generate_series(1, 5) g;\n";
-close $fh;
-open($fh, '>', "$dir/delete.sql") or die;
-print $fh "\\set id random(1, 4000)\nDELETE FROM vec WHERE id = :id;\n";
-close $fh;
-open($fh, '>', "$dir/vacuum.sql") or die;
-print $fh "VACUUM vec;\n";
-close $fh;
+my %script = write_load_scripts(PostgreSQL::Test::Utils::tempdir, $dim, 1, 4000);
 
 my ($out, $err) = ('', '');
-my $bench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '3', '-j', '3', '-T', '8',
-		'-h', $primary->host, '-p', $primary->port,
-		'-f', "$dir/insert.sql\@6", '-f', "$dir/delete.sql\@2", '-f', "$dir/vacuum.sql\@1",
-		'postgres'
-	],
-	'>', \$out, '2>', \$err);
+my $bench = start_pgbench(
+	$primary, \$out, \$err, '-c', '3', '-j', '3', '-T', '8',
+	'-f', "$script{insert}\@6", '-f', "$script{delete}\@2", '-f', "$script{vacuum}\@1");
 
 # Hot standby: the standby answers while it replays.
 my $answered = 0;
@@ -109,12 +91,7 @@ my $s_pinned = $standby->safe_psql('postgres',
 	"SET calico_optimistic_reads = off; SET calico_group_prefetch = off; $q_hnsw");
 is($s_pinned, $s_hnsw, 'on the standby, HNSW answers are the same with optimistic reads off');
 
-my $nbtree = $standby->safe_psql(
-	'postgres', q{
-SELECT count(*) FROM (
-  SELECT bt_index_check(c.oid, true) FROM pg_index i
-  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-  WHERE a.amname = 'btree' AND c.relpersistence = 'p') s});
+my $nbtree = btree_indexes_checked($standby);
 ok($nbtree > 0, "amcheck on the standby: bt_index_check(heapallindexed) clean on $nbtree btree indexes");
 my $ok = $standby->safe_psql('postgres', 'SELECT optimistic_ok FROM pg_calico_stats()');
 ok($ok > 0, "the standby's searches read pages optimistically ($ok validated reads)");
