@@ -215,7 +215,9 @@ inline auto BasicHnsw<Pool>::open(Pool& pool, std::string_view name) -> BasicHns
                  "space '" + std::string(name) + "' is not an HNSW index of this format: " + why, PageId(space, 0));
   };
   if (blocks == 0 || m.magic != HnswMeta::kMagic) throw bad("no HNSW metadata");
-  if (m.format_version != HnswMeta::kFormatVersion) throw bad("format version " + std::to_string(m.format_version));
+  if (m.format_version < HnswMeta::kFirstFormatVersion || m.format_version > HnswMeta::kFormatVersion) {
+    throw bad("format version " + std::to_string(m.format_version));
+  }
   if (m.page_size != pool.page_size()) throw bad("written with " + std::to_string(m.page_size) + "-byte pages");
   if (m.dim == 0 || m.M < 2 || m.M > HnswLayout::kMaxM || m.metric > 2 || m.capacity == 0 ||
       m.capacity == HnswMeta::kNone) {
@@ -226,6 +228,7 @@ inline auto BasicHnsw<Pool>::open(Pool& pool, std::string_view name) -> BasicHns
   if (l.per_page != m.per_page || l.vec_stride != m.vec_stride || l.l0_pages != m.l0_pages ||
       l.max_level_cap != m.max_level_cap || uint64_t{l.upper_base} + m.upper_pages > blocks ||
       uint64_t{m.upper_units} > uint64_t{m.upper_pages} * l.lists_per_page || m.size > m.capacity ||
+      m.deleted > m.size || (m.format_version == 1 && m.deleted != 0) ||
       (m.entry != HnswMeta::kNone && (m.entry >= m.capacity || m.max_level >= l.max_level_cap)) ||
       m.ef_construction < m.M) {
     throw bad("inconsistent metadata");
@@ -251,6 +254,13 @@ inline SpaceId BasicHnsw<Pool>::space() const { return space_; }
 
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::size() const {
+  HnswStats s;
+  const HnswMetaState ms = read_meta_state(true, s);
+  return ms.size - ms.deleted;
+}
+
+template <class Pool>
+inline uint32_t BasicHnsw<Pool>::added() const {
   HnswStats s;
   return read_meta_state(true, s).size;
 }
@@ -282,7 +292,8 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
                                                    " was partly added with another vector; retry it with that one");
     }
   } else {
-    if (contains_node(id, st)) throw duplicate(id);  // cheap check before allocating upper units
+    // A cheap check before allocating upper units.
+    if (const HnswRowHead h = read_head(id, true, st.stats_); h.present()) throw duplicate(id, h);
     const uint32_t upper = level > 0 ? allocate_upper(level) : HnswRowHead::kNoUpper;
     claim(id, level, upper, q);
     record.claimed();  // from here on the node is present: an error leaves a failed add
@@ -292,16 +303,122 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
 }
 
 template <class Pool>
+inline void BasicHnsw<Pool>::remove(uint32_t id) {
+  if (id >= layout_.capacity) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) + " >= capacity " +
+                                                 std::to_string(layout_.capacity));
+  }
+  {
+    // A node whose add runs or failed is present but not counted: removing it would make
+    // the count of tombstones exceed the counted nodes. An add(id) that starts after this
+    // check finds the node present and fails (or finds it removed).
+    std::lock_guard lock(shared_->adds_mutex);
+    if (shared_->adds.count(id) != 0) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) +
+                                                   " is being added, or its add failed (add it again first)");
+    }
+  }
+  {
+    // The metadata is checked before the flag is set, so that a corrupt page fails the call
+    // with nothing changed (a live node is counted, so deleted < size holds below).
+    HnswStats s;
+    const HnswMetaState ms = read_meta_state(true, s);
+    if (ms.deleted >= ms.size) corrupt(meta_page(), "metadata counts " + std::to_string(ms.deleted) +
+                                                        " removed of " + std::to_string(ms.size) + " nodes");
+  }
+  {
+    ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
+    HnswRowHead h;
+    std::memcpy(&h, g.data() + layout_.row_offset(id), sizeof h);
+    if (!h.flags_ok()) corrupt(page_of(id), "node " + std::to_string(id) + " has flags " + std::to_string(h.flags));
+    if (!h.live()) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) + " is not in the index" +
+                                                   (h.present() ? " (removed before)" : ""));
+    }
+    h.flags |= HnswRowHead::kDeleted;
+    std::memcpy(g.data() + layout_.row_offset(id) + offsetof(HnswRowHead, flags), &h.flags, sizeof h.flags);
+    g.mark_dirty();
+  }
+  // Counted under the metadata latch (one latch at a time, as everywhere). A search that
+  // reads the count before this still checks tombstones from the next search on; one that
+  // ran before the flag may return the node (a remove concurrent with it). Like add(), a
+  // remove is durable at the next flush; a flush that runs while it does may write the
+  // tombstone without its count (check_structure reports it after a reopen).
+  ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+  HnswMetaState ms = meta_state_of(g.data());
+  if (!meta_state_ok(ms) || ms.deleted >= ms.size) {  // changed on disk since the check: take the flag back
+    g = ExclusiveGuard();
+    ExclusiveGuard row = pool_->pin_exclusive(page_of(id));
+    const uint16_t flags = HnswRowHead::kPresent;
+    std::memcpy(row.data() + layout_.row_offset(id) + offsetof(HnswRowHead, flags), &flags, sizeof flags);
+    row.mark_dirty();
+    corrupt(meta_page(), "metadata state is malformed");
+  }
+  ms.deleted += 1;
+  write_meta_state(g, ms);
+  uint32_t version;
+  std::memcpy(&version, g.data() + offsetof(HnswMeta, format_version), 4);
+  if (version < HnswMeta::kFormatVersion) {  // a version-1 reader would return tombstones
+    version = HnswMeta::kFormatVersion;
+    std::memcpy(g.data() + offsetof(HnswMeta, format_version), &version, 4);
+  }
+}
+
+template <class Pool>
 inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
                                     std::vector<vector::Neighbor>* out) const {
   out->clear();
   search_prepare(q, opt, st);
-  if (!search_start(opt, st)) return;
+  // The plain path while the index has no tombstone (one set after this read may be
+  // returned, as by a search that started before the remove).
+  const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
+  if (ms.deleted == 0) {
+    search_admitted(opt, ms, AdmitAll{}, 0, st, out);
+  } else {
+    search_admitted(opt, ms, AdmitLive{nullptr, opt.optimistic}, ms.size - ms.deleted, st, out);
+  }
+}
+
+template <class Pool>
+inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
+                                    std::vector<vector::Neighbor>* out, const HnswFilter& filter) const {
+  out->clear();
+  search_prepare(q, opt, st);
+  const AdmitLive admit{&filter, opt.optimistic};
+  const size_t words = std::min<size_t>(filter.allowed.size(), (size_t{layout_.capacity} + 63) / 64);
+  uint64_t allowed = 0;
+  for (size_t w = 0; w < words; ++w) allowed += std::popcount(filter.allowed[w]);
+  const uint64_t ef = std::max(opt.ef, opt.k);
+  const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
+  const uint64_t live = ms.size - ms.deleted;
+  const bool exact = opt.exact_scan_below != 0 ? allowed < opt.exact_scan_below
+                                               : allowed * allowed <= 3 * ef * live || allowed <= opt.k;
+  if (exact) {
+    ++st.stats_.searches;
+    exact_scan(opt, admit, st, out);
+  } else {
+    search_admitted(opt, ms, admit, std::min(allowed, live), st, out);
+  }
+}
+
+// The level-0 beam search with result admission `admit`; a search that found fewer than
+// min(k, most) admissible nodes (a selective filter, or many tombstones near the query;
+// `most` bounds the admissible nodes from above) is answered by an exact scan instead, so
+// that it returns min(k, admissible nodes) results.
+template <class Pool>
+template <class Admit>
+inline void BasicHnsw<Pool>::search_admitted(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit,
+                                             uint64_t most, HnswSearchState& st,
+                                             std::vector<vector::Neighbor>* out) const {
+  if (!search_start(opt, ms, admit, st)) return;
   const uint32_t ef = std::max(opt.ef, opt.k);
   while (layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, st)) {
-    layer_score(st.query_.data(), 0, ef, opt.optimistic, opt.prefetch, st);
+    layer_score(st.query_.data(), 0, ef, opt.optimistic, opt.prefetch, st, admit);
   }
   search_end(opt.k, st, out);
+  if constexpr (!Admit::kAll) {
+    if (out->size() < std::min<uint64_t>(opt.k, most)) exact_scan(opt, admit, st, out);
+  }
 }
 
 template <class Pool>
@@ -323,11 +440,22 @@ inline void BasicHnsw<Pool>::search_batch(std::span<const float* const> queries,
     }
     search_prepare(queries[i], opt, *states[i]);
   }
+  if (n == 0) return;
+  // As search(): the plain path while the index has no tombstone. With tombstones the
+  // searches run one after the other (not interleaved yet).
+  const HnswMetaState ms = read_meta_state(opt.optimistic, states[0]->stats_);
+  if (ms.deleted != 0) {
+    for (size_t i = 0; i < n; ++i) {
+      out[i].clear();
+      search_admitted(opt, ms, AdmitLive{nullptr, opt.optimistic}, ms.size - ms.deleted, *states[i], &out[i]);
+    }
+    return;
+  }
   std::vector<uint32_t> active;  // the searches not over, by index
   active.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     out[i].clear();
-    if (search_start(opt, *states[i]) &&
+    if (search_start(opt, ms, AdmitAll{}, *states[i]) &&
         layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, *states[i])) {
       active.push_back(static_cast<uint32_t>(i));
     } else {
@@ -356,7 +484,18 @@ inline bool BasicHnsw<Pool>::contains(uint32_t id) const {
                                                  std::to_string(layout_.capacity));
   }
   Lease lease(*shared_, layout_);
-  return contains_node(id, *lease.state);
+  return read_head(id, true, lease.state->stats_).live();
+}
+
+template <class Pool>
+inline bool BasicHnsw<Pool>::removed(uint32_t id) const {
+  if (id >= layout_.capacity) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw removed: id " + std::to_string(id) + " >= capacity " +
+                                                 std::to_string(layout_.capacity));
+  }
+  Lease lease(*shared_, layout_);
+  const HnswRowHead h = read_head(id, true, lease.state->stats_);
+  return h.present() && !h.live();
 }
 
 template <class Pool>
@@ -381,7 +520,7 @@ inline void BasicHnsw<Pool>::check_structure() const {
   }
   auto fail = [](const std::string& what) { throw std::logic_error("hnsw: " + what); };
   std::vector<HnswRowHead> heads(layout_.capacity);
-  uint32_t present = 0;
+  uint32_t present = 0, deleted = 0;
   for (uint32_t id = 0; id < layout_.capacity; ++id) {
     SharedGuard g = pool_->pin_shared(page_of(id));
     std::memcpy(&heads[id], g.data() + layout_.row_offset(id), sizeof(HnswRowHead));
@@ -391,7 +530,8 @@ inline void BasicHnsw<Pool>::check_structure() const {
       continue;
     }
     ++present;
-    if (h.flags != HnswRowHead::kPresent || h.level >= layout_.max_level_cap ||
+    deleted += h.live() ? 0 : 1;
+    if (!h.flags_ok() || h.level >= layout_.max_level_cap ||
         (h.level == 0) != (h.upper == HnswRowHead::kNoUpper) ||
         (h.level > 0 && uint64_t{h.upper} + h.level > m.upper_units)) {
       fail("node " + std::to_string(id) + " has a bad head");
@@ -399,12 +539,16 @@ inline void BasicHnsw<Pool>::check_structure() const {
   }
   const std::vector<uint32_t> failed = failed_adds();
   for (uint32_t id : failed) {
-    if (heads[id].flags == 0) fail("node " + std::to_string(id) + ", whose add failed, is not present");
+    if (!heads[id].live()) fail("node " + std::to_string(id) + ", whose add failed, is not present or removed");
     if (id == m.entry) fail("node " + std::to_string(id) + ", whose add failed, is the entry point");
   }
   if (present != uint64_t{m.size} + failed.size()) {
     fail("size " + std::to_string(m.size) + " and " + std::to_string(failed.size()) + " failed adds but " +
          std::to_string(present) + " nodes");
+  }
+  if (deleted != m.deleted) {
+    fail("the metadata counts " + std::to_string(m.deleted) + " removed nodes but " + std::to_string(deleted) +
+         " are tombstones");
   }
   if ((m.entry == HnswMeta::kNone) != (m.size == 0)) fail("entry point and size disagree");
   if (m.entry != HnswMeta::kNone && (heads[m.entry].flags == 0 || heads[m.entry].level != m.max_level)) {
@@ -464,8 +608,12 @@ template <class Pool>
 inline PageId BasicHnsw<Pool>::page_of(uint32_t id) const { return PageId(space_, layout_.block_of(id)); }
 
 template <class Pool>
-inline Error BasicHnsw<Pool>::duplicate(uint32_t id) {
-  return Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " was added before");
+inline Error BasicHnsw<Pool>::duplicate(uint32_t id, const HnswRowHead& h) {
+  return Error(ErrorCode::kInvalidArgument,
+               "hnsw add: id " + std::to_string(id) +
+                   (h.live() ? " was added before"
+                             : " was removed, and a removed id cannot be added again yet (its slot stays a "
+                               "tombstone: docs/design/mutable_indexes.md)"));
 }
 
 template <class Pool>
@@ -526,7 +674,8 @@ inline void BasicHnsw<Pool>::corrupt(PageId pid, const std::string& what) { corr
 // Whether a metadata state (as read from the page) is usable.
 template <class Pool>
 inline bool BasicHnsw<Pool>::meta_state_ok(const HnswMetaState& ms) const {
-  return ms.entry == HnswMeta::kNone || (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap);
+  return ms.deleted <= ms.size &&
+         (ms.entry == HnswMeta::kNone || (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap));
 }
 
 template <class Pool>
@@ -558,15 +707,10 @@ inline HnswRowHead BasicHnsw<Pool>::read_head(uint32_t id, bool optimistic, Hnsw
   const uint32_t off = layout_.row_offset(id);
   read_page(page_of(id), optimistic, s, "link row head", [&](const std::byte* p) {
     hnsw_detail::hnsw_racy_copy(&h, p + off, sizeof h);
-    return h.flags == 0 || (h.flags == HnswRowHead::kPresent && h.level < layout_.max_level_cap &&
+    return h.flags == 0 || (h.flags_ok() && h.level < layout_.max_level_cap &&
                             (h.level == 0) == (h.upper == HnswRowHead::kNoUpper));
   });
   return h;
-}
-
-template <class Pool>
-inline bool BasicHnsw<Pool>::contains_node(uint32_t id, HnswSearchState& st) const {
-  return read_head(id, true, st.stats_).flags != 0;
 }
 
 template <class Pool>
@@ -576,7 +720,7 @@ inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, const Hn
                         2 * params_.M};
   }
   // h was read validated or pinned: a node named in a level-`level` list must have that level.
-  if (h.flags != HnswRowHead::kPresent || h.level < level || h.upper == HnswRowHead::kNoUpper) {
+  if (!h.present() || !h.flags_ok() || h.level < level || h.upper == HnswRowHead::kNoUpper) {
     corrupt(page_of(id), "node " + std::to_string(id) + " is named on level " + std::to_string(level) +
                              " but its head says level " + std::to_string(h.level) + ", flags " +
                              std::to_string(h.flags));
@@ -780,12 +924,13 @@ inline void BasicHnsw<Pool>::search_prepare(const float* q, const HnswSearchOpti
   prepare_vector(q, st.query_.data(), "search");
 }
 
-// Second step: the greedy descent to level 1 and the level-0 beam's start (layer_begin).
-// False when the index is empty.
+// Second step: from the metadata state `ms` (read by the caller), the greedy descent to
+// level 1 and the level-0 beam's start (layer_begin). False when the index is empty.
 template <class Pool>
-inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, HnswSearchState& st) const {
+template <class Admit>
+inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit,
+                                          HnswSearchState& st) const {
   ++st.stats_.searches;
-  const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
   if (ms.entry == HnswMeta::kNone) {
     st.results_.clear();
     return false;
@@ -798,6 +943,9 @@ inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, HnswSear
   st.visited_[cur] = epoch;
   st.results_.assign(1, vector::Neighbor{cur_d, cur});
   layer_begin(std::max(opt.ef, opt.k), st);
+  if constexpr (!Admit::kAll) {
+    if (!admissible(cur, nullptr, admit, st)) st.results_.clear();  // a candidate still
+  }
   return true;
 }
 
@@ -887,9 +1035,13 @@ inline bool BasicHnsw<Pool>::layer_expand(uint32_t level, uint32_t ef, bool opti
 // Scores the members layer_expand left pending and offers each to the heaps.
 // Flattened: the heap operations of `offer` stay inlined in the scoring loop (cachegrind:
 // as separate calls they cost 4% more instructions per query at ef 256).
+// With Admit = AdmitLive (level 0 only), v still becomes a candidate by the same rule, but
+// enters the kept results only if admissible: the results bound the beam by admissible
+// nodes alone, so the beam widens past removed and filtered-out regions.
 template <class Pool>
+template <class Admit>
 inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
-                                         HnswSearchState& st) const {
+                                         HnswSearchState& st, const Admit& admit) const {
   auto& cand = st.candidates_;
   auto& res = st.results_;
   const uint32_t fresh = st.pending_;
@@ -898,12 +1050,15 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
   // expanded soon: its link row is started from `frame`, v's page as read (no second
   // translation; hnswlib prefetches its next candidate's list the same way; a hint: the
   // frame may have changed since, then a wasted line).
-  auto offer = [&](uint32_t v, float d, const std::byte* frame) {
+  auto offer = [&](uint32_t v, float d, const std::byte* frame, const OptimisticRead* r) {
     const vector::Neighbor nb{d, v};
     if (res.size() < ef || nb < res.front()) {
       if (frame != nullptr) prefetch_row(frame, v);
       cand.push_back(nb);
       std::push_heap(cand.begin(), cand.end(), std::greater<>());
+      if constexpr (!Admit::kAll) {
+        if (!admissible(v, r, admit, st)) return;
+      }
       res.push_back(nb);
       std::push_heap(res.begin(), res.end());
       if (res.size() > ef) {
@@ -914,11 +1069,90 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
   };
   if (prefetch && optimistic) {
     if (level != 0) std::fill_n(st.reads_.begin(), fresh, OptimisticRead{});  // else as read_group started them
-    score_in_place(q, st.fresh_.data(), fresh, st,
-                   [&](uint32_t i, float d, const std::byte* frame) { offer(st.fresh_[i], d, frame); });
+    score_in_place(q, st.fresh_.data(), fresh, st, [&](uint32_t i, float d, const std::byte* frame) {
+      offer(st.fresh_[i], d, frame, &st.reads_[i]);
+    });
   } else {
-    for (uint32_t i = 0; i < fresh; ++i) offer(st.fresh_[i], distance_to(q, st.fresh_[i], optimistic, st), nullptr);
+    for (uint32_t i = 0; i < fresh; ++i) {
+      offer(st.fresh_[i], distance_to(q, st.fresh_[i], optimistic, st), nullptr, nullptr);
+    }
   }
+}
+
+// Whether node id may be a result: allowed by the filter, and live (present, no tombstone).
+// The head is read from `r` (id's page read, whose vector was just scored) and the read
+// validated again; without a read (r null or not started), or when that validation fails,
+// it is read on its own (read_head).
+template <class Pool>
+inline bool BasicHnsw<Pool>::admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a,
+                                        HnswSearchState& st) const {
+  if (a.filter != nullptr && !a.filter->allows(id)) return false;
+  if (r != nullptr && r->data != nullptr) {
+    uint32_t level_flags;  // {level u16, flags u16}: the head's last word
+    hnsw_detail::hnsw_racy_copy(&level_flags, r->data + layout_.row_offset(id) + offsetof(HnswRowHead, level), 4);
+    if (Pool::validate(*r)) return (level_flags >> 16) == HnswRowHead::kPresent;
+    ++st.stats_.retries;
+  }
+  return read_head(id, a.optimistic, st.stats_).live();
+}
+
+// The exact answer among the admissible nodes: every id the filter allows (every id without
+// a filter) is scored, in groups whose pages are read at once (read_group) when the search
+// prefetches, and the k nearest admissible ones are kept.
+template <class Pool>
+inline void BasicHnsw<Pool>::exact_scan(const HnswSearchOptions& opt, const AdmitLive& admit, HnswSearchState& st,
+                                        std::vector<vector::Neighbor>* out) const {
+  const float* q = st.query_.data();
+  auto& res = st.results_;
+  res.clear();
+  auto offer = [&](uint32_t v, float d, const OptimisticRead* r) {
+    const vector::Neighbor nb{d, v};
+    if (res.size() >= opt.k && !(nb < res.front())) return;
+    if (!admissible(v, r, admit, st)) return;
+    res.push_back(nb);
+    std::push_heap(res.begin(), res.end());
+    if (res.size() > opt.k) {
+      std::pop_heap(res.begin(), res.end());
+      res.pop_back();
+    }
+  };
+  const uint32_t group = static_cast<uint32_t>(std::min(st.fresh_.size(), st.group_.size()));
+  uint32_t n = 0;
+  auto score = [&] {
+    if (opt.optimistic && opt.prefetch) {
+      for (uint32_t i = 0; i < n; ++i) {
+        st.group_[i] = page_of(st.fresh_[i]);
+        st.offsets_[i] = layout_.vector_offset(st.fresh_[i]);
+      }
+      pool_->read_group(std::span<const PageId>(st.group_.data(), n), std::span<const uint32_t>(st.offsets_.data(), n),
+                        std::span<OptimisticRead>(st.reads_.data(), n));
+      score_in_place(q, st.fresh_.data(), n, st,
+                     [&](uint32_t i, float d, const std::byte*) { offer(st.fresh_[i], d, &st.reads_[i]); });
+    } else {
+      for (uint32_t i = 0; i < n; ++i) offer(st.fresh_[i], distance_to(q, st.fresh_[i], opt.optimistic, st), nullptr);
+    }
+    n = 0;
+  };
+  for (uint32_t id = 0; id < layout_.capacity; ++id) {
+    if (admit.filter != nullptr) {
+      const size_t w = id / 64;
+      if (w >= admit.filter->allowed.size()) break;
+      const uint64_t word = admit.filter->allowed[w] >> (id % 64);
+      if (word == 0) {  // skip to the next word
+        id = static_cast<uint32_t>(std::min<uint64_t>((w + 1) * 64, layout_.capacity)) - 1;
+        continue;
+      }
+      if ((word & 1) == 0) {
+        id += static_cast<uint32_t>(std::countr_zero(word)) - 1;
+        continue;
+      }
+    }
+    st.fresh_[n++] = id;
+    if (n == group) score();
+  }
+  if (n > 0) score();
+  std::sort_heap(res.begin(), res.end());
+  out->assign(res.begin(), res.end());
 }
 
 // The heuristic (Algorithm 4, no extension, pruned connections dropped): walks `sorted`
@@ -1078,7 +1312,7 @@ inline void BasicHnsw<Pool>::claim(uint32_t id, uint32_t level, uint32_t upper, 
   ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
   HnswRowHead h;
   std::memcpy(&h, g.data() + layout_.row_offset(id), sizeof h);
-  if (h.flags != 0) throw duplicate(id);
+  if (h.present()) throw duplicate(id, h);
   std::memcpy(g.data() + layout_.vector_offset(id), v, size_t{params_.dim} * 4);
   h = HnswRowHead{0, upper, static_cast<uint16_t>(level), HnswRowHead::kPresent};
   std::memcpy(g.data() + layout_.row_offset(id), &h, sizeof h);
