@@ -97,9 +97,8 @@ class Pool:
 class HnswIndex:
     """
     An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's
-    memory is fine). Ids are integers below ``capacity``, each added once; ``delete``
-    removes ids (a removed id is not added again), ``search(filter=...)`` searches among
-    allowed ids.
+    memory is fine). Ids are integers below ``capacity``; ``delete`` removes ids (added
+    again once ``consolidate`` freed them), ``search(filter=...)`` searches among allowed ids.
     """
 
     def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 100000, seed: int = 42) -> None:
@@ -121,7 +120,7 @@ class HnswIndex:
     def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
         """
         Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;
-        None: the next unused ids, from the number ever added) on ``num_threads`` C++ threads (0: one per core).
+        None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).
         The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a
         bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
         """
@@ -155,8 +154,17 @@ class HnswIndex:
         """
         Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first
         (each id in the index, none twice), so a bad batch removes nothing. A removed node stays
-        in the graph as a tombstone that searches pass through; its id cannot be added again.
+        in the graph as a tombstone that searches pass through until consolidate() frees it
+        (its id can then be added again).
         Raises TypeError (dtype), InvalidArgumentError.
+        """
+
+    def consolidate(self) -> int:
+        """
+        Repairs the graph around the deleted ids (each list that named one gets its neighbours
+        instead, pruned as insertion prunes: FreshDiskANN's consolidation) and frees their
+        slots, so that those ids may be added again. Returns how many were freed. One pass
+        over the index; adds and deletes wait for it, searches go on.
         """
 
     def __len__(self) -> int:

@@ -84,6 +84,9 @@ class HnswApi : public VectorIndexApi {
   // Removes ids[0 .. n): all are checked first (below capacity, distinct, in the index), so
   // that a bad batch removes nothing; then removed one by one. Throws calico::Error.
   virtual void remove(const uint64_t* ids, uint64_t n) = 0;
+  // BasicHnsw::consolidate: repairs the graph around deleted ids and frees them; returns
+  // how many.
+  virtual uint64_t consolidate() = 0;
 };
 
 class IvfApi : public VectorIndexApi {

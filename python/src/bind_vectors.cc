@@ -88,9 +88,8 @@ nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint
 void bind_vectors(nb::module_& m) {
   nb::class_<HnswHandle>(m, "HnswIndex",
                          "An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's\n"
-                         "memory is fine). Ids are integers below ``capacity``, each added once; ``delete``\n"
-                         "removes ids (a removed id is not added again), ``search(filter=...)`` searches among\n"
-                         "allowed ids.")
+                         "memory is fine). Ids are integers below ``capacity``; ``delete`` removes ids (added\n"
+                         "again once ``consolidate`` freed them), ``search(filter=...)`` searches among allowed ids.")
       .def(
           "__init__",
           [](HnswHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
@@ -125,7 +124,7 @@ void bind_vectors(nb::module_& m) {
           "none, InvalidArgumentError when the space holds another kind of index.")
       .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
            "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;\n"
-           "None: the next unused ids, from the number ever added) on ``num_threads`` C++ threads (0: one per core).\n"
+           "None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).\n"
            "The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a\n"
            "bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
       .def(
@@ -168,8 +167,19 @@ void bind_vectors(nb::module_& m) {
           "ids"_a,
           "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first\n"
           "(each id in the index, none twice), so a bad batch removes nothing. A removed node stays\n"
-          "in the graph as a tombstone that searches pass through; its id cannot be added again.\n"
+          "in the graph as a tombstone that searches pass through until consolidate() frees it\n"
+          "(its id can then be added again).\n"
           "Raises TypeError (dtype), InvalidArgumentError.")
+      .def(
+          "consolidate",
+          [](HnswHandle& h) {
+            nb::gil_scoped_release release;
+            return h.api->consolidate();
+          },
+          "Repairs the graph around the deleted ids (each list that named one gets its neighbours\n"
+          "instead, pruned as insertion prunes: FreshDiskANN's consolidation) and frees their\n"
+          "slots, so that those ids may be added again. Returns how many were freed. One pass\n"
+          "over the index; adds and deletes wait for it, searches go on.")
       .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors in the index (added, not deleted).")
       .def(
           "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,

@@ -55,23 +55,28 @@ class HnswImpl final : public HnswApi {
     Use u(*gate_);
     Index& h = live();
     check_rows(v, h.dim(), h.params().metric, "hnsw add");
-    // ids = None numbers rows from size(), past the ids of failed adds (present, not counted):
-    // such adds run one batch at a time, so that two threads never hand out the same ids.
-    // An id whose add failed (failed_adds()) may be added again with the same vector, which
+    // ids = None: the first unused ids from size() up (an id is used while it is in the
+    // index, deleted and not yet consolidated, or left present by a failed add). Such adds
+    // run one batch at a time, so that two threads never hand out the same ids. An id whose
+    // add failed (failed_adds()) may be added again explicitly with the same vector, which
     // completes its insertion (calico/index/hnsw.h, "A failed add").
-    // The numbering starts at added() (removed ids included: their ids stay taken).
     std::unique_lock numbering(auto_ids_mu_, std::defer_lock);
-    if (!ids) numbering.lock();
     const std::vector<uint32_t> failed_ids = h.failed_adds();
     const std::unordered_set<uint64_t> failed(failed_ids.begin(), failed_ids.end());
-    uint64_t base = h.added();
-    for (bool moved = !ids; moved;) {  // until no failed id falls in [base, base + rows)
-      moved = false;
-      for (uint32_t f : failed_ids) {
-        if (f >= base && f < base + v.rows) base = uint64_t{f} + 1, moved = true;
+    std::vector<uint64_t> numbered;
+    if (!ids) {
+      numbering.lock();
+      for (uint64_t next = h.size(); numbered.size() < v.rows; ++next) {
+        if (next >= h.capacity()) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw add: " + std::to_string(v.rows) + " rows do not fit below capacity " +
+                                                       std::to_string(h.capacity()) + " (" + std::to_string(numbered.size()) +
+                                                       " unused ids left from " + std::to_string(h.size()) + ")");
+        }
+        const auto id = static_cast<uint32_t>(next);
+        if (!h.contains(id) && !h.removed(id)) numbered.push_back(next);
       }
     }
-    auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
+    auto id_of = [&](uint64_t i) { return ids ? ids[i] : numbered[i]; };
     std::unordered_set<uint64_t> seen;
     for (uint64_t i = 0; i < v.rows; ++i) {
       const uint64_t id = id_of(i);
@@ -85,7 +90,7 @@ class HnswImpl final : public HnswApi {
       }
       if (h.removed(static_cast<uint32_t>(id))) {
         throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
-                                                     ") was removed, and a removed id cannot be added again yet");
+                                                     ") was deleted; it can be added again after consolidate()");
       }
     }
     // 'direct' validates no optimistic read: its adds run one at a time (kDirectAdds).
@@ -112,6 +117,11 @@ class HnswImpl final : public HnswApi {
       }
     }
     for (uint64_t i = 0; i < n; ++i) h.remove(static_cast<uint32_t>(ids[i]));
+  }
+
+  uint64_t consolidate() override {
+    Use u(*gate_);
+    return live().consolidate();
   }
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {

@@ -1,6 +1,6 @@
 // Fuzz target: arbitrary bytes as one page (metadata, level-0 or upper-level page) of a
 // small HNSW index; then searches (optimistic and pinned, prefetch on and off), filtered
-// searches (graph and exact scan), contains, size, one remove and one add (of a node whose
+// searches (graph and exact scan), contains, size, one remove, a consolidate and one add (of a node whose
 // level is 0, so that the restore of the harness leaves the upper region as it was). See
 // fuzz_harness.h.
 #include "fuzz_harness.h"
@@ -104,6 +104,7 @@ class HnswTarget {
     if (removed_ < h.capacity()) {
       h.remove(removed_);
       h.search(q.data(), index::HnswSearchOptions{}, st, &out);  // the path that checks tombstones
+      (void)h.consolidate();  // relinks around it and frees its slot (every page is restored after)
     }
     if (spare_ < h.capacity()) h.add(spare_, q.data());
   }

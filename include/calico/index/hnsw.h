@@ -44,8 +44,8 @@
 // exact scan of them (HnswSearchOptions::exact_scan_below); and a graph search that found
 // fewer than k admissible nodes is completed by an exact scan, so that a search returns
 // min(k, admissible nodes) results whatever the filter's selectivity. Removed nodes'
-// slots are not reused and their ids cannot be added again: the graph repair that frees
-// them (consolidation, docs/design/mutable_indexes.md) is not implemented yet.
+// slots are not reused and their ids cannot be added again until consolidate() repairs the
+// graph around them and frees the slots.
 //
 // Concurrency and latching. Page latches are the node locks, and a thread never holds two:
 //   - add() writes the new node's record (vector, level, upper unit) under its level-0
@@ -224,9 +224,9 @@ class alignas(64) HnswSearchState {
   HnswSearchStats stats_;
 };
 
-// Thread safety: add, search, search_batch, size, contains and failed_adds may run from any
-// number of threads at once (each search with its own HnswSearchState); check_structure only
-// at quiescence. One BasicHnsw object per index per pool (see "Concurrency" above).
+// Thread safety: add, remove, consolidate, search, search_batch, size, contains and
+// failed_adds may run from any number of threads at once (each search with its own
+// HnswSearchState; consolidate excludes add and remove); check_structure only at quiescence. One BasicHnsw object per index per pool (see "Concurrency" above).
 template <class Pool>
 class BasicHnsw {
  public:
@@ -256,9 +256,6 @@ class BasicHnsw {
   // Live nodes: added (add() returned; failed adds are not counted) and not removed. Racy
   // while adds and removes run.
   uint32_t size() const;
-  // Nodes added so far, removed ones included (so the ids 0 .. added() - 1 are taken when
-  // ids are handed out in order). Racy likewise.
-  uint32_t added() const;
   // The top level node `id` was given (a hash of seed and id; whether or not it was added).
   uint32_t level_of(uint32_t id) const;
 
@@ -270,6 +267,15 @@ class BasicHnsw {
   // record stays as a tombstone that searches pass through. Thread-safe with add, remove and
   // search. Errors: see the file comment (the index is unchanged).
   void remove(uint32_t id);
+  // Repairs the graph around the removed nodes and frees their slots: every list that names
+  // a removed node gets the removed node's own neighbours instead, pruned by the insertion
+  // heuristic ([FreshDiskANN] Algorithm 4, on every level); a removed entry point gives way
+  // to a live node of the highest level; then the removed slots are cleared, so their ids
+  // may be added again. Returns the number of slots freed. One pass over every node's head
+  // and lists. Blocks add() and remove() while it runs; searches go on. Errors: pool errors
+  // and kCorruptPage; lists are rewritten before any slot is freed, so a failure part-way
+  // leaves a searchable index whose tombstones the next call frees.
+  uint32_t consolidate();
   // The k (or fewer, when the index holds fewer) approximate nearest neighbours of q,
   // sorted ascending by (distance, id), into *out (replaced). Deterministic for an index
   // that does not change: the same for every read mode and prefetch setting.
@@ -365,12 +371,14 @@ class BasicHnsw {
     const HnswFilter* filter;  // nullptr: every live node
     bool optimistic;
   };
-  bool admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a, HnswSearchState& st) const;
+  bool admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a, const float* q, float* d,
+                  HnswSearchState& st) const;
   template <class Admit>
   void search_admitted(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit, uint64_t most,
                        HnswSearchState& st, std::vector<vector::Neighbor>* out) const;
   void exact_scan(const HnswSearchOptions& opt, const AdmitLive& admit, HnswSearchState& st,
                   std::vector<vector::Neighbor>* out) const;
+  void recheck_results(const HnswSearchOptions& opt, HnswSearchState& st, std::vector<vector::Neighbor>* out) const;
   template <class Admit>
   bool search_start(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit,
                     HnswSearchState& st) const;
@@ -391,6 +399,8 @@ class BasicHnsw {
   void link(uint32_t node, const uint32_t* ids, uint32_t n, uint32_t level, HnswSearchState& st);
   static void write_list(ExclusiveGuard& g, const ListLocation& loc, const std::vector<uint32_t>& ids);
   void shrink(uint32_t node, uint32_t max, HnswSearchState& st) const;
+  template <class Removed>
+  void relink(uint32_t p, uint32_t l, const Removed& is_removed, HnswSearchState& st) const;
 
   Pool* pool_;
   SpaceId space_;

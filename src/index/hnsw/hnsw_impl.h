@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -67,6 +68,13 @@ inline uint8_t HnswSearchState::next_epoch() {
 // Scratch states for add() (and contains()), reused across calls; shared by the threads.
 template <class Pool>
 struct BasicHnsw<Pool>::Shared {
+  // add() and remove() hold it shared for their whole call, consolidate() exclusive: a
+  // consolidation sees no list change but its own. Taken before any other lock or latch.
+  std::shared_mutex writers;
+  // Incremented by consolidate() before it clears the first slot: a search on the plain
+  // path (no tombstone when it started) that sees it changed re-checks its results, since
+  // a slot it scored may have been cleared meanwhile (recheck_results).
+  std::atomic<uint64_t> frees{0};
   std::mutex states_mutex;
   std::vector<std::unique_ptr<HnswSearchState>> free_states;
   std::mutex upper_mutex;  // allocation of upper-region units and pages
@@ -259,11 +267,6 @@ inline uint32_t BasicHnsw<Pool>::size() const {
   return ms.size - ms.deleted;
 }
 
-template <class Pool>
-inline uint32_t BasicHnsw<Pool>::added() const {
-  HnswStats s;
-  return read_meta_state(true, s).size;
-}
 
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::level_of(uint32_t id) const { return random_level(id); }
@@ -274,6 +277,7 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " >= capacity " +
                                                  std::to_string(layout_.capacity));
   }
+  std::shared_lock writing(shared_->writers);
   Lease lease(*shared_, layout_);
   HnswSearchState& st = *lease.state;
   prepare_vector(v, st.query_.data(), "add");
@@ -308,6 +312,7 @@ inline void BasicHnsw<Pool>::remove(uint32_t id) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) + " >= capacity " +
                                                  std::to_string(layout_.capacity));
   }
+  std::shared_lock writing(shared_->writers);
   {
     // A node whose add runs or failed is present but not counted: removing it would make
     // the count of tombstones exceed the counted nodes. An add(id) that starts after this
@@ -365,15 +370,152 @@ inline void BasicHnsw<Pool>::remove(uint32_t id) {
 }
 
 template <class Pool>
+inline uint32_t BasicHnsw<Pool>::consolidate() {
+  std::unique_lock writing(shared_->writers);
+  Lease lease(*shared_, layout_);
+  HnswSearchState& st = *lease.state;
+  HnswMetaState ms = read_meta_state(false, st.stats_);
+  if (ms.deleted == 0) return 0;
+  // No add runs (writers); the nodes of failed adds are live but may not be entry points.
+  const std::vector<uint32_t> failed = failed_adds();
+  // 1. Every slot's head: which nodes are removed, and each live node's level.
+  const uint32_t cap = layout_.capacity;
+  std::vector<HnswRowHead> heads(cap);
+  std::vector<uint32_t> removed;
+  for (uint32_t id = 0; id < cap; ++id) {
+    heads[id] = read_head(id, false, st.stats_);
+    if (heads[id].present() && !heads[id].live()) removed.push_back(id);
+  }
+  if (removed.empty()) return 0;
+  auto is_removed = [&](uint32_t id) { return heads[id].present() && !heads[id].live(); };
+  // 2. Every live node's list on each of its levels that names a removed node: the
+  // survivors plus the live nodes its removed members lead to on that level, pruned by the
+  // insertion heuristic around the node ([FreshDiskANN] Algorithm 4, per level). A removed
+  // member's neighbours may be removed too: the live ones are found through them (a walk
+  // over removed nodes only). A node left with no candidate while the level has other
+  // nodes is linked as insertion links it (relink).
+  std::vector<uint32_t> members(2 * params_.M), theirs(2 * params_.M), through;
+  std::vector<uint32_t> on_level(layout_.max_level_cap, 0);  // live nodes per level
+  for (uint32_t id = 0; id < cap; ++id) {
+    if (heads[id].live()) for (uint32_t l = 0; l <= heads[id].level; ++l) ++on_level[l];
+  }
+  for (uint32_t p = 0; p < cap; ++p) {
+    if (!heads[p].live()) continue;
+    for (uint32_t l = 0; l <= heads[p].level; ++l) {
+      const uint32_t n = read_links(p, l, false, st, members.data());
+      const uint8_t epoch = st.next_epoch();
+      st.visited_[p] = epoch;
+      st.merged_.clear();
+      through.clear();
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t v = members[i];
+        if (st.visited_[v] == epoch || !heads[v].present()) continue;
+        st.visited_[v] = epoch;
+        (is_removed(v) ? through : st.merged_).push_back(v);
+      }
+      if (through.empty()) continue;  // names no removed node
+      for (size_t t = 0; t < through.size(); ++t) {
+        const uint32_t m = read_links(through[t], l, false, st, theirs.data());
+        for (uint32_t j = 0; j < m; ++j) {
+          const uint32_t v = theirs[j];
+          if (st.visited_[v] == epoch || !heads[v].present()) continue;
+          st.visited_[v] = epoch;
+          // Deeper removed nodes only while no live candidate is found (bounded by them).
+          if (!is_removed(v)) {
+            st.merged_.push_back(v);
+          } else if (st.merged_.empty()) {
+            through.push_back(v);
+          }
+        }
+      }
+      const ListLocation loc = list_location(p, l, heads[p]);
+      if (st.merged_.empty() && on_level[l] >= 2) {
+        relink(p, l, is_removed, st);
+      } else if (st.merged_.size() > loc.max) {
+        shrink(p, loc.max, st);
+      } else {
+        st.chosen_.assign(st.merged_.begin(), st.merged_.end());
+      }
+      ExclusiveGuard g = pool_->pin_exclusive(loc.pid);
+      write_list(g, loc, st.chosen_);
+    }
+  }
+  // 3. A removed entry point gives way to a live node of the highest level, in the metadata
+  // before any slot is freed (searches start there).
+  ms = read_meta_state(false, st.stats_);
+  if (ms.entry != HnswMeta::kNone && is_removed(ms.entry)) {
+    uint32_t best = HnswMeta::kNone;
+    for (uint32_t id = 0; id < cap; ++id) {
+      if (heads[id].live() && !std::binary_search(failed.begin(), failed.end(), id) &&
+          (best == HnswMeta::kNone || heads[id].level > heads[best].level)) {
+        best = id;
+      }
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+    HnswMetaState now = meta_state_of(g.data());
+    now.entry = best;
+    now.max_level = best == HnswMeta::kNone ? 0 : heads[best].level;
+    write_meta_state(g, now);
+  }
+  shared_->frees.fetch_add(1);
+  // 4. The removed slots: no list names them now. Cleared (head zero: unused; vector zero),
+  // they may be added again. Their upper-level units are not reused (the bump allocator).
+  // A search that read a removed id before its list was rewritten may still reach its
+  // cleared slot: an unused slot reads as a node without links and is never a result.
+  for (const uint32_t id : removed) {
+    ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
+    std::memset(g.data() + layout_.vector_offset(id), 0, size_t{params_.dim} * 4);
+    std::memset(g.data() + layout_.row_offset(id), 0, layout_.row_bytes);
+    g.mark_dirty();
+  }
+  ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+  HnswMetaState now = meta_state_of(g.data());
+  const uint32_t freed = static_cast<uint32_t>(removed.size());
+  if (now.deleted < freed || now.size < freed) corrupt(meta_page(), "metadata counts fewer removed nodes than found");
+  now.deleted -= freed;
+  now.size -= freed;
+  write_meta_state(g, now);
+  return freed;
+}
+
+// consolidate(), for a live node p whose level-l list leads to no live node: its
+// neighbours on level l chosen as insertion chooses them (greedy descent from the entry
+// point, a beam search with ef_construction on level l, the heuristic, M of them), among
+// live nodes other than p, into st.chosen_. Removed nodes are still traversed (their
+// lists are intact until their slots are freed).
+template <class Pool>
+template <class Removed>
+inline void BasicHnsw<Pool>::relink(uint32_t p, uint32_t l, const Removed& is_removed, HnswSearchState& st) const {
+  float* q = st.query_.data();
+  read_vector(p, false, st, q);
+  const HnswMetaState ms = read_meta_state(false, st.stats_);
+  uint32_t cur = ms.entry;
+  float cur_d = distance_to(q, cur, true, st);
+  for (uint32_t lv = ms.max_level; lv > l; --lv) greedy_step(q, lv, true, true, st, &cur, &cur_d);
+  const uint8_t epoch = st.next_epoch();
+  st.visited_[cur] = epoch;
+  st.results_.assign(1, vector::Neighbor{cur_d, cur});
+  search_layer(q, l, params_.ef_construction, true, true, 0, st);
+  st.layer_.clear();
+  for (const vector::Neighbor& n : st.results_) {
+    if (n.id != p && !is_removed(n.id)) st.layer_.push_back(n);
+  }
+  std::sort(st.layer_.begin(), st.layer_.end());
+  select_heuristic(st.layer_, params_.M, st, &st.chosen_);
+}
+
+template <class Pool>
 inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
                                     std::vector<vector::Neighbor>* out) const {
   out->clear();
   search_prepare(q, opt, st);
   // The plain path while the index has no tombstone (one set after this read may be
   // returned, as by a search that started before the remove).
+  const uint64_t frees = shared_->frees.load(std::memory_order_acquire);
   const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
   if (ms.deleted == 0) {
     search_admitted(opt, ms, AdmitAll{}, 0, st, out);
+    if (shared_->frees.load(std::memory_order_acquire) != frees) [[unlikely]] recheck_results(opt, st, out);
   } else {
     search_admitted(opt, ms, AdmitLive{nullptr, opt.optimistic}, ms.size - ms.deleted, st, out);
   }
@@ -443,6 +585,7 @@ inline void BasicHnsw<Pool>::search_batch(std::span<const float* const> queries,
   if (n == 0) return;
   // As search(): the plain path while the index has no tombstone. With tombstones the
   // searches run one after the other (not interleaved yet).
+  const uint64_t frees = shared_->frees.load(std::memory_order_acquire);
   const HnswMetaState ms = read_meta_state(opt.optimistic, states[0]->stats_);
   if (ms.deleted != 0) {
     for (size_t i = 0; i < n; ++i) {
@@ -475,6 +618,23 @@ inline void BasicHnsw<Pool>::search_batch(std::span<const float* const> queries,
     }
     active.resize(kept);
   }
+  if (shared_->frees.load(std::memory_order_acquire) != frees) [[unlikely]] {
+    for (size_t i = 0; i < n; ++i) recheck_results(opt, *states[i], &out[i]);
+  }
+}
+
+// A plain-path search during which consolidate() cleared slots: a result may be a slot
+// cleared after it was scored (its distance then to a zeroed vector), or added again since.
+// Keeps the results that are live now, with their distance as of that version (admissible
+// reads head and vector together), in order; completes with an exact scan when that left
+// fewer than k of the live nodes.
+template <class Pool>
+inline void BasicHnsw<Pool>::recheck_results(const HnswSearchOptions& opt, HnswSearchState& st,
+                                             std::vector<vector::Neighbor>* out) const {
+  const AdmitLive live{nullptr, opt.optimistic};
+  std::erase_if(*out, [&](vector::Neighbor& n) { return !admissible(n.id, nullptr, live, st.query_.data(), &n.distance, st); });
+  std::sort(out->begin(), out->end());
+  if (out->size() < std::min<uint64_t>(opt.k, size())) exact_scan(opt, live, st, out);
 }
 
 template <class Pool>
@@ -612,8 +772,7 @@ inline Error BasicHnsw<Pool>::duplicate(uint32_t id, const HnswRowHead& h) {
   return Error(ErrorCode::kInvalidArgument,
                "hnsw add: id " + std::to_string(id) +
                    (h.live() ? " was added before"
-                             : " was removed, and a removed id cannot be added again yet (its slot stays a "
-                               "tombstone: docs/design/mutable_indexes.md)"));
+                             : " was removed; its slot is a tombstone until consolidate() frees it"));
 }
 
 template <class Pool>
@@ -743,8 +902,12 @@ inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, HnswStat
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st,
                                             uint32_t* out) const {
-  const ListLocation loc =
-      list_location(id, level, level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_));
+  const HnswRowHead h = level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_);
+  // An unused slot on an upper level: a slot consolidate() freed after this search read its
+  // id from a list it then rewrote. It has no links (a level-0 row of an unused slot reads
+  // count 0 the same way). check_structure() still reports a list naming an unused slot.
+  if (level > 0 && !h.present()) return 0;
+  const ListLocation loc = list_location(id, level, h);
   uint32_t count = 0;
   const uint32_t capacity = layout_.capacity;
   read_page(loc.pid, optimistic, st.stats_, "neighbour list", [&](const std::byte* p) {
@@ -944,7 +1107,8 @@ inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, const Hn
   st.results_.assign(1, vector::Neighbor{cur_d, cur});
   layer_begin(std::max(opt.ef, opt.k), st);
   if constexpr (!Admit::kAll) {
-    if (!admissible(cur, nullptr, admit, st)) st.results_.clear();  // a candidate still
+    // Admitted with its distance as of the head's version (a candidate in any case).
+    if (!admissible(cur, nullptr, admit, st.query_.data(), &st.results_[0].distance, st)) st.results_.clear();
   }
   return true;
 }
@@ -1051,13 +1215,14 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
   // translation; hnswlib prefetches its next candidate's list the same way; a hint: the
   // frame may have changed since, then a wasted line).
   auto offer = [&](uint32_t v, float d, const std::byte* frame, const OptimisticRead* r) {
-    const vector::Neighbor nb{d, v};
+    vector::Neighbor nb{d, v};
     if (res.size() < ef || nb < res.front()) {
       if (frame != nullptr) prefetch_row(frame, v);
       cand.push_back(nb);
       std::push_heap(cand.begin(), cand.end(), std::greater<>());
       if constexpr (!Admit::kAll) {
-        if (!admissible(v, r, admit, st)) return;
+        if (!admissible(v, r, admit, q, &nb.distance, st)) return;
+        if (res.size() >= ef && !(nb < res.front())) return;  // its distance as admitted
       }
       res.push_back(nb);
       std::push_heap(res.begin(), res.end());
@@ -1079,13 +1244,16 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
   }
 }
 
-// Whether node id may be a result: allowed by the filter, and live (present, no tombstone).
-// The head is read from `r` (id's page read, whose vector was just scored) and the read
-// validated again; without a read (r null or not started), or when that validation fails,
-// it is read on its own (read_head).
+// Whether node id may be a result: allowed by the filter, and live (present, no tombstone)
+// in the same page version as its distance *d to q. With `r` (id's page read whose vector
+// gave *d) the head is read from it and the read validated again: then both are of that
+// version. Without a read, or when that validation fails (the page changed: a slot claimed,
+// removed or cleared since), head and vector are read again together and *d recomputed:
+// a head of one version with a distance of another could admit a node by its new head at
+// the distance of the unused slot it was before.
 template <class Pool>
-inline bool BasicHnsw<Pool>::admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a,
-                                        HnswSearchState& st) const {
+inline bool BasicHnsw<Pool>::admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a, const float* q,
+                                        float* d, HnswSearchState& st) const {
   if (a.filter != nullptr && !a.filter->allows(id)) return false;
   if (r != nullptr && r->data != nullptr) {
     uint32_t level_flags;  // {level u16, flags u16}: the head's last word
@@ -1093,7 +1261,18 @@ inline bool BasicHnsw<Pool>::admissible(uint32_t id, const OptimisticRead* r, co
     if (Pool::validate(*r)) return (level_flags >> 16) == HnswRowHead::kPresent;
     ++st.stats_.retries;
   }
-  return read_head(id, a.optimistic, st.stats_).live();
+  HnswRowHead h{};
+  const uint32_t head_at = layout_.row_offset(id), vec_at = layout_.vector_offset(id);
+  const size_t bytes = size_t{params_.dim} * 4;
+  read_page(page_of(id), a.optimistic, st.stats_, "link row head and vector", [&](const std::byte* p) {
+    hnsw_detail::hnsw_racy_copy(&h, p + head_at, sizeof h);
+    hnsw_detail::hnsw_racy_copy(st.vec_.data(), p + vec_at, bytes);
+    return h.flags_ok();
+  });
+  if (!h.live()) return false;
+  ++st.stats_.distances;
+  *d = ordered(dist_(q, st.vec_.data(), params_.dim));
+  return true;
 }
 
 // The exact answer among the admissible nodes: every id the filter allows (every id without
@@ -1106,9 +1285,10 @@ inline void BasicHnsw<Pool>::exact_scan(const HnswSearchOptions& opt, const Admi
   auto& res = st.results_;
   res.clear();
   auto offer = [&](uint32_t v, float d, const OptimisticRead* r) {
-    const vector::Neighbor nb{d, v};
+    vector::Neighbor nb{d, v};
     if (res.size() >= opt.k && !(nb < res.front())) return;
-    if (!admissible(v, r, admit, st)) return;
+    if (!admissible(v, r, admit, q, &nb.distance, st)) return;
+    if (res.size() >= opt.k && !(nb < res.front())) return;  // its distance as admitted
     res.push_back(nb);
     std::push_heap(res.begin(), res.end());
     if (res.size() > opt.k) {
