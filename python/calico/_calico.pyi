@@ -97,7 +97,8 @@ class Pool:
 class HnswIndex:
     """
     An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's
-    memory is fine). Ids are integers below ``capacity``, each added once.
+    memory is fine). Ids are integers below ``capacity``; ``delete`` removes ids (added
+    again once ``consolidate`` freed them), ``search(filter=...)`` searches among allowed ids.
     """
 
     def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 100000, seed: int = 42) -> None:
@@ -119,13 +120,19 @@ class HnswIndex:
     def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
         """
         Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;
-        None: len(self), len(self) + 1, ...) on ``num_threads`` C++ threads (0: one per core).
+        None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).
         The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a
         bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
         """
 
     def search(
-        self, queries: Vectors, k: int = 10, ef: int | None = None, num_threads: int = 0, in_flight: int = 1
+        self,
+        queries: Vectors,
+        k: int = 10,
+        ef: int | None = None,
+        num_threads: int = 0,
+        in_flight: int = 1,
+        filter: Optional[NDArray[np.integer] | NDArray[np.bool_]] = None,
     ) -> SearchResult:
         """
         The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or
@@ -134,15 +141,37 @@ class HnswIndex:
         thread searches at once, taking turns, with the same results; for an index larger than
         the pool, whose reads then overlap (8 on one thread: 1.2-1.45x QPS); in memory it is
         slower. Each query in flight holds a search state of about one byte per node of the
-        capacity. Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0,
-        k > len(self), NaN/inf, in_flight).
+        capacity. ``filter``: only these ids may be returned, given as a 1-D integer array of
+        ids or a boolean mask over ids (element i allows id i); rows with fewer than k allowed
+        ids are padded with (2^64 - 1, inf). A filter allowing few ids is answered by an exact
+        scan of them, otherwise by a graph search that keeps only allowed ids; either way each
+        row holds min(k, allowed ids in the index) results (in_flight is 1 with a filter).
+        Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),
+        NaN/inf, in_flight, a negative filter id).
+        """
+
+    def delete(self, ids: Ids) -> None:
+        """
+        Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first
+        (each id in the index, none twice), so a bad batch removes nothing. A removed node stays
+        in the graph as a tombstone that searches pass through until consolidate() frees it
+        (its id can then be added again).
+        Raises TypeError (dtype), InvalidArgumentError.
+        """
+
+    def consolidate(self) -> int:
+        """
+        Repairs the graph around the deleted ids (each list that named one gets its neighbours
+        instead, pruned as insertion prunes: FreshDiskANN's consolidation) and frees their
+        slots, so that those ids may be added again. Returns how many were freed. One pass
+        over the index; adds and deletes wait for it, searches go on.
         """
 
     def __len__(self) -> int:
-        """The number of vectors added."""
+        """The number of vectors in the index (added, not deleted)."""
 
     def __contains__(self, id: int) -> bool:
-        """Whether ``id`` was added."""
+        """Whether ``id`` is in the index (added and not deleted)."""
 
     @property
     def name(self) -> str:

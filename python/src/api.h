@@ -59,6 +59,7 @@ struct SearchKnobs {
   bool prefetch = true;
   unsigned threads = 0;  // 0: one per core (at most one per 8 queries)
   uint32_t in_flight = 1;  // HNSW: queries in flight per thread (BasicHnsw::search_batch)
+  const std::vector<uint64_t>* allowed = nullptr;  // HNSW: an allow-list bitmap over ids (nullptr: no filter)
 };
 
 class VectorIndexApi : public IndexApi {
@@ -80,6 +81,12 @@ class HnswApi : public VectorIndexApi {
   virtual uint32_t M() = 0;
   virtual uint32_t ef_construction() = 0;
   virtual bool contains(uint64_t id) = 0;
+  // Removes ids[0 .. n): all are checked first (below capacity, distinct, in the index), so
+  // that a bad batch removes nothing; then removed one by one. Throws calico::Error.
+  virtual void remove(const uint64_t* ids, uint64_t n) = 0;
+  // BasicHnsw::consolidate: repairs the graph around deleted ids and frees them; returns
+  // how many.
+  virtual uint64_t consolidate() = 0;
 };
 
 class IvfApi : public VectorIndexApi {

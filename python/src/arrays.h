@@ -73,25 +73,21 @@ class FloatRows {
   VectorBatch batch_;
 };
 
-// ids (None: empty) checked against the row count and copied to uint64.
-inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
-  std::vector<uint64_t> out;
-  if (ids.is_none()) return out;
-  AnyArray a;
-  if (!nb::try_cast(ids, a, false)) throw nb::type_error("ids must be None or a 1-D NumPy integer array");
+// The integers of `a` (1-D, any integer dtype of 8 to 64 bits) as uint64; `what` names the
+// argument in errors. Negative values are an error.
+inline std::vector<uint64_t> integers_of(const AnyArray& a, const char* what) {
   const nb::dlpack::dtype t = a.dtype();
   if (t.code != static_cast<uint8_t>(nb::dlpack::dtype_code::Int) &&
       t.code != static_cast<uint8_t>(nb::dlpack::dtype_code::UInt)) {
-    throw nb::type_error("ids must be an integer array");
+    throw nb::type_error((std::string(what) + " must be an integer array").c_str());
   }
-  if (a.ndim() != 1 || a.shape(0) != rows) {
-    throw Error(ErrorCode::kInvalidArgument, "ids must be 1-D with one id per row (" + std::to_string(rows) + ")");
-  }
-  out.resize(rows);
+  if (a.ndim() != 1) throw Error(ErrorCode::kInvalidArgument, std::string(what) + " must be 1-D");
+  const uint64_t n = a.shape(0);
+  std::vector<uint64_t> out(n);
   const bool is_signed = t.code == static_cast<uint8_t>(nb::dlpack::dtype_code::Int);
   const auto* base = static_cast<const char*>(a.data());
   const int64_t step = a.stride(0) * (t.bits / 8);
-  for (uint64_t i = 0; i < rows; ++i) {
+  for (uint64_t i = 0; i < n; ++i) {
     const char* p = base + static_cast<int64_t>(i) * step;
     int64_t s = 0;
     uint64_t u = 0;
@@ -100,14 +96,55 @@ inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
       case 16: is_signed ? s = *reinterpret_cast<const int16_t*>(p) : u = *reinterpret_cast<const uint16_t*>(p); break;
       case 32: is_signed ? s = *reinterpret_cast<const int32_t*>(p) : u = *reinterpret_cast<const uint32_t*>(p); break;
       case 64: is_signed ? s = *reinterpret_cast<const int64_t*>(p) : u = *reinterpret_cast<const uint64_t*>(p); break;
-      default: throw nb::type_error("ids must be an integer array of 8 to 64 bits");
+      default: throw nb::type_error((std::string(what) + " must be an integer array of 8 to 64 bits").c_str());
     }
     if (is_signed && s < 0) {
-      throw Error(ErrorCode::kInvalidArgument, "ids[" + std::to_string(i) + "] is negative (" + std::to_string(s) + ")");
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(what) + "[" + std::to_string(i) + "] is negative (" + std::to_string(s) + ")");
     }
     out[i] = is_signed ? static_cast<uint64_t>(s) : u;
   }
   return out;
+}
+
+// ids (None: empty) checked against the row count and copied to uint64.
+inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
+  if (ids.is_none()) return {};
+  AnyArray a;
+  if (!nb::try_cast(ids, a, false)) throw nb::type_error("ids must be None or a 1-D NumPy integer array");
+  if (a.ndim() != 1 || a.shape(0) != rows) {
+    throw Error(ErrorCode::kInvalidArgument, "ids must be 1-D with one id per row (" + std::to_string(rows) + ")");
+  }
+  return integers_of(a, "ids");
+}
+
+// A search filter as an allow-list bitmap over ids 0 .. capacity - 1 (bit id % 64 of word
+// id / 64): from a 1-D integer array of allowed ids (ids at or past capacity allow nothing),
+// or a 1-D boolean mask whose element i allows id i (its length at most capacity).
+inline std::vector<uint64_t> allow_list_of(const nb::object& filter, uint64_t capacity) {
+  AnyArray a;
+  if (!nb::try_cast(filter, a, false)) {
+    throw nb::type_error("filter must be a 1-D NumPy array: integer ids, or a boolean mask over ids");
+  }
+  std::vector<uint64_t> words((capacity + 63) / 64, 0);
+  if (a.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bool)) {
+    if (a.ndim() != 1) throw Error(ErrorCode::kInvalidArgument, "filter must be 1-D");
+    const uint64_t n = a.shape(0);
+    if (n > capacity) {
+      throw Error(ErrorCode::kInvalidArgument, "filter: a boolean mask of " + std::to_string(n) +
+                                                   " elements is longer than the capacity (" +
+                                                   std::to_string(capacity) + ")");
+    }
+    const auto* base = static_cast<const char*>(a.data());
+    for (uint64_t i = 0; i < n; ++i) {
+      if (base[static_cast<int64_t>(i) * a.stride(0)] != 0) words[i / 64] |= uint64_t{1} << (i % 64);
+    }
+    return words;
+  }
+  for (const uint64_t id : integers_of(a, "filter")) {
+    if (id < capacity) words[id / 64] |= uint64_t{1} << (id % 64);
+  }
+  return words;
 }
 
 // A new rows x cols NumPy array (numpy.empty, called through a cached reference: cheaper

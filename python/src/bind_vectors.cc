@@ -63,10 +63,10 @@ void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, u
 // k checked against the index's size: k above it is an error (results would be padded).
 template <class Api>
 nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads,
-                      uint32_t in_flight = 1) {
+                      uint32_t in_flight = 1, const std::vector<uint64_t>* allowed = nullptr) {
   FloatRows rows(queries, h.api->dim(), "queries");
   const VectorBatch& q = rows.batch();
-  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight};
+  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed};
   if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
   OutArray<uint64_t> ids(q.rows, k);
   OutArray<float> dist(q.rows, k);
@@ -88,7 +88,8 @@ nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint
 void bind_vectors(nb::module_& m) {
   nb::class_<HnswHandle>(m, "HnswIndex",
                          "An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's\n"
-                         "memory is fine). Ids are integers below ``capacity``, each added once.")
+                         "memory is fine). Ids are integers below ``capacity``; ``delete`` removes ids (added\n"
+                         "again once ``consolidate`` freed them), ``search(filter=...)`` searches among allowed ids.")
       .def(
           "__init__",
           [](HnswHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
@@ -123,31 +124,66 @@ void bind_vectors(nb::module_& m) {
           "none, InvalidArgumentError when the space holds another kind of index.")
       .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
            "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;\n"
-           "None: len(self), len(self) + 1, ...) on ``num_threads`` C++ threads (0: one per core).\n"
+           "None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).\n"
            "The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a\n"
            "bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
       .def(
           "search",
-          [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads, uint32_t in_flight) {
+          [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads, uint32_t in_flight,
+             const nb::object& filter) {
             if (in_flight < 1 || in_flight > kMaxInFlight) {
               throw Error(ErrorCode::kInvalidArgument, "search: in_flight must be 1 to " + std::to_string(kMaxInFlight) +
                                                            " (got " + std::to_string(in_flight) + ")");
             }
-            return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads, in_flight);
+            std::optional<std::vector<uint64_t>> allowed;
+            if (!filter.is_none()) allowed = allow_list_of(filter, h.api->capacity());
+            return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads, in_flight,
+                               allowed ? &*allowed : nullptr);
           },
           "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "num_threads"_a = 0, "in_flight"_a = 1,
+          "filter"_a = nb::none(),
           "The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or\n"
           "one [dim]): (ids uint64 [n, k], distances float32 [n, k]), ascending by distance. ``ef``\n"
           "is the beam width (None: max(50, k); raised to k). ``in_flight`` (1 to 64): queries each\n"
           "thread searches at once, taking turns, with the same results; for an index larger than\n"
           "the pool, whose reads then overlap (8 on one thread: 1.2-1.45x QPS); in memory it is\n"
           "slower. Each query in flight holds a search state of about one byte per node of the\n"
-          "capacity. Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0,\n"
-          "k > len(self), NaN/inf, in_flight).")
-      .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors added.")
+          "capacity. ``filter``: only these ids may be returned, given as a 1-D integer array of\n"
+          "ids or a boolean mask over ids (element i allows id i); rows with fewer than k allowed\n"
+          "ids are padded with (2^64 - 1, inf). A filter allowing few ids is answered by an exact\n"
+          "scan of them, otherwise by a graph search that keeps only allowed ids; either way each\n"
+          "row holds min(k, allowed ids in the index) results (in_flight is 1 with a filter).\n"
+          "Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),\n"
+          "NaN/inf, in_flight, a negative filter id).")
+      .def(
+          "delete",
+          [](HnswHandle& h, const nb::object& ids) {
+            AnyArray a;
+            if (!nb::try_cast(ids, a, false)) throw nb::type_error("ids must be a 1-D NumPy integer array");
+            const std::vector<uint64_t> id = integers_of(a, "ids");
+            nb::gil_scoped_release release;
+            h.api->remove(id.data(), id.size());
+          },
+          "ids"_a,
+          "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first\n"
+          "(each id in the index, none twice), so a bad batch removes nothing. A removed node stays\n"
+          "in the graph as a tombstone that searches pass through until consolidate() frees it\n"
+          "(its id can then be added again).\n"
+          "Raises TypeError (dtype), InvalidArgumentError.")
+      .def(
+          "consolidate",
+          [](HnswHandle& h) {
+            nb::gil_scoped_release release;
+            return h.api->consolidate();
+          },
+          "Repairs the graph around the deleted ids (each list that named one gets its neighbours\n"
+          "instead, pruned as insertion prunes: FreshDiskANN's consolidation) and frees their\n"
+          "slots, so that those ids may be added again. Returns how many were freed. One pass\n"
+          "over the index; adds and deletes wait for it, searches go on.")
+      .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors in the index (added, not deleted).")
       .def(
           "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
-          "Whether ``id`` was added.")
+          "Whether ``id`` is in the index (added and not deleted).")
       .def_prop_ro("name", [](HnswHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](HnswHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](HnswHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")

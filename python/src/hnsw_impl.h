@@ -1,7 +1,8 @@
 // HnswImpl<Pool>: HnswApi over index::BasicHnsw<Pool> (api.h has the locking rules).
-// Ids are the index's node ids: every id < capacity, each added once. A batch add is
-// checked whole (ids in range, unique, not yet added; finite rows; non-zero for cosine)
-// before its first row is added, so that bad input adds nothing.
+// Ids are the index's node ids: every id < capacity, each added once (a removed id is not
+// added again). A batch add is checked whole (ids in range, unique, not yet added; finite
+// rows; non-zero for cosine) before its first row is added, so that bad input adds nothing;
+// a batch remove likewise (ids in range, unique, in the index).
 #pragma once
 
 #include <algorithm>
@@ -54,22 +55,28 @@ class HnswImpl final : public HnswApi {
     Use u(*gate_);
     Index& h = live();
     check_rows(v, h.dim(), h.params().metric, "hnsw add");
-    // ids = None numbers rows from size(), past the ids of failed adds (present, not counted):
-    // such adds run one batch at a time, so that two threads never hand out the same ids.
-    // An id whose add failed (failed_adds()) may be added again with the same vector, which
+    // ids = None: the first unused ids from size() up (an id is used while it is in the
+    // index, deleted and not yet consolidated, or left present by a failed add). Such adds
+    // run one batch at a time, so that two threads never hand out the same ids. An id whose
+    // add failed (failed_adds()) may be added again explicitly with the same vector, which
     // completes its insertion (calico/index/hnsw.h, "A failed add").
     std::unique_lock numbering(auto_ids_mu_, std::defer_lock);
-    if (!ids) numbering.lock();
     const std::vector<uint32_t> failed_ids = h.failed_adds();
     const std::unordered_set<uint64_t> failed(failed_ids.begin(), failed_ids.end());
-    uint64_t base = h.size();
-    for (bool moved = !ids; moved;) {  // until no failed id falls in [base, base + rows)
-      moved = false;
-      for (uint32_t f : failed_ids) {
-        if (f >= base && f < base + v.rows) base = uint64_t{f} + 1, moved = true;
+    std::vector<uint64_t> numbered;
+    if (!ids) {
+      numbering.lock();
+      for (uint64_t next = h.size(); numbered.size() < v.rows; ++next) {
+        if (next >= h.capacity()) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw add: " + std::to_string(v.rows) + " rows do not fit below capacity " +
+                                                       std::to_string(h.capacity()) + " (" + std::to_string(numbered.size()) +
+                                                       " unused ids left from " + std::to_string(h.size()) + ")");
+        }
+        const auto id = static_cast<uint32_t>(next);
+        if (!h.contains(id) && !h.removed(id)) numbered.push_back(next);
       }
     }
-    auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
+    auto id_of = [&](uint64_t i) { return ids ? ids[i] : numbered[i]; };
     std::unordered_set<uint64_t> seen;
     for (uint64_t i = 0; i < v.rows; ++i) {
       const uint64_t id = id_of(i);
@@ -81,6 +88,10 @@ class HnswImpl final : public HnswApi {
         throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
                                                      ") was added before");
       }
+      if (h.removed(static_cast<uint32_t>(id))) {
+        throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
+                                                     ") was deleted; it can be added again after consolidate()");
+      }
     }
     // 'direct' validates no optimistic read: its adds run one at a time (kDirectAdds).
     std::unique_lock serial(direct_add_mu_, std::defer_lock);
@@ -89,10 +100,36 @@ class HnswImpl final : public HnswApi {
                   [&](unsigned, uint64_t i) { h.add(static_cast<uint32_t>(id_of(i)), v.data + i * h.dim()); });
   }
 
+  void remove(const uint64_t* ids, uint64_t n) override {
+    Use u(*gate_);
+    Index& h = live();
+    // One batch at a time: two batches naming one id would both pass the check.
+    std::lock_guard serial(remove_mu_);
+    std::unordered_set<uint64_t> seen;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t id = ids[i];
+      if (!seen.insert(id).second) {
+        throw Error(ErrorCode::kInvalidArgument, "hnsw delete: id " + std::to_string(id) + " is given twice");
+      }
+      if (id >= h.capacity() || !h.contains(static_cast<uint32_t>(id))) {
+        throw Error(ErrorCode::kInvalidArgument, "hnsw delete: id " + std::to_string(id) + " (element " +
+                                                     std::to_string(i) + ") is not in the index");
+      }
+    }
+    for (uint64_t i = 0; i < n; ++i) h.remove(static_cast<uint32_t>(ids[i]));
+  }
+
+  uint64_t consolidate() override {
+    Use u(*gate_);
+    return live().consolidate();
+  }
+
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);
     Index& h = live();
     check_rows(q, h.dim(), h.params().metric, "hnsw search");
+    const std::optional<index::HnswFilter> filter =
+        knobs.allowed ? std::optional(index::HnswFilter{*knobs.allowed}) : std::nullopt;
     index::HnswSearchOptions opt;
     opt.k = knobs.k;
     opt.ef = knobs.param;
@@ -107,7 +144,7 @@ class HnswImpl final : public HnswApi {
       }
     };
     auto make = [&] { return std::make_unique<index::HnswSearchState>(h); };
-    if (knobs.in_flight > 1) {  // blocks of in_flight rows, each one search_batch on one thread
+    if (knobs.in_flight > 1 && !filter) {  // blocks of in_flight rows, each one search_batch on one thread
       const uint64_t per = knobs.in_flight;
       const uint64_t blocks = (q.rows + per - 1) / per;
       const unsigned workers = static_cast<unsigned>(std::min<uint64_t>(threads, blocks));
@@ -130,7 +167,11 @@ class HnswImpl final : public HnswApi {
       return;
     }
     auto run = [&](uint64_t i, index::HnswSearchState& st, std::vector<vector::Neighbor>& out) {
-      h.search(q.data + i * h.dim(), opt, st, &out);
+      if (filter) {
+        h.search(q.data + i * h.dim(), opt, st, &out, *filter);
+      } else {
+        h.search(q.data + i * h.dim(), opt, st, &out);
+      }
       emit(i, out);
     };
     if (threads <= 1) {  // no allocation once a state is cached and out has grown
@@ -171,6 +212,7 @@ class HnswImpl final : public HnswApi {
   static constexpr bool kDirectAdds = Pool::TranslationPolicy::kDirect;
   std::mutex direct_add_mu_;
   std::mutex auto_ids_mu_;  // held by an add with ids = None for its whole batch
+  std::mutex remove_mu_;    // held by a remove for its whole batch
   StatePool<index::HnswSearchState> states_;
 };
 

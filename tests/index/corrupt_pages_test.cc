@@ -355,7 +355,7 @@ TEST(CorruptPages, HnswLevel0PageCorruptOnDisk) {
   }
   env.patch_on_disk(page, [&](std::byte* p) {
     HnswRowHead head = load<HnswRowHead>(p, row);
-    head.flags = 3;
+    head.flags = 6;  // kDeleted without kPresent
     head.count = 5000;
     store(p, row, head);
   });

@@ -8,7 +8,9 @@
 //   BasicHnsw::create(pool, name, params, capacity)   a new, empty index in space `name`
 //   BasicHnsw::open(pool, name)                       an index written earlier (any process)
 //   add(id, v)                      inserts vector v as node id; thread-safe
+//   remove(id)                      node id is never returned again (a tombstone); thread-safe
 //   search(q, options, state, &out) the k approximate nearest neighbours; thread-safe
+//   search(q, options, state, &out, filter)  the same among the ids `filter` allows
 //   search_batch(qs, options, states, outs)  several searches in flight on one thread
 //   size(), capacity(), dim(), params(), contains(id), check_structure()
 //
@@ -29,6 +31,21 @@
 //     search_batch interleaves several searches' level-0 expansions on one thread.
 //   Distances are vector::distance_kernel(metric); cosine vectors (stored and queried) are
 //   normalised first and compared with the inner-product kernel.
+//
+// Removal and filters. remove(id) sets a tombstone in the node's head (kDeleted) and counts
+// it; the node keeps its record and links, so the graph stays as connected as it was and
+// searches go through removed nodes as before. A search returns only live nodes that its
+// filter allows: on level 0 a node enters the beam's candidates as always, but the kept
+// results (the max-heap bounded by ef, which also decides when the beam stops) take only
+// admissible nodes, as hnswlib's filtered search does. The check costs nothing while the
+// index has no tombstone and the search no filter (the metadata's tombstone count, read
+// at the start, selects the path); otherwise it reads the head in the frame the distance
+// came from and validates the read again. A filter that allows few ids is answered by an
+// exact scan of them (HnswSearchOptions::exact_scan_below); and a graph search that found
+// fewer than k admissible nodes is completed by an exact scan, so that a search returns
+// min(k, admissible nodes) results whatever the filter's selectivity. Removed nodes'
+// slots are not reused and their ids cannot be added again until consolidate() repairs the
+// graph around them and frees the slots.
 //
 // Concurrency and latching. Page latches are the node locks, and a thread never holds two:
 //   - add() writes the new node's record (vector, level, upper unit) under its level-0
@@ -60,10 +77,12 @@
 //     capacity 0 or too large for the space; kSpaceExists. ef_construction below M is
 //     raised to M;
 //   open: a space that is not an HNSW of this format (or another page size); kUnknownSpace;
-//   add: id >= capacity, an id added before (or being added by another thread), a vector
+//   add: id >= capacity, an id added before (or removed, or being added by another thread), a vector
 //     with NaN or infinity, a cosine vector of norm 0, a retried id (below) with another
 //     vector; kRestartLimit (see above); pool errors (kPoolFull, kIoError, ...): see
 //     "A failed add" below;
+//   remove: id >= capacity, an id not in the index (never added, removed before, or whose
+//     add is running or failed);
 //   search: k == 0, a state made for another index, a query with NaN or infinity, a zero
 //     cosine query. ef < k is raised to k. Searching an empty index returns no results;
 //   add, search, size, contains: kCorruptPage naming the page when a pinned or validated
@@ -129,6 +148,19 @@ struct HnswSearchOptions {
   // the next `lookahead` candidates are read ahead with it, so that the disk has more than
   // one node's fan-out in flight (with prefetch only; 0: off). A hint: results are the same.
   uint32_t lookahead = 2;
+  // A filtered search whose filter allows at most this many ids scans them exactly instead
+  // of searching the graph. 0: automatic, an exact scan when m * m <= 3 * ef * size() for m
+  // allowed ids (a graph search visits about ef / selectivity nodes, an exact scan m;
+  // provisional: the filtered-search benchmark is to place it).
+  uint32_t exact_scan_below = 0;
+};
+
+// Which ids a filtered search may return (removed ids never are): bit id % 64 of
+// allowed[id / 64]; ids past the words are not allowed. The words must not change while a
+// search reads them.
+struct HnswFilter {
+  std::span<const uint64_t> allowed;
+  bool allows(uint32_t id) const { return id / 64 < allowed.size() && (allowed[id / 64] >> (id % 64) & 1) != 0; }
 };
 
 // Counters of the work done with one HnswSearchState (searches and, for the states add()
@@ -192,9 +224,9 @@ class alignas(64) HnswSearchState {
   HnswSearchStats stats_;
 };
 
-// Thread safety: add, search, search_batch, size, contains and failed_adds may run from any
-// number of threads at once (each search with its own HnswSearchState); check_structure only
-// at quiescence. One BasicHnsw object per index per pool (see "Concurrency" above).
+// Thread safety: add, remove, consolidate, search, search_batch, size, contains and
+// failed_adds may run from any number of threads at once (each search with its own
+// HnswSearchState; consolidate excludes add and remove); check_structure only at quiescence. One BasicHnsw object per index per pool (see "Concurrency" above).
 template <class Pool>
 class BasicHnsw {
  public:
@@ -221,7 +253,8 @@ class BasicHnsw {
   const HnswParams& params() const;
   const HnswLayout& layout() const;
   SpaceId space() const;
-  // Nodes added so far (whose add() returned; failed adds are not counted). Racy while adds run.
+  // Live nodes: added (add() returned; failed adds are not counted) and not removed. Racy
+  // while adds and removes run.
   uint32_t size() const;
   // The top level node `id` was given (a hash of seed and id; whether or not it was added).
   uint32_t level_of(uint32_t id) const;
@@ -230,11 +263,28 @@ class BasicHnsw {
   // and search at once. Errors: see the file comment; after an error that left the node
   // present (failed_adds()), add(id, v) with the same vector completes the insertion.
   void add(uint32_t id, const float* v);
+  // Removes node `id`: no search returns it again (a search running meanwhile may). Its
+  // record stays as a tombstone that searches pass through. Thread-safe with add, remove and
+  // search. Errors: see the file comment (the index is unchanged).
+  void remove(uint32_t id);
+  // Repairs the graph around the removed nodes and frees their slots: every list that names
+  // a removed node gets the removed node's own neighbours instead, pruned by the insertion
+  // heuristic ([FreshDiskANN] Algorithm 4, on every level); a removed entry point gives way
+  // to a live node of the highest level; then the removed slots are cleared, so their ids
+  // may be added again. Returns the number of slots freed. One pass over every node's head
+  // and lists. Blocks add() and remove() while it runs; searches go on. Errors: pool errors
+  // and kCorruptPage; lists are rewritten before any slot is freed, so a failure part-way
+  // leaves a searchable index whose tombstones the next call frees.
+  uint32_t consolidate();
   // The k (or fewer, when the index holds fewer) approximate nearest neighbours of q,
   // sorted ascending by (distance, id), into *out (replaced). Deterministic for an index
   // that does not change: the same for every read mode and prefetch setting.
   void search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
               std::vector<vector::Neighbor>* out) const;
+  // search() among the ids `filter` allows: the k (or fewer, when fewer live nodes are
+  // allowed) approximate nearest of them; see "Removal and filters" in the file comment.
+  void search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st, std::vector<vector::Neighbor>* out,
+              const HnswFilter& filter) const;
 
   // search() for queries[0 .. n) with the n searches in flight at once on the calling
   // thread: they take turns, one expansion of the level-0 beam each, and a search scores the
@@ -251,8 +301,10 @@ class BasicHnsw {
                     std::span<HnswSearchState* const> states, std::span<std::vector<vector::Neighbor>> out) const;
 
   // Whether node id was added (or is being added, or its add failed after the node became
-  // present: failed_adds()). Errors: kInvalidArgument (id >= capacity).
+  // present: failed_adds()) and not removed. Errors: kInvalidArgument (id >= capacity).
   bool contains(uint32_t id) const;
+  // Whether node id was removed (its slot holds a tombstone). Errors: as contains().
+  bool removed(uint32_t id) const;
 
   // The ids whose add() failed after the node became present and that no later add()
   // completed, ascending (see "A failed add" in the file comment). Racy while adds run.
@@ -282,7 +334,7 @@ class BasicHnsw {
   BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l);
   PageId meta_page() const;
   PageId page_of(uint32_t id) const;
-  static Error duplicate(uint32_t id);
+  static Error duplicate(uint32_t id, const HnswRowHead& h);
   void check_state(const HnswSearchState& st) const;
   void prepare_vector(const float* v, float* out, const char* what) const;
   uint32_t random_level(uint32_t id) const;
@@ -294,7 +346,6 @@ class BasicHnsw {
   static void write_meta_state(ExclusiveGuard& g, const HnswMetaState& s);
   HnswMetaState read_meta_state(bool optimistic, HnswStats& s) const;
   HnswRowHead read_head(uint32_t id, bool optimistic, HnswStats& s) const;
-  bool contains_node(uint32_t id, HnswSearchState& st) const;
   ListLocation list_location(uint32_t id, uint32_t level, const HnswRowHead& h) const;
   ListLocation list_location(uint32_t id, uint32_t level, HnswStats& s) const;
   uint32_t read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* out) const;
@@ -310,15 +361,36 @@ class BasicHnsw {
   void score_in_place(const float* q, const uint32_t* ids, uint32_t n, HnswSearchState& st, Fn&& fn) const;
   void read_ahead(uint32_t count, bool optimistic, HnswSearchState& st) const;
   void search_prepare(const float* q, const HnswSearchOptions& opt, HnswSearchState& st) const;
-  bool search_start(const HnswSearchOptions& opt, HnswSearchState& st) const;
+  // Result admission on level 0 (see "Removal and filters"): AdmitAll admits every node
+  // (no tombstone, no filter: the plain path); AdmitLive live nodes its filter allows.
+  struct AdmitAll {
+    static constexpr bool kAll = true;
+  };
+  struct AdmitLive {
+    static constexpr bool kAll = false;
+    const HnswFilter* filter;  // nullptr: every live node
+    bool optimistic;
+  };
+  bool admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a, const float* q, float* d,
+                  HnswSearchState& st) const;
+  template <class Admit>
+  void search_admitted(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit, uint64_t most,
+                       HnswSearchState& st, std::vector<vector::Neighbor>* out) const;
+  void exact_scan(const HnswSearchOptions& opt, const AdmitLive& admit, HnswSearchState& st,
+                  std::vector<vector::Neighbor>* out) const;
+  void recheck_results(const HnswSearchOptions& opt, HnswSearchState& st, std::vector<vector::Neighbor>* out) const;
+  template <class Admit>
+  bool search_start(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit,
+                    HnswSearchState& st) const;
   static void search_end(uint32_t k, HnswSearchState& st, std::vector<vector::Neighbor>* out);
   void search_layer(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
                     uint32_t lookahead, HnswSearchState& st) const;
   void layer_begin(uint32_t ef, HnswSearchState& st) const;
   bool layer_expand(uint32_t level, uint32_t ef, bool optimistic, bool prefetch, uint32_t lookahead,
                     HnswSearchState& st) const;
+  template <class Admit = AdmitAll>
   [[gnu::flatten]] void layer_score(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
-                                    HnswSearchState& st) const;
+                                    HnswSearchState& st, const Admit& admit = Admit{}) const;
   void select_heuristic(const std::vector<vector::Neighbor>& sorted, uint32_t m, HnswSearchState& st,
                         std::vector<uint32_t>* out) const;
   void insert(uint32_t id, uint32_t level, const float* q, HnswSearchState& st);
@@ -327,6 +399,8 @@ class BasicHnsw {
   void link(uint32_t node, const uint32_t* ids, uint32_t n, uint32_t level, HnswSearchState& st);
   static void write_list(ExclusiveGuard& g, const ListLocation& loc, const std::vector<uint32_t>& ids);
   void shrink(uint32_t node, uint32_t max, HnswSearchState& st) const;
+  template <class Removed>
+  void relink(uint32_t p, uint32_t l, const Removed& is_removed, HnswSearchState& st) const;
 
   Pool* pool_;
   SpaceId space_;

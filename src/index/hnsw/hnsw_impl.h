@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -67,6 +68,13 @@ inline uint8_t HnswSearchState::next_epoch() {
 // Scratch states for add() (and contains()), reused across calls; shared by the threads.
 template <class Pool>
 struct BasicHnsw<Pool>::Shared {
+  // add() and remove() hold it shared for their whole call, consolidate() exclusive: a
+  // consolidation sees no list change but its own. Taken before any other lock or latch.
+  std::shared_mutex writers;
+  // Incremented by consolidate() before it clears the first slot: a search on the plain
+  // path (no tombstone when it started) that sees it changed re-checks its results, since
+  // a slot it scored may have been cleared meanwhile (recheck_results).
+  std::atomic<uint64_t> frees{0};
   std::mutex states_mutex;
   std::vector<std::unique_ptr<HnswSearchState>> free_states;
   std::mutex upper_mutex;  // allocation of upper-region units and pages
@@ -215,7 +223,9 @@ inline auto BasicHnsw<Pool>::open(Pool& pool, std::string_view name) -> BasicHns
                  "space '" + std::string(name) + "' is not an HNSW index of this format: " + why, PageId(space, 0));
   };
   if (blocks == 0 || m.magic != HnswMeta::kMagic) throw bad("no HNSW metadata");
-  if (m.format_version != HnswMeta::kFormatVersion) throw bad("format version " + std::to_string(m.format_version));
+  if (m.format_version < HnswMeta::kFirstFormatVersion || m.format_version > HnswMeta::kFormatVersion) {
+    throw bad("format version " + std::to_string(m.format_version));
+  }
   if (m.page_size != pool.page_size()) throw bad("written with " + std::to_string(m.page_size) + "-byte pages");
   if (m.dim == 0 || m.M < 2 || m.M > HnswLayout::kMaxM || m.metric > 2 || m.capacity == 0 ||
       m.capacity == HnswMeta::kNone) {
@@ -226,6 +236,7 @@ inline auto BasicHnsw<Pool>::open(Pool& pool, std::string_view name) -> BasicHns
   if (l.per_page != m.per_page || l.vec_stride != m.vec_stride || l.l0_pages != m.l0_pages ||
       l.max_level_cap != m.max_level_cap || uint64_t{l.upper_base} + m.upper_pages > blocks ||
       uint64_t{m.upper_units} > uint64_t{m.upper_pages} * l.lists_per_page || m.size > m.capacity ||
+      m.deleted > m.size || (m.format_version == 1 && m.deleted != 0) ||
       (m.entry != HnswMeta::kNone && (m.entry >= m.capacity || m.max_level >= l.max_level_cap)) ||
       m.ef_construction < m.M) {
     throw bad("inconsistent metadata");
@@ -252,8 +263,10 @@ inline SpaceId BasicHnsw<Pool>::space() const { return space_; }
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::size() const {
   HnswStats s;
-  return read_meta_state(true, s).size;
+  const HnswMetaState ms = read_meta_state(true, s);
+  return ms.size - ms.deleted;
 }
+
 
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::level_of(uint32_t id) const { return random_level(id); }
@@ -264,6 +277,7 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " >= capacity " +
                                                  std::to_string(layout_.capacity));
   }
+  std::shared_lock writing(shared_->writers);
   Lease lease(*shared_, layout_);
   HnswSearchState& st = *lease.state;
   prepare_vector(v, st.query_.data(), "add");
@@ -282,7 +296,8 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
                                                    " was partly added with another vector; retry it with that one");
     }
   } else {
-    if (contains_node(id, st)) throw duplicate(id);  // cheap check before allocating upper units
+    // A cheap check before allocating upper units.
+    if (const HnswRowHead h = read_head(id, true, st.stats_); h.present()) throw duplicate(id, h);
     const uint32_t upper = level > 0 ? allocate_upper(level) : HnswRowHead::kNoUpper;
     claim(id, level, upper, q);
     record.claimed();  // from here on the node is present: an error leaves a failed add
@@ -292,16 +307,260 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
 }
 
 template <class Pool>
+inline void BasicHnsw<Pool>::remove(uint32_t id) {
+  if (id >= layout_.capacity) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) + " >= capacity " +
+                                                 std::to_string(layout_.capacity));
+  }
+  std::shared_lock writing(shared_->writers);
+  {
+    // A node whose add runs or failed is present but not counted: removing it would make
+    // the count of tombstones exceed the counted nodes. An add(id) that starts after this
+    // check finds the node present and fails (or finds it removed).
+    std::lock_guard lock(shared_->adds_mutex);
+    if (shared_->adds.count(id) != 0) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) +
+                                                   " is being added, or its add failed (add it again first)");
+    }
+  }
+  {
+    // The metadata is checked before the flag is set, so that a corrupt page fails the call
+    // with nothing changed (a live node is counted, so deleted < size holds below).
+    HnswStats s;
+    const HnswMetaState ms = read_meta_state(true, s);
+    if (ms.deleted >= ms.size) corrupt(meta_page(), "metadata counts " + std::to_string(ms.deleted) +
+                                                        " removed of " + std::to_string(ms.size) + " nodes");
+  }
+  {
+    ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
+    HnswRowHead h;
+    std::memcpy(&h, g.data() + layout_.row_offset(id), sizeof h);
+    if (!h.flags_ok()) corrupt(page_of(id), "node " + std::to_string(id) + " has flags " + std::to_string(h.flags));
+    if (!h.live()) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) + " is not in the index" +
+                                                   (h.present() ? " (removed before)" : ""));
+    }
+    h.flags |= HnswRowHead::kDeleted;
+    std::memcpy(g.data() + layout_.row_offset(id) + offsetof(HnswRowHead, flags), &h.flags, sizeof h.flags);
+    g.mark_dirty();
+  }
+  // Counted under the metadata latch (one latch at a time, as everywhere). A search that
+  // reads the count before this still checks tombstones from the next search on; one that
+  // ran before the flag may return the node (a remove concurrent with it). Like add(), a
+  // remove is durable at the next flush; a flush that runs while it does may write the
+  // tombstone without its count (check_structure reports it after a reopen).
+  ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+  HnswMetaState ms = meta_state_of(g.data());
+  if (!meta_state_ok(ms) || ms.deleted >= ms.size) {  // changed on disk since the check: take the flag back
+    g = ExclusiveGuard();
+    ExclusiveGuard row = pool_->pin_exclusive(page_of(id));
+    const uint16_t flags = HnswRowHead::kPresent;
+    std::memcpy(row.data() + layout_.row_offset(id) + offsetof(HnswRowHead, flags), &flags, sizeof flags);
+    row.mark_dirty();
+    corrupt(meta_page(), "metadata state is malformed");
+  }
+  ms.deleted += 1;
+  write_meta_state(g, ms);
+  uint32_t version;
+  std::memcpy(&version, g.data() + offsetof(HnswMeta, format_version), 4);
+  if (version < HnswMeta::kFormatVersion) {  // a version-1 reader would return tombstones
+    version = HnswMeta::kFormatVersion;
+    std::memcpy(g.data() + offsetof(HnswMeta, format_version), &version, 4);
+  }
+}
+
+template <class Pool>
+inline uint32_t BasicHnsw<Pool>::consolidate() {
+  std::unique_lock writing(shared_->writers);
+  Lease lease(*shared_, layout_);
+  HnswSearchState& st = *lease.state;
+  HnswMetaState ms = read_meta_state(false, st.stats_);
+  if (ms.deleted == 0) return 0;
+  // No add runs (writers); the nodes of failed adds are live but may not be entry points.
+  const std::vector<uint32_t> failed = failed_adds();
+  // 1. Every slot's head: which nodes are removed, and each live node's level.
+  const uint32_t cap = layout_.capacity;
+  std::vector<HnswRowHead> heads(cap);
+  std::vector<uint32_t> removed;
+  for (uint32_t id = 0; id < cap; ++id) {
+    heads[id] = read_head(id, false, st.stats_);
+    if (heads[id].present() && !heads[id].live()) removed.push_back(id);
+  }
+  if (removed.empty()) return 0;
+  auto is_removed = [&](uint32_t id) { return heads[id].present() && !heads[id].live(); };
+  // 2. Every live node's list on each of its levels that names a removed node: the
+  // survivors plus the live nodes its removed members lead to on that level, pruned by the
+  // insertion heuristic around the node ([FreshDiskANN] Algorithm 4, per level). A removed
+  // member's neighbours may be removed too: the live ones are found through them (a walk
+  // over removed nodes only). A node left with no candidate while the level has other
+  // nodes is linked as insertion links it (relink).
+  std::vector<uint32_t> members(2 * params_.M), theirs(2 * params_.M), through;
+  std::vector<uint32_t> on_level(layout_.max_level_cap, 0);  // live nodes per level
+  for (uint32_t id = 0; id < cap; ++id) {
+    if (heads[id].live()) for (uint32_t l = 0; l <= heads[id].level; ++l) ++on_level[l];
+  }
+  for (uint32_t p = 0; p < cap; ++p) {
+    if (!heads[p].live()) continue;
+    for (uint32_t l = 0; l <= heads[p].level; ++l) {
+      const uint32_t n = read_links(p, l, false, st, members.data());
+      const uint8_t epoch = st.next_epoch();
+      st.visited_[p] = epoch;
+      st.merged_.clear();
+      through.clear();
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t v = members[i];
+        if (st.visited_[v] == epoch || !heads[v].present()) continue;
+        st.visited_[v] = epoch;
+        (is_removed(v) ? through : st.merged_).push_back(v);
+      }
+      if (through.empty()) continue;  // names no removed node
+      for (size_t t = 0; t < through.size(); ++t) {
+        const uint32_t m = read_links(through[t], l, false, st, theirs.data());
+        for (uint32_t j = 0; j < m; ++j) {
+          const uint32_t v = theirs[j];
+          if (st.visited_[v] == epoch || !heads[v].present()) continue;
+          st.visited_[v] = epoch;
+          // Deeper removed nodes only while no live candidate is found (bounded by them).
+          if (!is_removed(v)) {
+            st.merged_.push_back(v);
+          } else if (st.merged_.empty()) {
+            through.push_back(v);
+          }
+        }
+      }
+      const ListLocation loc = list_location(p, l, heads[p]);
+      if (st.merged_.empty() && on_level[l] >= 2) {
+        relink(p, l, is_removed, st);
+      } else if (st.merged_.size() > loc.max) {
+        shrink(p, loc.max, st);
+      } else {
+        st.chosen_.assign(st.merged_.begin(), st.merged_.end());
+      }
+      ExclusiveGuard g = pool_->pin_exclusive(loc.pid);
+      write_list(g, loc, st.chosen_);
+    }
+  }
+  // 3. A removed entry point gives way to a live node of the highest level, in the metadata
+  // before any slot is freed (searches start there).
+  ms = read_meta_state(false, st.stats_);
+  if (ms.entry != HnswMeta::kNone && is_removed(ms.entry)) {
+    uint32_t best = HnswMeta::kNone;
+    for (uint32_t id = 0; id < cap; ++id) {
+      if (heads[id].live() && !std::binary_search(failed.begin(), failed.end(), id) &&
+          (best == HnswMeta::kNone || heads[id].level > heads[best].level)) {
+        best = id;
+      }
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+    HnswMetaState now = meta_state_of(g.data());
+    now.entry = best;
+    now.max_level = best == HnswMeta::kNone ? 0 : heads[best].level;
+    write_meta_state(g, now);
+  }
+  shared_->frees.fetch_add(1);
+  // 4. The removed slots: no list names them now. Cleared (head zero: unused; vector zero),
+  // they may be added again. Their upper-level units are not reused (the bump allocator).
+  // A search that read a removed id before its list was rewritten may still reach its
+  // cleared slot: an unused slot reads as a node without links and is never a result.
+  for (const uint32_t id : removed) {
+    ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
+    std::memset(g.data() + layout_.vector_offset(id), 0, size_t{params_.dim} * 4);
+    std::memset(g.data() + layout_.row_offset(id), 0, layout_.row_bytes);
+    g.mark_dirty();
+  }
+  ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+  HnswMetaState now = meta_state_of(g.data());
+  const uint32_t freed = static_cast<uint32_t>(removed.size());
+  if (now.deleted < freed || now.size < freed) corrupt(meta_page(), "metadata counts fewer removed nodes than found");
+  now.deleted -= freed;
+  now.size -= freed;
+  write_meta_state(g, now);
+  return freed;
+}
+
+// consolidate(), for a live node p whose level-l list leads to no live node: its
+// neighbours on level l chosen as insertion chooses them (greedy descent from the entry
+// point, a beam search with ef_construction on level l, the heuristic, M of them), among
+// live nodes other than p, into st.chosen_. Removed nodes are still traversed (their
+// lists are intact until their slots are freed).
+template <class Pool>
+template <class Removed>
+inline void BasicHnsw<Pool>::relink(uint32_t p, uint32_t l, const Removed& is_removed, HnswSearchState& st) const {
+  float* q = st.query_.data();
+  read_vector(p, false, st, q);
+  const HnswMetaState ms = read_meta_state(false, st.stats_);
+  uint32_t cur = ms.entry;
+  float cur_d = distance_to(q, cur, true, st);
+  for (uint32_t lv = ms.max_level; lv > l; --lv) greedy_step(q, lv, true, true, st, &cur, &cur_d);
+  const uint8_t epoch = st.next_epoch();
+  st.visited_[cur] = epoch;
+  st.results_.assign(1, vector::Neighbor{cur_d, cur});
+  search_layer(q, l, params_.ef_construction, true, true, 0, st);
+  st.layer_.clear();
+  for (const vector::Neighbor& n : st.results_) {
+    if (n.id != p && !is_removed(n.id)) st.layer_.push_back(n);
+  }
+  std::sort(st.layer_.begin(), st.layer_.end());
+  select_heuristic(st.layer_, params_.M, st, &st.chosen_);
+}
+
+template <class Pool>
 inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
                                     std::vector<vector::Neighbor>* out) const {
   out->clear();
   search_prepare(q, opt, st);
-  if (!search_start(opt, st)) return;
+  // The plain path while the index has no tombstone (one set after this read may be
+  // returned, as by a search that started before the remove).
+  const uint64_t frees = shared_->frees.load(std::memory_order_acquire);
+  const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
+  if (ms.deleted == 0) {
+    search_admitted(opt, ms, AdmitAll{}, 0, st, out);
+    if (shared_->frees.load(std::memory_order_acquire) != frees) [[unlikely]] recheck_results(opt, st, out);
+  } else {
+    search_admitted(opt, ms, AdmitLive{nullptr, opt.optimistic}, ms.size - ms.deleted, st, out);
+  }
+}
+
+template <class Pool>
+inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt, HnswSearchState& st,
+                                    std::vector<vector::Neighbor>* out, const HnswFilter& filter) const {
+  out->clear();
+  search_prepare(q, opt, st);
+  const AdmitLive admit{&filter, opt.optimistic};
+  const size_t words = std::min<size_t>(filter.allowed.size(), (size_t{layout_.capacity} + 63) / 64);
+  uint64_t allowed = 0;
+  for (size_t w = 0; w < words; ++w) allowed += std::popcount(filter.allowed[w]);
+  const uint64_t ef = std::max(opt.ef, opt.k);
+  const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
+  const uint64_t live = ms.size - ms.deleted;
+  const bool exact = opt.exact_scan_below != 0 ? allowed < opt.exact_scan_below
+                                               : allowed * allowed <= 3 * ef * live || allowed <= opt.k;
+  if (exact) {
+    ++st.stats_.searches;
+    exact_scan(opt, admit, st, out);
+  } else {
+    search_admitted(opt, ms, admit, std::min(allowed, live), st, out);
+  }
+}
+
+// The level-0 beam search with result admission `admit`; a search that found fewer than
+// min(k, most) admissible nodes (a selective filter, or many tombstones near the query;
+// `most` bounds the admissible nodes from above) is answered by an exact scan instead, so
+// that it returns min(k, admissible nodes) results.
+template <class Pool>
+template <class Admit>
+inline void BasicHnsw<Pool>::search_admitted(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit,
+                                             uint64_t most, HnswSearchState& st,
+                                             std::vector<vector::Neighbor>* out) const {
+  if (!search_start(opt, ms, admit, st)) return;
   const uint32_t ef = std::max(opt.ef, opt.k);
   while (layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, st)) {
-    layer_score(st.query_.data(), 0, ef, opt.optimistic, opt.prefetch, st);
+    layer_score(st.query_.data(), 0, ef, opt.optimistic, opt.prefetch, st, admit);
   }
   search_end(opt.k, st, out);
+  if constexpr (!Admit::kAll) {
+    if (out->size() < std::min<uint64_t>(opt.k, most)) exact_scan(opt, admit, st, out);
+  }
 }
 
 template <class Pool>
@@ -323,11 +582,23 @@ inline void BasicHnsw<Pool>::search_batch(std::span<const float* const> queries,
     }
     search_prepare(queries[i], opt, *states[i]);
   }
+  if (n == 0) return;
+  // As search(): the plain path while the index has no tombstone. With tombstones the
+  // searches run one after the other (not interleaved yet).
+  const uint64_t frees = shared_->frees.load(std::memory_order_acquire);
+  const HnswMetaState ms = read_meta_state(opt.optimistic, states[0]->stats_);
+  if (ms.deleted != 0) {
+    for (size_t i = 0; i < n; ++i) {
+      out[i].clear();
+      search_admitted(opt, ms, AdmitLive{nullptr, opt.optimistic}, ms.size - ms.deleted, *states[i], &out[i]);
+    }
+    return;
+  }
   std::vector<uint32_t> active;  // the searches not over, by index
   active.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     out[i].clear();
-    if (search_start(opt, *states[i]) &&
+    if (search_start(opt, ms, AdmitAll{}, *states[i]) &&
         layer_expand(0, ef, opt.optimistic, opt.prefetch, opt.lookahead, *states[i])) {
       active.push_back(static_cast<uint32_t>(i));
     } else {
@@ -347,6 +618,23 @@ inline void BasicHnsw<Pool>::search_batch(std::span<const float* const> queries,
     }
     active.resize(kept);
   }
+  if (shared_->frees.load(std::memory_order_acquire) != frees) [[unlikely]] {
+    for (size_t i = 0; i < n; ++i) recheck_results(opt, *states[i], &out[i]);
+  }
+}
+
+// A plain-path search during which consolidate() cleared slots: a result may be a slot
+// cleared after it was scored (its distance then to a zeroed vector), or added again since.
+// Keeps the results that are live now, with their distance as of that version (admissible
+// reads head and vector together), in order; completes with an exact scan when that left
+// fewer than k of the live nodes.
+template <class Pool>
+inline void BasicHnsw<Pool>::recheck_results(const HnswSearchOptions& opt, HnswSearchState& st,
+                                             std::vector<vector::Neighbor>* out) const {
+  const AdmitLive live{nullptr, opt.optimistic};
+  std::erase_if(*out, [&](vector::Neighbor& n) { return !admissible(n.id, nullptr, live, st.query_.data(), &n.distance, st); });
+  std::sort(out->begin(), out->end());
+  if (out->size() < std::min<uint64_t>(opt.k, size())) exact_scan(opt, live, st, out);
 }
 
 template <class Pool>
@@ -356,7 +644,18 @@ inline bool BasicHnsw<Pool>::contains(uint32_t id) const {
                                                  std::to_string(layout_.capacity));
   }
   Lease lease(*shared_, layout_);
-  return contains_node(id, *lease.state);
+  return read_head(id, true, lease.state->stats_).live();
+}
+
+template <class Pool>
+inline bool BasicHnsw<Pool>::removed(uint32_t id) const {
+  if (id >= layout_.capacity) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw removed: id " + std::to_string(id) + " >= capacity " +
+                                                 std::to_string(layout_.capacity));
+  }
+  Lease lease(*shared_, layout_);
+  const HnswRowHead h = read_head(id, true, lease.state->stats_);
+  return h.present() && !h.live();
 }
 
 template <class Pool>
@@ -381,7 +680,7 @@ inline void BasicHnsw<Pool>::check_structure() const {
   }
   auto fail = [](const std::string& what) { throw std::logic_error("hnsw: " + what); };
   std::vector<HnswRowHead> heads(layout_.capacity);
-  uint32_t present = 0;
+  uint32_t present = 0, deleted = 0;
   for (uint32_t id = 0; id < layout_.capacity; ++id) {
     SharedGuard g = pool_->pin_shared(page_of(id));
     std::memcpy(&heads[id], g.data() + layout_.row_offset(id), sizeof(HnswRowHead));
@@ -391,7 +690,8 @@ inline void BasicHnsw<Pool>::check_structure() const {
       continue;
     }
     ++present;
-    if (h.flags != HnswRowHead::kPresent || h.level >= layout_.max_level_cap ||
+    deleted += h.live() ? 0 : 1;
+    if (!h.flags_ok() || h.level >= layout_.max_level_cap ||
         (h.level == 0) != (h.upper == HnswRowHead::kNoUpper) ||
         (h.level > 0 && uint64_t{h.upper} + h.level > m.upper_units)) {
       fail("node " + std::to_string(id) + " has a bad head");
@@ -399,12 +699,16 @@ inline void BasicHnsw<Pool>::check_structure() const {
   }
   const std::vector<uint32_t> failed = failed_adds();
   for (uint32_t id : failed) {
-    if (heads[id].flags == 0) fail("node " + std::to_string(id) + ", whose add failed, is not present");
+    if (!heads[id].live()) fail("node " + std::to_string(id) + ", whose add failed, is not present or removed");
     if (id == m.entry) fail("node " + std::to_string(id) + ", whose add failed, is the entry point");
   }
   if (present != uint64_t{m.size} + failed.size()) {
     fail("size " + std::to_string(m.size) + " and " + std::to_string(failed.size()) + " failed adds but " +
          std::to_string(present) + " nodes");
+  }
+  if (deleted != m.deleted) {
+    fail("the metadata counts " + std::to_string(m.deleted) + " removed nodes but " + std::to_string(deleted) +
+         " are tombstones");
   }
   if ((m.entry == HnswMeta::kNone) != (m.size == 0)) fail("entry point and size disagree");
   if (m.entry != HnswMeta::kNone && (heads[m.entry].flags == 0 || heads[m.entry].level != m.max_level)) {
@@ -464,8 +768,11 @@ template <class Pool>
 inline PageId BasicHnsw<Pool>::page_of(uint32_t id) const { return PageId(space_, layout_.block_of(id)); }
 
 template <class Pool>
-inline Error BasicHnsw<Pool>::duplicate(uint32_t id) {
-  return Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " was added before");
+inline Error BasicHnsw<Pool>::duplicate(uint32_t id, const HnswRowHead& h) {
+  return Error(ErrorCode::kInvalidArgument,
+               "hnsw add: id " + std::to_string(id) +
+                   (h.live() ? " was added before"
+                             : " was removed; its slot is a tombstone until consolidate() frees it"));
 }
 
 template <class Pool>
@@ -526,7 +833,8 @@ inline void BasicHnsw<Pool>::corrupt(PageId pid, const std::string& what) { corr
 // Whether a metadata state (as read from the page) is usable.
 template <class Pool>
 inline bool BasicHnsw<Pool>::meta_state_ok(const HnswMetaState& ms) const {
-  return ms.entry == HnswMeta::kNone || (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap);
+  return ms.deleted <= ms.size &&
+         (ms.entry == HnswMeta::kNone || (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap));
 }
 
 template <class Pool>
@@ -558,15 +866,10 @@ inline HnswRowHead BasicHnsw<Pool>::read_head(uint32_t id, bool optimistic, Hnsw
   const uint32_t off = layout_.row_offset(id);
   read_page(page_of(id), optimistic, s, "link row head", [&](const std::byte* p) {
     hnsw_detail::hnsw_racy_copy(&h, p + off, sizeof h);
-    return h.flags == 0 || (h.flags == HnswRowHead::kPresent && h.level < layout_.max_level_cap &&
+    return h.flags == 0 || (h.flags_ok() && h.level < layout_.max_level_cap &&
                             (h.level == 0) == (h.upper == HnswRowHead::kNoUpper));
   });
   return h;
-}
-
-template <class Pool>
-inline bool BasicHnsw<Pool>::contains_node(uint32_t id, HnswSearchState& st) const {
-  return read_head(id, true, st.stats_).flags != 0;
 }
 
 template <class Pool>
@@ -576,7 +879,7 @@ inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, const Hn
                         2 * params_.M};
   }
   // h was read validated or pinned: a node named in a level-`level` list must have that level.
-  if (h.flags != HnswRowHead::kPresent || h.level < level || h.upper == HnswRowHead::kNoUpper) {
+  if (!h.present() || !h.flags_ok() || h.level < level || h.upper == HnswRowHead::kNoUpper) {
     corrupt(page_of(id), "node " + std::to_string(id) + " is named on level " + std::to_string(level) +
                              " but its head says level " + std::to_string(h.level) + ", flags " +
                              std::to_string(h.flags));
@@ -599,8 +902,12 @@ inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, HnswStat
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st,
                                             uint32_t* out) const {
-  const ListLocation loc =
-      list_location(id, level, level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_));
+  const HnswRowHead h = level == 0 ? HnswRowHead{} : read_head(id, optimistic, st.stats_);
+  // An unused slot on an upper level: a slot consolidate() freed after this search read its
+  // id from a list it then rewrote. It has no links (a level-0 row of an unused slot reads
+  // count 0 the same way). check_structure() still reports a list naming an unused slot.
+  if (level > 0 && !h.present()) return 0;
+  const ListLocation loc = list_location(id, level, h);
   uint32_t count = 0;
   const uint32_t capacity = layout_.capacity;
   read_page(loc.pid, optimistic, st.stats_, "neighbour list", [&](const std::byte* p) {
@@ -780,12 +1087,13 @@ inline void BasicHnsw<Pool>::search_prepare(const float* q, const HnswSearchOpti
   prepare_vector(q, st.query_.data(), "search");
 }
 
-// Second step: the greedy descent to level 1 and the level-0 beam's start (layer_begin).
-// False when the index is empty.
+// Second step: from the metadata state `ms` (read by the caller), the greedy descent to
+// level 1 and the level-0 beam's start (layer_begin). False when the index is empty.
 template <class Pool>
-inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, HnswSearchState& st) const {
+template <class Admit>
+inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, const HnswMetaState& ms, const Admit& admit,
+                                          HnswSearchState& st) const {
   ++st.stats_.searches;
-  const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
   if (ms.entry == HnswMeta::kNone) {
     st.results_.clear();
     return false;
@@ -798,6 +1106,10 @@ inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, HnswSear
   st.visited_[cur] = epoch;
   st.results_.assign(1, vector::Neighbor{cur_d, cur});
   layer_begin(std::max(opt.ef, opt.k), st);
+  if constexpr (!Admit::kAll) {
+    // Admitted with its distance as of the head's version (a candidate in any case).
+    if (!admissible(cur, nullptr, admit, st.query_.data(), &st.results_[0].distance, st)) st.results_.clear();
+  }
   return true;
 }
 
@@ -887,9 +1199,13 @@ inline bool BasicHnsw<Pool>::layer_expand(uint32_t level, uint32_t ef, bool opti
 // Scores the members layer_expand left pending and offers each to the heaps.
 // Flattened: the heap operations of `offer` stay inlined in the scoring loop (cachegrind:
 // as separate calls they cost 4% more instructions per query at ef 256).
+// With Admit = AdmitLive (level 0 only), v still becomes a candidate by the same rule, but
+// enters the kept results only if admissible: the results bound the beam by admissible
+// nodes alone, so the beam widens past removed and filtered-out regions.
 template <class Pool>
+template <class Admit>
 inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
-                                         HnswSearchState& st) const {
+                                         HnswSearchState& st, const Admit& admit) const {
   auto& cand = st.candidates_;
   auto& res = st.results_;
   const uint32_t fresh = st.pending_;
@@ -898,12 +1214,16 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
   // expanded soon: its link row is started from `frame`, v's page as read (no second
   // translation; hnswlib prefetches its next candidate's list the same way; a hint: the
   // frame may have changed since, then a wasted line).
-  auto offer = [&](uint32_t v, float d, const std::byte* frame) {
-    const vector::Neighbor nb{d, v};
+  auto offer = [&](uint32_t v, float d, const std::byte* frame, const OptimisticRead* r) {
+    vector::Neighbor nb{d, v};
     if (res.size() < ef || nb < res.front()) {
       if (frame != nullptr) prefetch_row(frame, v);
       cand.push_back(nb);
       std::push_heap(cand.begin(), cand.end(), std::greater<>());
+      if constexpr (!Admit::kAll) {
+        if (!admissible(v, r, admit, q, &nb.distance, st)) return;
+        if (res.size() >= ef && !(nb < res.front())) return;  // its distance as admitted
+      }
       res.push_back(nb);
       std::push_heap(res.begin(), res.end());
       if (res.size() > ef) {
@@ -914,11 +1234,105 @@ inline void BasicHnsw<Pool>::layer_score(const float* q, uint32_t level, uint32_
   };
   if (prefetch && optimistic) {
     if (level != 0) std::fill_n(st.reads_.begin(), fresh, OptimisticRead{});  // else as read_group started them
-    score_in_place(q, st.fresh_.data(), fresh, st,
-                   [&](uint32_t i, float d, const std::byte* frame) { offer(st.fresh_[i], d, frame); });
+    score_in_place(q, st.fresh_.data(), fresh, st, [&](uint32_t i, float d, const std::byte* frame) {
+      offer(st.fresh_[i], d, frame, &st.reads_[i]);
+    });
   } else {
-    for (uint32_t i = 0; i < fresh; ++i) offer(st.fresh_[i], distance_to(q, st.fresh_[i], optimistic, st), nullptr);
+    for (uint32_t i = 0; i < fresh; ++i) {
+      offer(st.fresh_[i], distance_to(q, st.fresh_[i], optimistic, st), nullptr, nullptr);
+    }
   }
+}
+
+// Whether node id may be a result: allowed by the filter, and live (present, no tombstone)
+// in the same page version as its distance *d to q. With `r` (id's page read whose vector
+// gave *d) the head is read from it and the read validated again: then both are of that
+// version. Without a read, or when that validation fails (the page changed: a slot claimed,
+// removed or cleared since), head and vector are read again together and *d recomputed:
+// a head of one version with a distance of another could admit a node by its new head at
+// the distance of the unused slot it was before.
+template <class Pool>
+inline bool BasicHnsw<Pool>::admissible(uint32_t id, const OptimisticRead* r, const AdmitLive& a, const float* q,
+                                        float* d, HnswSearchState& st) const {
+  if (a.filter != nullptr && !a.filter->allows(id)) return false;
+  if (r != nullptr && r->data != nullptr) {
+    uint32_t level_flags;  // {level u16, flags u16}: the head's last word
+    hnsw_detail::hnsw_racy_copy(&level_flags, r->data + layout_.row_offset(id) + offsetof(HnswRowHead, level), 4);
+    if (Pool::validate(*r)) return (level_flags >> 16) == HnswRowHead::kPresent;
+    ++st.stats_.retries;
+  }
+  HnswRowHead h{};
+  const uint32_t head_at = layout_.row_offset(id), vec_at = layout_.vector_offset(id);
+  const size_t bytes = size_t{params_.dim} * 4;
+  read_page(page_of(id), a.optimistic, st.stats_, "link row head and vector", [&](const std::byte* p) {
+    hnsw_detail::hnsw_racy_copy(&h, p + head_at, sizeof h);
+    hnsw_detail::hnsw_racy_copy(st.vec_.data(), p + vec_at, bytes);
+    return h.flags_ok();
+  });
+  if (!h.live()) return false;
+  ++st.stats_.distances;
+  *d = ordered(dist_(q, st.vec_.data(), params_.dim));
+  return true;
+}
+
+// The exact answer among the admissible nodes: every id the filter allows (every id without
+// a filter) is scored, in groups whose pages are read at once (read_group) when the search
+// prefetches, and the k nearest admissible ones are kept.
+template <class Pool>
+inline void BasicHnsw<Pool>::exact_scan(const HnswSearchOptions& opt, const AdmitLive& admit, HnswSearchState& st,
+                                        std::vector<vector::Neighbor>* out) const {
+  const float* q = st.query_.data();
+  auto& res = st.results_;
+  res.clear();
+  auto offer = [&](uint32_t v, float d, const OptimisticRead* r) {
+    vector::Neighbor nb{d, v};
+    if (res.size() >= opt.k && !(nb < res.front())) return;
+    if (!admissible(v, r, admit, q, &nb.distance, st)) return;
+    if (res.size() >= opt.k && !(nb < res.front())) return;  // its distance as admitted
+    res.push_back(nb);
+    std::push_heap(res.begin(), res.end());
+    if (res.size() > opt.k) {
+      std::pop_heap(res.begin(), res.end());
+      res.pop_back();
+    }
+  };
+  const uint32_t group = static_cast<uint32_t>(std::min(st.fresh_.size(), st.group_.size()));
+  uint32_t n = 0;
+  auto score = [&] {
+    if (opt.optimistic && opt.prefetch) {
+      for (uint32_t i = 0; i < n; ++i) {
+        st.group_[i] = page_of(st.fresh_[i]);
+        st.offsets_[i] = layout_.vector_offset(st.fresh_[i]);
+      }
+      pool_->read_group(std::span<const PageId>(st.group_.data(), n), std::span<const uint32_t>(st.offsets_.data(), n),
+                        std::span<OptimisticRead>(st.reads_.data(), n));
+      score_in_place(q, st.fresh_.data(), n, st,
+                     [&](uint32_t i, float d, const std::byte*) { offer(st.fresh_[i], d, &st.reads_[i]); });
+    } else {
+      for (uint32_t i = 0; i < n; ++i) offer(st.fresh_[i], distance_to(q, st.fresh_[i], opt.optimistic, st), nullptr);
+    }
+    n = 0;
+  };
+  for (uint32_t id = 0; id < layout_.capacity; ++id) {
+    if (admit.filter != nullptr) {
+      const size_t w = id / 64;
+      if (w >= admit.filter->allowed.size()) break;
+      const uint64_t word = admit.filter->allowed[w] >> (id % 64);
+      if (word == 0) {  // skip to the next word
+        id = static_cast<uint32_t>(std::min<uint64_t>((w + 1) * 64, layout_.capacity)) - 1;
+        continue;
+      }
+      if ((word & 1) == 0) {
+        id += static_cast<uint32_t>(std::countr_zero(word)) - 1;
+        continue;
+      }
+    }
+    st.fresh_[n++] = id;
+    if (n == group) score();
+  }
+  if (n > 0) score();
+  std::sort_heap(res.begin(), res.end());
+  out->assign(res.begin(), res.end());
 }
 
 // The heuristic (Algorithm 4, no extension, pruned connections dropped): walks `sorted`
@@ -1078,7 +1492,7 @@ inline void BasicHnsw<Pool>::claim(uint32_t id, uint32_t level, uint32_t upper, 
   ExclusiveGuard g = pool_->pin_exclusive(page_of(id));
   HnswRowHead h;
   std::memcpy(&h, g.data() + layout_.row_offset(id), sizeof h);
-  if (h.flags != 0) throw duplicate(id);
+  if (h.present()) throw duplicate(id, h);
   std::memcpy(g.data() + layout_.vector_offset(id), v, size_t{params_.dim} * 4);
   h = HnswRowHead{0, upper, static_cast<uint16_t>(level), HnswRowHead::kPresent};
   std::memcpy(g.data() + layout_.row_offset(id), &h, sizeof h);

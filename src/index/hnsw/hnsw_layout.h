@@ -15,7 +15,9 @@
 //       count u32      level-0 neighbours in use (<= 2M)
 //       upper u32      first upper-list unit of the node (kNoUpper when level == 0)
 //       level u16      the node's top level (0 .. max_level_cap - 1)
-//       flags u16      kPresent once the node is written (zero: slot unused)
+//       flags u16      kPresent once the node is written (zero: slot unused); kDeleted
+//                      added when it is removed (a tombstone: the node stays in the
+//                      graph, searches go through it and never return it)
 //       ids u32[2M]    neighbour ids, ids[0 .. count)
 //   A record is {vector, link row}: record_bytes = vec_stride + 12 + 8M; per_page =
 //   usable_page_size / record_bytes. dim 128, M 16, 4 KB pages: 512 + 140 = 652 B, 6 per page.
@@ -26,10 +28,14 @@
 // split across pages: unit u lives at block upper_base + u / lists_per_page, byte
 // (u % lists_per_page) * unit_bytes. Units are handed out by a bump counter (upper_units).
 //
+// Format versions: 2 adds tombstones (kDeleted, HnswMeta::deleted). A version-1 index opens
+// unchanged and is marked version 2 by its first remove(), so that a reader of version 1
+// never returns a removed node.
+//
 // Invariants (checked by BasicHnsw::check_structure): a neighbour id is a present node,
 // never the node itself, at most once per list; a level-l list names only nodes of level >= l;
 // counts <= 2M (level 0) and <= M (upper); the entry point is present and has level max_level;
-// size counts the present nodes; on a level that two nodes or more are on, each of them has
+// size counts the present nodes and deleted the tombstones among them; on a level that two nodes or more are on, each of them has
 // a non-empty list (after complete insertions). The last two hold while no add() has failed
 // after its node became present; calico/index/hnsw.h ("A failed add") says what holds instead. Lists are
 // kept in no particular order (appended, or in the heuristic's ascending-distance order after
@@ -51,7 +57,8 @@ static_assert(std::endian::native == std::endian::little, "the HNSW format is li
 // page's exclusive latch and read optimistically (entry point and max level) or pinned.
 struct HnswMeta {
   static constexpr uint64_t kMagic = 0x31574E53484C4143ull;  // "CALHNSW1" little-endian
-  static constexpr uint32_t kFormatVersion = 1;
+  static constexpr uint32_t kFormatVersion = 2;
+  static constexpr uint32_t kFirstFormatVersion = 1;  // opened unchanged (no tombstones)
   static constexpr uint32_t kNone = UINT32_MAX;  // entry when the index is empty
 
   uint64_t magic;
@@ -71,10 +78,10 @@ struct HnswMeta {
   // --- mutable (meta page exclusive latch) ---
   uint32_t entry;        // entry point node, kNone when empty
   uint32_t max_level;    // its level
-  uint32_t size;         // nodes added
+  uint32_t size;         // nodes added (tombstones included)
   uint32_t upper_units;  // upper-list units handed out
   uint32_t upper_pages;  // pages of the upper region allocated
-  uint32_t reserved2;
+  uint32_t deleted;      // tombstones (nodes removed); zero in version 1
 };
 static_assert(sizeof(HnswMeta) == 88);
 static_assert(offsetof(HnswMeta, entry) == 64);
@@ -86,18 +93,24 @@ struct HnswMetaState {
   uint32_t size;
   uint32_t upper_units;
   uint32_t upper_pages;
-  uint32_t reserved2;
+  uint32_t deleted;
 };
 static_assert(sizeof(HnswMetaState) == sizeof(HnswMeta) - offsetof(HnswMeta, entry));
 
 // The fixed head of a level-0 link row.
 struct HnswRowHead {
   static constexpr uint16_t kPresent = 1;
+  static constexpr uint16_t kDeleted = 2;  // only with kPresent
   static constexpr uint32_t kNoUpper = UINT32_MAX;
   uint32_t count;
   uint32_t upper;
   uint16_t level;
   uint16_t flags;
+
+  bool present() const { return flags != 0; }
+  bool live() const { return flags == kPresent; }  // present and not removed
+  // The flags a written head may hold: 0, kPresent, kPresent | kDeleted.
+  bool flags_ok() const { return flags == 0 || flags == kPresent || flags == (kPresent | kDeleted); }
 };
 static_assert(sizeof(HnswRowHead) == 12);
 
