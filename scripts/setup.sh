@@ -30,6 +30,15 @@ else
   echo "setup: all apt packages present"
 fi
 
+# ccache (CMakeLists.txt uses it): the six suites' builds (release, TSan, ASan, fuzz, the
+# Python module and the wheel) take about 6 GB of objects, more than ccache's default 5 GB,
+# which then evicts one suite's objects while building the next. A smaller limit is raised.
+max_gb=$(ccache --get-config max_size 2>/dev/null | sed -n 's/^\([0-9.]*\) *\([GM]\).*/\1 \2/p')
+if [ -n "$max_gb" ] && awk -v v="$max_gb" 'BEGIN { split(v, a, " "); exit !((a[2] == "M" ? a[1] / 1024 : a[1]) < 12) }'; then
+  echo "setup: raising ccache's size limit to 12 GB (was $max_gb)"
+  ccache --max-size 12G > /dev/null
+fi
+
 # Python peers of the vector-search benchmark (bench/harness/peers/vector_peers.py): Debian's system
 # pip is externally managed (PEP 668), so they go into a virtualenv at <repo>/.venv, built on
 # Debian's /usr/bin/python3 (python3-venv above). hnswlib is an sdist: pip builds it with g++
