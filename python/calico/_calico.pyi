@@ -97,17 +97,18 @@ class Pool:
 class HnswIndex:
     """
     An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's
-    memory is fine). Ids are integers below ``capacity``; ``delete`` removes ids (added
-    again once ``consolidate`` freed them), ``search(filter=...)`` searches among allowed ids.
+    memory is fine). Ids are integers below 2^32 - 1 (the index grows to take them; dense ids
+    keep it small); ``delete`` removes ids (added again once ``consolidate`` freed them),
+    ``search(filter=...)`` searches among allowed ids.
     """
 
-    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 100000, seed: int = 42) -> None:
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, seed: int = 42) -> None:
         """
         Opens index ``name`` of ``pool``, creating it when missing with ``dim`` dimensions, metric
         'l2' (squared Euclidean), 'ip' (1 - inner product) or 'cos' (cosine distance), M links per
-        node (2M on level 0), ef_construction and room for ``capacity`` vectors (fixed at creation;
-        the space is sized by it). An existing index keeps its parameters; a different dim or
-        metric raises InvalidArgumentError.
+        node (2M on level 0), ef_construction and room for ``capacity`` vectors at first (a hint:
+        the index doubles its room whenever an id past it is added, while searches go on). An
+        existing index keeps its parameters; a different dim or metric raises InvalidArgumentError.
         """
 
     @staticmethod
@@ -121,8 +122,9 @@ class HnswIndex:
         """
         Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;
         None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).
-        The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a
-        bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
+        The batch is checked first (dim, NaN/inf, ids below 2^32 - 1 and not added before) and the
+        index grown for its largest id, so a bad batch adds nothing. Raises TypeError
+        (dtype/layout), InvalidArgumentError.
         """
 
     def search(
@@ -187,7 +189,7 @@ class HnswIndex:
 
     @property
     def capacity(self) -> int:
-        """The largest id plus one."""
+        """Ids below it need no growth; it doubles whenever an id past it is added."""
 
     @property
     def M(self) -> int:

@@ -115,7 +115,7 @@ struct HnswConfig {
   MetricName metric = MetricName::kL2;
   uint32_t M = 16;
   uint32_t ef_construction = 100;
-  uint32_t capacity = 100000;
+  uint32_t capacity = 10000;
   uint64_t seed = 42;
 };
 

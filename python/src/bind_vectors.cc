@@ -88,8 +88,9 @@ nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint
 void bind_vectors(nb::module_& m) {
   nb::class_<HnswHandle>(m, "HnswIndex",
                          "An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's\n"
-                         "memory is fine). Ids are integers below ``capacity``; ``delete`` removes ids (added\n"
-                         "again once ``consolidate`` freed them), ``search(filter=...)`` searches among allowed ids.")
+                         "memory is fine). Ids are integers below 2^32 - 1 (the index grows to take them; dense ids\n"
+                         "keep it small); ``delete`` removes ids (added again once ``consolidate`` freed them),\n"
+                         "``search(filter=...)`` searches among allowed ids.")
       .def(
           "__init__",
           [](HnswHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
@@ -103,12 +104,12 @@ void bind_vectors(nb::module_& m) {
             new (self) HnswHandle{std::move(api), name};
           },
           "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "M"_a = 16, "ef_construction"_a = 100,
-          "capacity"_a = 100000, "seed"_a = 42,
+          "capacity"_a = 10000, "seed"_a = 42,
           "Opens index ``name`` of ``pool``, creating it when missing with ``dim`` dimensions, metric\n"
           "'l2' (squared Euclidean), 'ip' (1 - inner product) or 'cos' (cosine distance), M links per\n"
-          "node (2M on level 0), ef_construction and room for ``capacity`` vectors (fixed at creation;\n"
-          "the space is sized by it). An existing index keeps its parameters; a different dim or\n"
-          "metric raises InvalidArgumentError.")
+          "node (2M on level 0), ef_construction and room for ``capacity`` vectors at first (a hint:\n"
+          "the index doubles its room whenever an id past it is added, while searches go on). An\n"
+          "existing index keeps its parameters; a different dim or metric raises InvalidArgumentError.")
       .def_static(
           "open",
           [](PoolHandle& pool, const std::string& name) {
@@ -125,8 +126,9 @@ void bind_vectors(nb::module_& m) {
       .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
            "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;\n"
            "None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).\n"
-           "The batch is checked first (dim, NaN/inf, ids below capacity and not added before), so a\n"
-           "bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
+           "The batch is checked first (dim, NaN/inf, ids below 2^32 - 1 and not added before) and the\n"
+           "index grown for its largest id, so a bad batch adds nothing. Raises TypeError\n"
+           "(dtype/layout), InvalidArgumentError.")
       .def(
           "search",
           [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads, uint32_t in_flight,
@@ -187,7 +189,8 @@ void bind_vectors(nb::module_& m) {
       .def_prop_ro("name", [](HnswHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](HnswHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](HnswHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
-      .def_prop_ro("capacity", [](HnswHandle& h) { return h.api->capacity(); }, "The largest id plus one.")
+      .def_prop_ro("capacity", [](HnswHandle& h) { return h.api->capacity(); },
+                   "Ids below it need no growth; it doubles whenever an id past it is added.")
       .def_prop_ro("M", [](HnswHandle& h) { return h.api->M(); }, "Links per node on levels above 0.")
       .def_prop_ro(
           "ef_construction", [](HnswHandle& h) { return h.api->ef_construction(); }, "Insertion beam width.")

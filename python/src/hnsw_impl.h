@@ -1,8 +1,10 @@
 // HnswImpl<Pool>: HnswApi over index::BasicHnsw<Pool> (api.h has the locking rules).
-// Ids are the index's node ids: every id < capacity, each added once (a removed id is not
-// added again). A batch add is checked whole (ids in range, unique, not yet added; finite
-// rows; non-zero for cosine) before its first row is added, so that bad input adds nothing;
-// a batch remove likewise (ids in range, unique, in the index).
+// Ids are the index's node ids (slots): each added once (a removed id is not added again
+// before consolidate()). The capacity grows to take an id past it (format 3: reserve());
+// ids index slots, so dense ids (as ids=None hands out) keep the index small. A batch add
+// is checked whole (ids in range, unique, not yet added; finite rows; non-zero for cosine),
+// and the index grown for its largest id, before its first row is added, so that bad input
+// adds nothing; a batch remove likewise (ids in range, unique, in the index).
 #pragma once
 
 #include <algorithm>
@@ -67,22 +69,30 @@ class HnswImpl final : public HnswApi {
     if (!ids) {
       numbering.lock();
       for (uint64_t next = h.size(); numbered.size() < v.rows; ++next) {
-        if (next >= h.capacity()) {
-          throw Error(ErrorCode::kInvalidArgument, "hnsw add: " + std::to_string(v.rows) + " rows do not fit below capacity " +
-                                                       std::to_string(h.capacity()) + " (" + std::to_string(numbered.size()) +
-                                                       " unused ids left from " + std::to_string(h.size()) + ")");
+        if (next >= Index::kMaxCapacity) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw add: " + std::to_string(v.rows) + " rows do not fit below " +
+                                                       std::to_string(Index::kMaxCapacity) + " ids");
         }
         const auto id = static_cast<uint32_t>(next);
-        if (!h.contains(id) && !h.removed(id)) numbered.push_back(next);
+        if (next >= h.capacity() || (!h.contains(id) && !h.removed(id))) numbered.push_back(next);
       }
     }
     auto id_of = [&](uint64_t i) { return ids ? ids[i] : numbered[i]; };
     std::unordered_set<uint64_t> seen;
+    uint64_t most = 0;
     for (uint64_t i = 0; i < v.rows; ++i) {
       const uint64_t id = id_of(i);
-      if (id >= h.capacity()) {
+      if (id >= Index::kMaxCapacity) {
         throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
-                                                     ") >= capacity " + std::to_string(h.capacity()));
+                                                     ") is past the largest id, " + std::to_string(Index::kMaxCapacity - 1));
+      }
+      most = std::max(most, id);
+      if (id >= h.capacity()) {
+        if (!seen.insert(id).second) {
+          throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
+                                                       ") is given twice");
+        }
+        continue;  // past the capacity: not in the index
       }
       if (!seen.insert(id).second || (h.contains(static_cast<uint32_t>(id)) && !(ids && failed.count(id)))) {
         throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " (row " + std::to_string(i) +
@@ -93,6 +103,9 @@ class HnswImpl final : public HnswApi {
                                                      ") was deleted; it can be added again after consolidate()");
       }
     }
+    // Grown once for the batch (errors here, e.g. a format-2 index, add nothing), so that
+    // parallel adds do not grow it id by id.
+    if (v.rows > 0) h.reserve(most + 1);
     // 'direct' validates no optimistic read: its adds run one at a time (kDirectAdds).
     std::unique_lock serial(direct_add_mu_, std::defer_lock);
     if constexpr (kDirectAdds) serial.lock();

@@ -7,12 +7,17 @@
 // Principal entry points:
 //   BasicHnsw::create(pool, name, params, capacity)   a new, empty index in space `name`
 //   BasicHnsw::open(pool, name)                       an index written earlier (any process)
-//   add(id, v)                      inserts vector v as node id; thread-safe
+//   add(id, v)                      inserts vector v as node id (growing the index past
+//                                   its capacity: reserve); thread-safe
 //   remove(id)                      node id is never returned again (a tombstone); thread-safe
 //   search(q, options, state, &out) the k approximate nearest neighbours; thread-safe
 //   search(q, options, state, &out, filter)  the same among the ids `filter` allows
 //   search_batch(qs, options, states, outs)  several searches in flight on one thread
-//   size(), capacity(), dim(), params(), contains(id), check_structure()
+//   size(), capacity(), reserve(n), dim(), params(), contains(id), check_structure()
+//
+// Growth (format 3): the index takes ids past create()'s capacity by allocating extents of
+// level-0 pages, each doubling the capacity, while searches and adds go on (the extent map
+// and its publication: src/index/hnsw/hnsw_layout.h, HnswExtentMap).
 //
 // Algorithm (the paper's Algorithms 1, 2, 4, 5):
 //   - a node's top level is floor(-ln(U) / ln(M)) with U in (0, 1] drawn from a hash of
@@ -77,7 +82,7 @@
 //     capacity 0 or too large for the space; kSpaceExists. ef_construction below M is
 //     raised to M;
 //   open: a space that is not an HNSW of this format (or another page size); kUnknownSpace;
-//   add: id >= capacity, an id added before (or removed, or being added by another thread), a vector
+//   add: id past the capacity of a format-1 or -2 index (or a growth that fails: reserve), an id added before (or removed, or being added by another thread), a vector
 //     with NaN or infinity, a cosine vector of norm 0, a retried id (below) with another
 //     vector; kRestartLimit (see above); pool errors (kPoolFull, kIoError, ...): see
 //     "A failed add" below;
@@ -192,12 +197,15 @@ class alignas(64) HnswSearchState {
  private:
   template <class>
   friend class BasicHnsw;
-  explicit HnswSearchState(const HnswLayout& l);
+  HnswSearchState(const HnswLayout& l, const void* owner, uint32_t capacity);
 
   // Starts a new visited set; returns the epoch that marks "visited".
   uint8_t next_epoch();
+  // Grows the visited marks to `capacity` nodes (the index grew since the last search).
+  void fit(uint32_t capacity);
 
-  uint32_t capacity_, dim_, M_;  // the index it was made for (buffers are sized by them)
+  const void* owner_;            // the index it was made for (its shared state)
+  uint32_t capacity_, dim_, M_;  // buffers are sized by them; capacity_ follows the index's
   // visited_[v] == epoch_: seen in the current layer search. One byte per node, as faiss's
   // VisitedTable: the marks a search tests are random, and at 4 bytes per node (800 KB for
   // 200K nodes) they missed the L2 cache beside the vectors streaming through it; the test
@@ -233,8 +241,12 @@ class BasicHnsw {
   // Bounds every retry loop of a list update (see the file comment).
   static constexpr uint32_t kMaxLinkAttempts = 10000;
 
-  // Creates space `name` with the metadata page and every level-0 page (zeroed: no node),
-  // ceil(capacity / per_page) of them, so that node ids map to pages by arithmetic.
+  // Ids below this: u32 node ids, one value (HnswMeta::kNone) reserved.
+  static constexpr uint64_t kMaxCapacity = UINT32_MAX - 1;
+
+  // Creates space `name` with the metadata page and the first level-0 extent: ceil(capacity
+  // / per_page) zeroed pages (no node), so that ids below the capacity (rounded up to a
+  // whole page) need no growth. The index grows past it as ids are added (add, reserve).
   static BasicHnsw create(Pool& pool, std::string_view name, const HnswParams& params, uint32_t capacity);
 
   // Errors: kUnknownSpace; kInvalidArgument when block 0 is not this format's metadata for
@@ -249,7 +261,15 @@ class BasicHnsw {
   // What create() was given (ef_construction as raised to M), and where every node lives
   // (src/index/hnsw/hnsw_layout.h). Immutable.
   uint32_t dim() const;
+  // Nodes the index has room for now (ids below it): create()'s capacity rounded up to a
+  // page, doubled by each growth. Only grows.
   uint32_t capacity() const;
+  // Grows the index (format 3) until capacity() >= n: each growth adds a level-0 extent
+  // that doubles the capacity, allocated at the space's end, while searches and adds go
+  // on (an add of an id past the capacity calls it). Errors: kInvalidArgument for a
+  // format-1 or -2 index, or n past kMaxCapacity or the space's block limit; pool errors
+  // (kPoolFull, kIoError), after which the capacity is as it was.
+  void reserve(uint64_t n);
   const HnswParams& params() const;
   const HnswLayout& layout() const;
   SpaceId space() const;
@@ -259,8 +279,8 @@ class BasicHnsw {
   // The top level node `id` was given (a hash of seed and id; whether or not it was added).
   uint32_t level_of(uint32_t id) const;
 
-  // Inserts vector v[0 .. dim) as node `id`. Thread-safe: any number of threads may add
-  // and search at once. Errors: see the file comment; after an error that left the node
+  // Inserts vector v[0 .. dim) as node `id`; an id past the capacity grows the index first
+  // (reserve(id + 1)). Thread-safe: any number of threads may add and search at once. Errors: see the file comment; after an error that left the node
   // present (failed_adds()), add(id, v) with the same vector completes the insertion.
   void add(uint32_t id, const float* v);
   // Removes node `id`: no search returns it again (a search running meanwhile may). Its
@@ -331,7 +351,15 @@ class BasicHnsw {
     uint32_t max;
   };
 
-  BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l);
+  friend class HnswSearchState;
+
+  // extents: the table read by open() (format 3), nullptr for create() or formats 1 and 2.
+  BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l, const HnswExtentTable* extents,
+            uint32_t format);
+  // Pages of extent e of a region whose extent 0 has `first` pages.
+  static uint64_t extent_pages(uint64_t first, uint32_t e);
+  bool growable() const;
+  uint32_t allocate_extent(uint64_t pages);
   PageId meta_page() const;
   PageId page_of(uint32_t id) const;
   static Error duplicate(uint32_t id, const HnswRowHead& h);
@@ -406,6 +434,7 @@ class BasicHnsw {
   SpaceId space_;
   HnswParams params_;
   HnswLayout layout_;
+  uint32_t format_;  // HnswMeta::format_version as opened (a remove may upgrade 1 to 2 on disk)
   vector::DistanceFn dist_;
   vector::DistanceGatherFn gather_;  // dist_ four vectors at a time, bit for bit
   std::unique_ptr<Shared> shared_;

@@ -35,17 +35,18 @@ namespace calico::index {
 
 template <class Pool>
 inline HnswSearchState::HnswSearchState(const BasicHnsw<Pool>& index)
-    : HnswSearchState(index.layout()) {}
+    : HnswSearchState(index.layout(), index.shared_.get(), index.capacity()) {}
 
 inline const HnswSearchStats& HnswSearchState::stats() const { return stats_; }
 
 inline void HnswSearchState::reset_stats() { stats_ = {}; }
 
-inline HnswSearchState::HnswSearchState(const HnswLayout& l)
-    : capacity_(l.capacity),
+inline HnswSearchState::HnswSearchState(const HnswLayout& l, const void* owner, uint32_t capacity)
+    : owner_(owner),
+      capacity_(capacity),
       dim_(l.dim),
       M_(l.M),
-      visited_(l.capacity, 0),
+      visited_(capacity, 0),
       query_(l.dim),
       vec_(l.dim),
       links_(2 * l.M),
@@ -56,6 +57,13 @@ inline HnswSearchState::HnswSearchState(const HnswLayout& l)
       reads_(2 * l.M),
       snapshot_(2 * l.M),
       rows_(size_t{2 * l.M + 1} * l.dim) {}
+
+inline void HnswSearchState::fit(uint32_t capacity) {
+  if (capacity > capacity_) [[unlikely]] {
+    visited_.resize(capacity, 0);  // new marks are 0: never the current epoch
+    capacity_ = capacity;
+  }
+}
 
 inline uint8_t HnswSearchState::next_epoch() {
   if (++epoch_ == 0) {  // wrapped: forget every old mark (once every 255 layer searches)
@@ -77,7 +85,13 @@ struct BasicHnsw<Pool>::Shared {
   std::atomic<uint64_t> frees{0};
   std::mutex states_mutex;
   std::vector<std::unique_ptr<HnswSearchState>> free_states;
-  std::mutex upper_mutex;  // allocation of upper-region units and pages
+  // Where slots and upper units live (hnsw_layout.h), and the capacity: slots of the level-0
+  // extents. grow() publishes a new extent by storing the capacity (release) after the map.
+  HnswExtentMap l0, upper;
+  std::atomic<uint32_t> capacity{0};
+  // Allocation in the space: upper units and pages, level-0 extents (grow). Held while a
+  // page is allocated, so that an extent's blocks are contiguous. Taken before any latch.
+  std::mutex alloc_mutex;
   // Held by an add() whose node is above the max level, from before its descent until the
   // metadata names the new max level. Taken before any page latch, and nothing that holds
   // a latch waits for it.
@@ -140,7 +154,7 @@ struct BasicHnsw<Pool>::Lease {
         s.free_states.pop_back();
       }
     }
-    if (!state) state.reset(new HnswSearchState(l));
+    if (!state) state.reset(new HnswSearchState(l, &s, s.capacity.load(std::memory_order_acquire)));
   }
   ~Lease() {
     std::lock_guard lock(shared->states_mutex);
@@ -179,6 +193,10 @@ inline auto BasicHnsw<Pool>::create(Pool& pool, std::string_view name, const Hns
                                                  std::to_string(l.upper_base) + " pages; the space holds " +
                                                  std::to_string(pool.options().max_blocks_per_space));
   }
+  if (uint64_t{l.l0_pages} * l.per_page > kMaxCapacity) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw '" + std::string(name) + "': capacity " +
+                                                 std::to_string(capacity) + " out of range");
+  }
   p.ef_construction = std::max(p.ef_construction, p.M);
   SpaceId space = pool.create_space(name);
   {
@@ -199,14 +217,18 @@ inline auto BasicHnsw<Pool>::create(Pool& pool, std::string_view name, const Hns
     m.max_level_cap = l.max_level_cap;
     m.seed = p.seed;
     m.entry = HnswMeta::kNone;
+    HnswExtentTable t{};
+    t.l0_count = 1;
+    t.l0_base[0] = 1;
     std::memcpy(g.data(), &m, sizeof m);
+    std::memcpy(g.data() + sizeof m, &t, sizeof t);
     g.mark_dirty();
   }
   for (uint32_t b = 1; b <= l.l0_pages; ++b) {
     ExclusiveGuard g = pool.allocate(space);  // zeroed and dirty: every slot unused
     CALICO_CHECK(g.page_id().block() == b);
   }
-  return BasicHnsw(pool, space, p, l);
+  return BasicHnsw(pool, space, p, l, nullptr, HnswMeta::kFormatVersion);
 }
 
 template <class Pool>
@@ -233,23 +255,119 @@ inline auto BasicHnsw<Pool>::open(Pool& pool, std::string_view name) -> BasicHns
   }
   const HnswLayout l = HnswLayout::make(static_cast<uint32_t>(pool.usable_page_size()), m.dim, m.M, m.capacity);
   if (l.per_page == 0) throw bad("a node of dim " + std::to_string(m.dim) + " and M " + std::to_string(m.M) + " does not fit a page");
+  // Format 3: the extents, each inside the space; the capacity is theirs.
+  const bool growing = m.format_version >= HnswMeta::kFirstGrowingVersion;
+  HnswExtentTable t{};
+  uint64_t capacity = m.capacity, upper_pages = m.upper_pages;
+  if (growing) {
+    {
+      SharedGuard g = pool.pin_shared(PageId(space, 0));
+      std::memcpy(&t, g.data() + sizeof m, sizeof t);
+    }
+    if (t.l0_count == 0 || t.l0_count > HnswExtentTable::kMaxExtents || t.upper_count > HnswExtentTable::kMaxExtents) {
+      throw bad("extent table counts out of range");
+    }
+    uint64_t pages = 0;
+    for (uint32_t e = 0; e < t.l0_count; ++e) {
+      const uint64_t n = extent_pages(l.l0_pages, e);
+      if (t.l0_base[e] == 0 || t.l0_base[e] + n > blocks) throw bad("level-0 extent " + std::to_string(e) + " past the space");
+      pages += n;
+    }
+    capacity = pages * l.per_page;
+    if (capacity > kMaxCapacity) throw bad("capacity out of range");
+    upper_pages = 0;
+    for (uint32_t e = 0; e < t.upper_count; ++e) {
+      const uint64_t n = extent_pages(1, e);
+      if (t.upper_base[e] == 0 || t.upper_base[e] + n > blocks) throw bad("upper extent " + std::to_string(e) + " past the space");
+      upper_pages += n;
+    }
+  }
   if (l.per_page != m.per_page || l.vec_stride != m.vec_stride || l.l0_pages != m.l0_pages ||
-      l.max_level_cap != m.max_level_cap || uint64_t{l.upper_base} + m.upper_pages > blocks ||
-      uint64_t{m.upper_units} > uint64_t{m.upper_pages} * l.lists_per_page || m.size > m.capacity ||
+      l.max_level_cap != m.max_level_cap ||
+      (growing ? upper_pages != m.upper_pages : uint64_t{l.upper_base} + m.upper_pages > blocks) ||
+      uint64_t{m.upper_units} > uint64_t{m.upper_pages} * l.lists_per_page || m.size > capacity ||
       m.deleted > m.size || (m.format_version == 1 && m.deleted != 0) ||
-      (m.entry != HnswMeta::kNone && (m.entry >= m.capacity || m.max_level >= l.max_level_cap)) ||
+      (m.entry != HnswMeta::kNone && (m.entry >= capacity || m.max_level >= l.max_level_cap)) ||
       m.ef_construction < m.M) {
     throw bad("inconsistent metadata");
   }
   HnswParams p{m.dim, static_cast<vector::Metric>(m.metric), m.M, m.ef_construction, m.seed};
-  return BasicHnsw(pool, space, p, l);
+  return BasicHnsw(pool, space, p, l, growing ? &t : nullptr, m.format_version);
+}
+
+template <class Pool>
+inline uint64_t BasicHnsw<Pool>::extent_pages(uint64_t first, uint32_t e) {
+  return e == 0 ? first : first << (e - 1);
 }
 
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::dim() const { return params_.dim; }
 
 template <class Pool>
-inline uint32_t BasicHnsw<Pool>::capacity() const { return layout_.capacity; }
+inline uint32_t BasicHnsw<Pool>::capacity() const { return shared_->capacity.load(std::memory_order_acquire); }
+
+template <class Pool>
+inline bool BasicHnsw<Pool>::growable() const { return format_ >= HnswMeta::kFirstGrowingVersion; }
+
+// Grows the level-0 region by extents until the capacity is at least n: each extent doubles
+// the capacity, its blocks allocated (zeroed: unused slots) before the extent table names
+// it, and the table written before the capacity is published. A failure (kPoolFull, an I/O
+// error) leaves the capacity as it was; blocks allocated for the failed extent stay unused.
+template <class Pool>
+inline void BasicHnsw<Pool>::reserve(uint64_t n) {
+  if (n <= capacity()) return;
+  if (!growable()) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw: the index has format version " + std::to_string(format_) +
+                                                 ", whose capacity (" + std::to_string(capacity()) +
+                                                 ") is fixed; rebuild it to grow");
+  }
+  if (n > kMaxCapacity) {
+    throw Error(ErrorCode::kInvalidArgument, "hnsw: capacity " + std::to_string(n) + " is past the largest, " +
+                                                 std::to_string(kMaxCapacity));
+  }
+  std::lock_guard lock(shared_->alloc_mutex);
+  HnswExtentMap& l0 = shared_->l0;
+  while (uint64_t{capacity()} < n) {
+    const uint32_t e = l0.count();
+    const uint64_t pages = extent_pages(layout_.l0_pages, e);
+    const uint64_t slots = (l0.end() + pages) * layout_.per_page;
+    if (e == HnswExtentMap::kMax || slots > kMaxCapacity ||
+        pool_->space_blocks(space_) + pages > pool_->options().max_blocks_per_space) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw: cannot grow past " + std::to_string(capacity()) +
+                                                   " nodes (extent " + std::to_string(e) + " of " +
+                                                   std::to_string(pages) + " pages does not fit)");
+    }
+    const uint32_t base = allocate_extent(pages);
+    {
+      ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+      HnswExtentTable t;
+      std::memcpy(&t, g.data() + sizeof(HnswMeta), sizeof t);
+      CALICO_CHECK(t.l0_count == e);
+      t.l0_base[e] = base;
+      t.l0_count = e + 1;
+      std::memcpy(g.data() + sizeof(HnswMeta), &t, sizeof t);
+      g.mark_dirty();
+    }
+    l0.grow(base, pages);
+    shared_->capacity.store(static_cast<uint32_t>(slots), std::memory_order_release);
+  }
+}
+
+// Allocates `pages` contiguous zeroed blocks at the space's end (alloc_mutex held: nothing
+// else allocates in the space meanwhile); returns the first.
+template <class Pool>
+inline uint32_t BasicHnsw<Pool>::allocate_extent(uint64_t pages) {
+  uint64_t first = 0;
+  for (uint64_t i = 0; i < pages; ++i) {
+    ExclusiveGuard g = pool_->allocate(space_);
+    if (i == 0) first = g.page_id().block();
+    if (g.page_id().block() != first + i) {
+      corrupt(meta_page(), "block " + std::to_string(first + i) + " was expected next, but the space ends at " +
+                               std::to_string(g.page_id().block()));
+    }
+  }
+  return static_cast<uint32_t>(first);
+}
 
 template <class Pool>
 inline const HnswParams& BasicHnsw<Pool>::params() const { return params_; }
@@ -273,9 +391,13 @@ inline uint32_t BasicHnsw<Pool>::level_of(uint32_t id) const { return random_lev
 
 template <class Pool>
 inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
-  if (id >= layout_.capacity) {
-    throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " >= capacity " +
-                                                 std::to_string(layout_.capacity));
+  if (id >= capacity()) {
+    if (!growable() || id == HnswMeta::kNone) {
+      throw Error(ErrorCode::kInvalidArgument, "hnsw add: id " + std::to_string(id) + " >= capacity " +
+                                                   std::to_string(capacity()) +
+                                                   (growable() ? "" : " (a format-" + std::to_string(format_) + " index does not grow)"));
+    }
+    reserve(uint64_t{id} + 1);
   }
   std::shared_lock writing(shared_->writers);
   Lease lease(*shared_, layout_);
@@ -308,9 +430,9 @@ inline void BasicHnsw<Pool>::add(uint32_t id, const float* v) {
 
 template <class Pool>
 inline void BasicHnsw<Pool>::remove(uint32_t id) {
-  if (id >= layout_.capacity) {
+  if (id >= capacity()) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw remove: id " + std::to_string(id) + " >= capacity " +
-                                                 std::to_string(layout_.capacity));
+                                                 std::to_string(capacity()));
   }
   std::shared_lock writing(shared_->writers);
   {
@@ -363,8 +485,8 @@ inline void BasicHnsw<Pool>::remove(uint32_t id) {
   write_meta_state(g, ms);
   uint32_t version;
   std::memcpy(&version, g.data() + offsetof(HnswMeta, format_version), 4);
-  if (version < HnswMeta::kFormatVersion) {  // a version-1 reader would return tombstones
-    version = HnswMeta::kFormatVersion;
+  if (version < HnswMeta::kFirstTombstoneVersion) {  // a version-1 reader would return tombstones
+    version = HnswMeta::kFirstTombstoneVersion;
     std::memcpy(g.data() + offsetof(HnswMeta, format_version), &version, 4);
   }
 }
@@ -376,10 +498,11 @@ inline uint32_t BasicHnsw<Pool>::consolidate() {
   HnswSearchState& st = *lease.state;
   HnswMetaState ms = read_meta_state(false, st.stats_);
   if (ms.deleted == 0) return 0;
+  st.fit(capacity());  // no add runs: the capacity stays
   // No add runs (writers); the nodes of failed adds are live but may not be entry points.
   const std::vector<uint32_t> failed = failed_adds();
   // 1. Every slot's head: which nodes are removed, and each live node's level.
-  const uint32_t cap = layout_.capacity;
+  const uint32_t cap = capacity();
   std::vector<HnswRowHead> heads(cap);
   std::vector<uint32_t> removed;
   for (uint32_t id = 0; id < cap; ++id) {
@@ -527,7 +650,7 @@ inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt
   out->clear();
   search_prepare(q, opt, st);
   const AdmitLive admit{&filter, opt.optimistic};
-  const size_t words = std::min<size_t>(filter.allowed.size(), (size_t{layout_.capacity} + 63) / 64);
+  const size_t words = std::min<size_t>(filter.allowed.size(), (size_t{capacity()} + 63) / 64);
   uint64_t allowed = 0;
   for (size_t w = 0; w < words; ++w) allowed += std::popcount(filter.allowed[w]);
   const uint64_t ef = std::max(opt.ef, opt.k);
@@ -639,9 +762,9 @@ inline void BasicHnsw<Pool>::recheck_results(const HnswSearchOptions& opt, HnswS
 
 template <class Pool>
 inline bool BasicHnsw<Pool>::contains(uint32_t id) const {
-  if (id >= layout_.capacity) {
+  if (id >= capacity()) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw contains: id " + std::to_string(id) + " >= capacity " +
-                                                 std::to_string(layout_.capacity));
+                                                 std::to_string(capacity()));
   }
   Lease lease(*shared_, layout_);
   return read_head(id, true, lease.state->stats_).live();
@@ -649,9 +772,9 @@ inline bool BasicHnsw<Pool>::contains(uint32_t id) const {
 
 template <class Pool>
 inline bool BasicHnsw<Pool>::removed(uint32_t id) const {
-  if (id >= layout_.capacity) {
+  if (id >= capacity()) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw removed: id " + std::to_string(id) + " >= capacity " +
-                                                 std::to_string(layout_.capacity));
+                                                 std::to_string(capacity()));
   }
   Lease lease(*shared_, layout_);
   const HnswRowHead h = read_head(id, true, lease.state->stats_);
@@ -679,9 +802,27 @@ inline void BasicHnsw<Pool>::check_structure() const {
     std::memcpy(&m, g.data(), sizeof m);
   }
   auto fail = [](const std::string& what) { throw std::logic_error("hnsw: " + what); };
-  std::vector<HnswRowHead> heads(layout_.capacity);
+  const uint32_t cap = capacity();
+  if (growable()) {
+    HnswExtentTable t;
+    {
+      SharedGuard g = pool_->pin_shared(meta_page());
+      std::memcpy(&t, g.data() + sizeof(HnswMeta), sizeof t);
+    }
+    if (t.l0_count != shared_->l0.count() || t.upper_count != shared_->upper.count() ||
+        m.upper_pages != shared_->upper.end()) {
+      fail("the extent table disagrees with the index's map");
+    }
+    for (uint32_t e = 0; e < t.l0_count; ++e) {
+      if (t.l0_base[e] != shared_->l0.base(e)) fail("level-0 extent " + std::to_string(e) + " moved");
+    }
+    for (uint32_t e = 0; e < t.upper_count; ++e) {
+      if (t.upper_base[e] != shared_->upper.base(e)) fail("upper extent " + std::to_string(e) + " moved");
+    }
+  }
+  std::vector<HnswRowHead> heads(cap);
   uint32_t present = 0, deleted = 0;
-  for (uint32_t id = 0; id < layout_.capacity; ++id) {
+  for (uint32_t id = 0; id < cap; ++id) {
     SharedGuard g = pool_->pin_shared(page_of(id));
     std::memcpy(&heads[id], g.data() + layout_.row_offset(id), sizeof(HnswRowHead));
     const HnswRowHead& h = heads[id];
@@ -716,11 +857,11 @@ inline void BasicHnsw<Pool>::check_structure() const {
   }
   // Nodes on each level (a node of top level L is on levels 0 .. L).
   std::vector<uint32_t> on_level(layout_.max_level_cap, 0);
-  for (uint32_t id = 0; id < layout_.capacity; ++id) {
+  for (uint32_t id = 0; id < cap; ++id) {
     if (heads[id].flags != 0) for (uint32_t l = 0; l <= heads[id].level; ++l) ++on_level[l];
   }
   std::vector<uint32_t> list(2 * params_.M);
-  for (uint32_t id = 0; id < layout_.capacity; ++id) {
+  for (uint32_t id = 0; id < cap; ++id) {
     if (heads[id].flags == 0) continue;
     for (uint32_t l = 0; l <= heads[id].level; ++l) {
       const ListLocation loc = list_location(id, l, heads[id]);
@@ -738,7 +879,7 @@ inline void BasicHnsw<Pool>::check_structure() const {
       for (uint32_t i = 0; i < count; ++i) {
         const uint32_t n = list[i];
         const std::string where = "node " + std::to_string(id) + " level " + std::to_string(l) + ": ";
-        if (n >= layout_.capacity || heads[n].flags == 0) fail(where + "names a missing node " + std::to_string(n));
+        if (n >= cap || heads[n].flags == 0) fail(where + "names a missing node " + std::to_string(n));
         if (n == id) fail(where + "links itself");
         if (heads[n].level < l) fail(where + "names node " + std::to_string(n) + " of a lower level");
         if (std::find(list.begin(), list.begin() + i, n) != list.begin() + i) fail(where + "repeats " + std::to_string(n));
@@ -748,24 +889,39 @@ inline void BasicHnsw<Pool>::check_structure() const {
 }
 
 template <class Pool>
-inline BasicHnsw<Pool>::BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l)
+inline BasicHnsw<Pool>::BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l,
+                                  const HnswExtentTable* extents, uint32_t format)
     : pool_(&pool),
         space_(space),
         params_(p),
         layout_(l),
+        format_(format),
         dist_(vector::distance_kernel(p.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct : p.metric)),
         gather_(vector::distance_gather_kernel(p.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct
                                                                                    : p.metric)),
         shared_(std::make_unique<Shared>()) {
   CALICO_CHECK(l.per_page > 0 && l.links_base + l.per_page * l.row_bytes <= l.usable);
   CALICO_CHECK(l.lists_per_page * l.unit_bytes <= l.usable && l.max_level_cap >= 1);
+  Shared& sh = *shared_;
+  if (format >= HnswMeta::kFirstGrowingVersion) {
+    const HnswExtentTable t = extents != nullptr ? *extents : HnswExtentTable{1, 0, {1}, {}};
+    for (uint32_t e = 0; e < t.l0_count; ++e) sh.l0.grow(t.l0_base[e], extent_pages(l.l0_pages, e));
+    for (uint32_t e = 0; e < t.upper_count; ++e) sh.upper.grow(t.upper_base[e], extent_pages(1, e));
+    sh.capacity.store(static_cast<uint32_t>(sh.l0.end() * l.per_page), std::memory_order_release);
+  } else {
+    sh.l0.grow(1, l.l0_pages);
+    sh.upper.open_region(l.upper_base);
+    sh.capacity.store(l.capacity, std::memory_order_release);
+  }
 }
 
 template <class Pool>
 inline PageId BasicHnsw<Pool>::meta_page() const { return PageId(space_, 0); }
 
 template <class Pool>
-inline PageId BasicHnsw<Pool>::page_of(uint32_t id) const { return PageId(space_, layout_.block_of(id)); }
+inline PageId BasicHnsw<Pool>::page_of(uint32_t id) const {
+  return PageId(space_, static_cast<BlockId>(shared_->l0.block(id / layout_.per_page)));
+}
 
 template <class Pool>
 inline Error BasicHnsw<Pool>::duplicate(uint32_t id, const HnswRowHead& h) {
@@ -777,7 +933,7 @@ inline Error BasicHnsw<Pool>::duplicate(uint32_t id, const HnswRowHead& h) {
 
 template <class Pool>
 inline void BasicHnsw<Pool>::check_state(const HnswSearchState& st) const {
-  if (st.capacity_ != layout_.capacity || st.dim_ != params_.dim || st.M_ != params_.M) {
+  if (st.owner_ != shared_.get() || st.dim_ != params_.dim || st.M_ != params_.M) {
     throw Error(ErrorCode::kInvalidArgument, "hnsw search: the state was made for another index");
   }
 }
@@ -832,9 +988,11 @@ inline void BasicHnsw<Pool>::corrupt(PageId pid, const std::string& what) { corr
 
 // Whether a metadata state (as read from the page) is usable.
 template <class Pool>
+// The capacity is read after the state: a validated or latched state names an entry point
+// whose add published its extent before (see HnswExtentMap), so the load sees that extent.
 inline bool BasicHnsw<Pool>::meta_state_ok(const HnswMetaState& ms) const {
   return ms.deleted <= ms.size &&
-         (ms.entry == HnswMeta::kNone || (ms.entry < layout_.capacity && ms.max_level < layout_.max_level_cap));
+         (ms.entry == HnswMeta::kNone || (ms.entry < capacity() && ms.max_level < layout_.max_level_cap));
 }
 
 template <class Pool>
@@ -855,8 +1013,10 @@ inline HnswMetaState BasicHnsw<Pool>::read_meta_state(bool optimistic, HnswStats
   HnswMetaState ms{};
   read_page(meta_page(), optimistic, s, "metadata state (entry point, max level)", [&](const std::byte* p) {
     hnsw_detail::hnsw_racy_copy(&ms, p + offsetof(HnswMeta, entry), sizeof ms);
-    return meta_state_ok(ms);
+    return ms.deleted <= ms.size && ms.max_level < layout_.max_level_cap;
   });
+  // After the validation (meta_state_ok): an entry point in an extent grown meanwhile.
+  if (!meta_state_ok(ms)) corrupt(meta_page(), "metadata state (entry point, max level) is malformed");
   return ms;
 }
 
@@ -884,7 +1044,8 @@ inline auto BasicHnsw<Pool>::list_location(uint32_t id, uint32_t level, const Hn
                              " but its head says level " + std::to_string(h.level) + ", flags " +
                              std::to_string(h.flags));
   }
-  const uint64_t block = layout_.upper_block(h.upper, level);
+  const uint64_t page = layout_.upper_page(h.upper, level);
+  const uint64_t block = page < shared_->upper.end() ? shared_->upper.block(page) : HnswExtentMap::kOpen;
   if (block >= pool_->space_blocks(space_)) {
     corrupt(page_of(id), "node " + std::to_string(id) + " has its level-" + std::to_string(level) +
                              " list in block " + std::to_string(block) + ", past the space");
@@ -909,16 +1070,26 @@ inline uint32_t BasicHnsw<Pool>::read_links(uint32_t id, uint32_t level, bool op
   if (level > 0 && !h.present()) return 0;
   const ListLocation loc = list_location(id, level, h);
   uint32_t count = 0;
-  const uint32_t capacity = layout_.capacity;
+  const uint32_t known = st.capacity_;
+  uint32_t most = 0;
   read_page(loc.pid, optimistic, st.stats_, "neighbour list", [&](const std::byte* p) {
     hnsw_detail::hnsw_racy_copy(&count, p + loc.offset, 4);
     if (count > loc.max) return false;
     hnsw_detail::hnsw_racy_copy(out, p + loc.offset + loc.ids_offset, size_t{count} * 4);
-    for (uint32_t i = 0; i < count; ++i) {
-      if (out[i] >= capacity) return false;
-    }
+    most = 0;
+    for (uint32_t i = 0; i < count; ++i) most = std::max(most, out[i]);
     return true;
   });
+  // Ids past the state's capacity (checked after the validation, like meta_state_ok): past
+  // the index's, the list is corrupt; else in an extent grown since the search started,
+  // nodes added since, which the search leaves out (st.visited_ has no mark for them).
+  if (count > 0 && most >= known) [[unlikely]] {
+    if (most >= capacity()) {
+      corrupt(loc.pid, "neighbour list of node " + std::to_string(id) + " names node " + std::to_string(most) +
+                           ", past the capacity");
+    }
+    count = static_cast<uint32_t>(std::remove_if(out, out + count, [&](uint32_t v) { return v >= known; }) - out);
+  }
   return count;
 }
 
@@ -1098,6 +1269,7 @@ inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, const Hn
     st.results_.clear();
     return false;
   }
+  st.fit(capacity());  // after ms (meta_state_ok): covers the entry point
   const float* query = st.query_.data();
   uint32_t cur = ms.entry;
   float cur_d = distance_to(query, cur, opt.optimistic, st);
@@ -1313,13 +1485,14 @@ inline void BasicHnsw<Pool>::exact_scan(const HnswSearchOptions& opt, const Admi
     }
     n = 0;
   };
-  for (uint32_t id = 0; id < layout_.capacity; ++id) {
+  const uint32_t cap = capacity();
+  for (uint32_t id = 0; id < cap; ++id) {
     if (admit.filter != nullptr) {
       const size_t w = id / 64;
       if (w >= admit.filter->allowed.size()) break;
       const uint64_t word = admit.filter->allowed[w] >> (id % 64);
       if (word == 0) {  // skip to the next word
-        id = static_cast<uint32_t>(std::min<uint64_t>((w + 1) * 64, layout_.capacity)) - 1;
+        id = static_cast<uint32_t>(std::min<uint64_t>((w + 1) * 64, cap)) - 1;
         continue;
       }
       if ((word & 1) == 0) {
@@ -1362,6 +1535,7 @@ inline void BasicHnsw<Pool>::select_heuristic(const std::vector<vector::Neighbor
 template <class Pool>
 inline void BasicHnsw<Pool>::insert(uint32_t id, uint32_t level, const float* q, HnswSearchState& st) {
   HnswMetaState ms = read_meta_state(true, st.stats_);
+  st.fit(capacity());  // after the claim of id and the read of ms: covers both
   if (ms.entry == HnswMeta::kNone) {
     ExclusiveGuard g = pool_->pin_exclusive(meta_page());
     HnswMetaState now = meta_state_of(g.data());
@@ -1433,10 +1607,12 @@ inline void BasicHnsw<Pool>::insert(uint32_t id, uint32_t level, const float* q,
   write_meta_state(g, now);
 }
 
-// Hands out `level` consecutive upper-list units on one page, allocating pages as needed.
+// Hands out `level` consecutive upper-list units on one page, allocating pages as needed:
+// format 3 an upper extent at a time (extent 0 one page, then doubling), formats 1 and 2 a
+// page at a time after upper_base.
 template <class Pool>
 inline uint32_t BasicHnsw<Pool>::allocate_upper(uint32_t level) {
-  std::lock_guard lock(shared_->upper_mutex);
+  std::lock_guard lock(shared_->alloc_mutex);
   HnswMetaState ms;
   {
     SharedGuard g = pool_->pin_shared(meta_page());
@@ -1444,8 +1620,10 @@ inline uint32_t BasicHnsw<Pool>::allocate_upper(uint32_t level) {
   }
   const uint32_t lpp = layout_.lists_per_page;
   CALICO_CHECK(level <= lpp);
+  const bool growing = growable();
   if (uint64_t{ms.upper_units} > uint64_t{ms.upper_pages} * lpp ||
-      uint64_t{layout_.upper_base} + ms.upper_pages > pool_->space_blocks(space_)) {
+      (growing ? ms.upper_pages != shared_->upper.end()
+               : uint64_t{layout_.upper_base} + ms.upper_pages > pool_->space_blocks(space_))) {
     corrupt(meta_page(), "metadata names " + std::to_string(ms.upper_units) + " upper units on " +
                              std::to_string(ms.upper_pages) + " pages, more than the space holds");
   }
@@ -1454,6 +1632,34 @@ inline uint32_t BasicHnsw<Pool>::allocate_upper(uint32_t level) {
   const uint64_t end = u + level;
   if (end > UINT32_MAX) throw Error(ErrorCode::kInvalidArgument, "hnsw: the upper region is full");
   const uint64_t pages = (end + lpp - 1) / lpp;
+  if (growing) {
+    HnswExtentMap& upper = shared_->upper;
+    while (upper.end() < pages) {
+      const uint32_t e = upper.count();
+      if (e == HnswExtentMap::kMax) throw Error(ErrorCode::kInvalidArgument, "hnsw: the upper region is full");
+      const uint64_t n = extent_pages(1, e);
+      const uint32_t base = allocate_extent(n);
+      ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+      HnswExtentTable t;
+      std::memcpy(&t, g.data() + sizeof(HnswMeta), sizeof t);
+      CALICO_CHECK(t.upper_count == e);
+      t.upper_base[e] = base;
+      t.upper_count = e + 1;
+      std::memcpy(g.data() + sizeof(HnswMeta), &t, sizeof t);
+      HnswMetaState now = meta_state_of(g.data());
+      now.upper_pages = static_cast<uint32_t>(upper.end() + n);
+      write_meta_state(g, now);  // the table and its page count in one latch
+      // Units on the new pages are handed out below, after this; readers reach them only
+      // through heads written after that.
+      upper.grow(base, n);
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(meta_page());
+    HnswMetaState now = meta_state_of(g.data());
+    CALICO_CHECK(now.upper_units == ms.upper_units);
+    now.upper_units = static_cast<uint32_t>(end);
+    write_meta_state(g, now);
+    return static_cast<uint32_t>(u);
+  }
   // The space may hold pages past the counted ones: an earlier call allocated them and
   // failed (a pool error) before the metadata counted them. No unit in them was handed
   // out, so they are still as allocate left them, all zero, and are used as they are; a
@@ -1516,7 +1722,7 @@ inline void BasicHnsw<Pool>::link(uint32_t node, const uint32_t* ids, uint32_t n
                                                 std::to_string(count) + " ids, more than " + std::to_string(loc.max));
       std::memcpy(st.snapshot_.data(), list + loc.ids_offset, size_t{count} * 4);
       for (uint32_t i = 0; i < count; ++i) {
-        if (st.snapshot_[i] >= layout_.capacity) {
+        if (st.snapshot_[i] >= capacity()) {
           corrupt(loc.pid, "neighbour list of node " + std::to_string(node) + " names node " +
                                std::to_string(st.snapshot_[i]) + ", past the capacity");
         }

@@ -1,11 +1,23 @@
 // The page format of BasicHnsw (include/calico/index/hnsw.h): where every byte of an HNSW index lives in its
 // space, the metadata page, and the one function that reads page bytes without a latch.
 //
-// One space per index (DirectTranslation pools hold a single space, so no second space):
+// One space per index (DirectTranslation pools hold a single space, so no second space).
+// Nodes are numbered by slot (the node id); the slots live in level-0 pages, the upper
+// levels' lists in upper pages. Both regions are sequences of *extents*, runs of contiguous
+// blocks (format 3):
 //
-//   block 0                    metadata (HnswMeta below)
-//   blocks 1 .. l0_pages       level 0: node id -> block 1 + id / per_page, slot id % per_page
-//   blocks upper_base ..       upper levels (upper_base = 1 + l0_pages), grown on demand
+//   block 0                    metadata (HnswMeta, then HnswExtentTable)
+//   blocks 1 .. l0_pages       level-0 extent 0 (create()'s capacity, rounded up to pages)
+//   then, in allocation order, upper extents and further level-0 extents
+//
+//   Level-0 page p (slot id is in page p = id / per_page, at slot id % per_page) lies in
+//   extent e with first(e) <= p < first(e + 1), at block l0_base[e] + p - first(e), where
+//   extent 0 has l0_pages pages and extent e >= 1 has l0_pages << (e - 1): each new extent
+//   doubles the capacity. Upper page p likewise, with upper_base[] and an extent 0 of one
+//   page. An extent's blocks are allocated all at once, so they are contiguous.
+//   Format 1 and 2 (no extent table): one level-0 extent, blocks 1 .. l0_pages, and one
+//   upper region from upper_base = 1 + l0_pages on, grown a page at a time; their capacity
+//   is fixed.
 //
 // Level-0 page (per_page slots; structure of arrays so that vectors stay cache-line aligned):
 //   [0, per_page * vec_stride)       vector of slot s at s * vec_stride: dim floats
@@ -25,12 +37,13 @@
 // Upper region: lists of level l >= 1 are fixed-size units of (1 + M) u32 {count, ids[M]},
 // lists_per_page = usable_page_size / unit_bytes per page. A node of top level L > 0 owns L
 // consecutive units starting at its link row's `upper` (level l at unit upper + l - 1), never
-// split across pages: unit u lives at block upper_base + u / lists_per_page, byte
+// split across pages: unit u lives in upper page u / lists_per_page, byte
 // (u % lists_per_page) * unit_bytes. Units are handed out by a bump counter (upper_units).
 //
 // Format versions: 2 adds tombstones (kDeleted, HnswMeta::deleted). A version-1 index opens
 // unchanged and is marked version 2 by its first remove(), so that a reader of version 1
-// never returns a removed node.
+// never returns a removed node. 3 adds the extent table (growth); rows are as in 2.
+// create() writes 3; versions 1 and 2 open with the capacity they were created with.
 //
 // Invariants (checked by BasicHnsw::check_structure): a neighbour id is a present node,
 // never the node itself, at most once per list; a level-l list names only nodes of level >= l;
@@ -42,11 +55,14 @@
 // a shrink).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "calico/checks.h"
 #include "calico/optimistic_reader.h"
 
 namespace calico::index {
@@ -57,8 +73,10 @@ static_assert(std::endian::native == std::endian::little, "the HNSW format is li
 // page's exclusive latch and read optimistically (entry point and max level) or pinned.
 struct HnswMeta {
   static constexpr uint64_t kMagic = 0x31574E53484C4143ull;  // "CALHNSW1" little-endian
-  static constexpr uint32_t kFormatVersion = 2;
+  static constexpr uint32_t kFormatVersion = 3;
   static constexpr uint32_t kFirstFormatVersion = 1;  // opened unchanged (no tombstones)
+  static constexpr uint32_t kFirstTombstoneVersion = 2;
+  static constexpr uint32_t kFirstGrowingVersion = 3;  // the extent table follows
   static constexpr uint32_t kNone = UINT32_MAX;  // entry when the index is empty
 
   uint64_t magic;
@@ -68,10 +86,10 @@ struct HnswMeta {
   uint32_t metric;  // vector::Metric
   uint32_t M;
   uint32_t ef_construction;
-  uint32_t capacity;
+  uint32_t capacity;  // create()'s; format 3: the capacity is the extents' (HnswExtentTable)
   uint32_t per_page;
   uint32_t vec_stride;
-  uint32_t l0_pages;
+  uint32_t l0_pages;  // level-0 extent 0
   uint32_t max_level_cap;
   uint32_t reserved;
   uint64_t seed;
@@ -85,6 +103,18 @@ struct HnswMeta {
 };
 static_assert(sizeof(HnswMeta) == 88);
 static_assert(offsetof(HnswMeta, entry) == 64);
+
+// Format 3: the extents, right after HnswMeta on the metadata page. Written under the
+// metadata page's exclusive latch by a growth, after the extent's blocks were allocated;
+// read at open (the index keeps the map in memory: HnswExtentMap).
+struct HnswExtentTable {
+  static constexpr uint32_t kMaxExtents = 32;  // doubling: 2^31 times extent 0, past any u32 slot
+  uint32_t l0_count;      // level-0 extents (>= 1)
+  uint32_t upper_count;   // upper extents (>= 0)
+  uint32_t l0_base[kMaxExtents];     // first block of level-0 extent e
+  uint32_t upper_base[kMaxExtents];  // first block of upper extent e
+};
+static_assert(sizeof(HnswMeta) + sizeof(HnswExtentTable) == 352);
 
 // The mutable tail of HnswMeta, as readers copy it.
 struct HnswMetaState {
@@ -125,7 +155,7 @@ struct HnswLayout {
   uint32_t per_page = 0;      // nodes per level-0 page
   uint32_t links_base = 0;    // first link row's offset
   uint32_t l0_pages = 0;
-  uint32_t upper_base = 0;    // first block of the upper region
+  uint32_t upper_base = 0;    // first block of the upper region (formats 1 and 2)
   uint32_t unit_bytes = 0;    // one upper list: 4 (1 + M)
   uint32_t lists_per_page = 0;
   uint32_t max_level_cap = 0; // levels are 0 .. max_level_cap - 1
@@ -153,16 +183,73 @@ struct HnswLayout {
     l.max_level_cap = l.lists_per_page < kMaxLevels ? l.lists_per_page : kMaxLevels;
     return l;
   }
+  // The block of node id while it lies in level-0 extent 0 (id < the capacity create() was
+  // given, rounded up to pages); BasicHnsw::page_of maps every id.
   uint32_t block_of(uint32_t id) const { return 1 + id / per_page; }
   uint32_t vector_offset(uint32_t id) const { return (id % per_page) * vec_stride; }
   uint32_t row_offset(uint32_t id) const { return links_base + (id % per_page) * row_bytes; }
-  // The unit of level l >= 1 of a node whose first unit is `upper`.
-  uint64_t upper_block(uint32_t upper, uint32_t level) const {
-    return uint64_t{upper_base} + (uint64_t{upper} + level - 1) / lists_per_page;
+  // The upper page (index in the upper region) of the unit of level l >= 1 of a node whose
+  // first unit is `upper`.
+  uint64_t upper_page(uint32_t upper, uint32_t level) const {
+    return (uint64_t{upper} + level - 1) / lists_per_page;
   }
   uint32_t upper_offset(uint32_t upper, uint32_t level) const {
     return static_cast<uint32_t>((uint64_t{upper} + level - 1) % lists_per_page) * unit_bytes;
   }
+};
+
+// Region page -> block for one region (level 0 or upper), in memory. Extent e holds region
+// pages [first[e], first[e + 1]) at blocks base[e] ..; first[count] is the region's end
+// (kOpen: format 1 and 2's upper region, which has no end).
+//
+// Concurrency: grow() (under the index's allocation mutex) writes the new extent's base and
+// end before it publishes the larger capacity (release); a reader maps only pages of slots
+// or units it learned of through that publication (a validated list or head written by an
+// add that followed the growth), so it reads the values grow() wrote. Relaxed atomics: on
+// the search path the map costs one compare and two loads per page (extent 0).
+class HnswExtentMap {
+ public:
+  static constexpr uint32_t kMax = HnswExtentTable::kMaxExtents;
+  static constexpr uint64_t kOpen = UINT64_MAX;
+
+  HnswExtentMap() = default;
+  HnswExtentMap(const HnswExtentMap& o) { *this = o; }
+  HnswExtentMap& operator=(const HnswExtentMap& o) {
+    count_.store(o.count_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (uint32_t e = 0; e <= kMax; ++e) first_[e].store(o.first_[e].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (uint32_t e = 0; e < kMax; ++e) base_[e].store(o.base_[e].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return *this;
+  }
+
+  uint32_t count() const { return count_.load(std::memory_order_relaxed); }
+  uint64_t end() const { return first_[count()].load(std::memory_order_relaxed); }  // pages mapped
+  uint64_t first(uint32_t e) const { return first_[e].load(std::memory_order_relaxed); }
+  uint32_t base(uint32_t e) const { return base_[e].load(std::memory_order_relaxed); }
+  // Appends an extent of `pages` pages at `base` (one writer at a time).
+  void grow(uint32_t base, uint64_t pages) {
+    const uint32_t e = count();
+    base_[e].store(base, std::memory_order_relaxed);
+    first_[e + 1].store(first(e) + pages, std::memory_order_relaxed);
+    count_.store(e + 1, std::memory_order_relaxed);
+  }
+  // Format 1 and 2's upper region: from `base`, open-ended.
+  void open_region(uint32_t base) {
+    CALICO_DCHECK(count() == 0);
+    base_[0].store(base, std::memory_order_relaxed);
+    first_[1].store(kOpen, std::memory_order_relaxed);
+    count_.store(1, std::memory_order_relaxed);
+  }
+  // The block of region page p < end(). Extent 0 first: one compare in an index that never grew.
+  uint64_t block(uint64_t p) const {
+    uint32_t e = 0;
+    while (p >= first_[e + 1].load(std::memory_order_relaxed)) ++e;
+    return base_[e].load(std::memory_order_relaxed) + (p - first_[e].load(std::memory_order_relaxed));
+  }
+
+ private:
+  std::atomic<uint32_t> count_{0};
+  std::array<std::atomic<uint64_t>, kMax + 1> first_{};  // first_[0] = 0
+  std::array<std::atomic<uint32_t>, kMax> base_{};
 };
 
 namespace hnsw_detail {
