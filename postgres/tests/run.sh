@@ -57,6 +57,9 @@ RECOVERY_CI="t/001_stream_rep.pl t/004_timeline_switch.pl t/013_crash_restart.pl
 # mean 5.07; vanilla 3.65-5.85, mean 4.99).
 PGVECTOR_TAP_CI="test/t/001_ivfflat_wal.pl test/t/002_ivfflat_vacuum.pl test/t/007_ivfflat_inserts.pl test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl test/t/048_ivfflat_vacuum_insert.pl"
 [ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_CI='test/t/*.pl'
+# Crash rounds of postgres/tests/t/001_crash_restart.pl in the ext suite (the tap suite runs 10
+# on calico): 5 keep the suite within its time budget.
+EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-5}
 
 # make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
 # regression diffs are shown.
@@ -176,6 +179,11 @@ for suite in "${suites[@]}"; do
       mkdir -p "$TMP/ext"
       chmod 755 "$TMP/ext"
       bash "$ROOT/postgres/tests/differential_ext.sh" "$TMP/ext"
+      echo "=== postgres: crash (SIGKILL, $EXT_CRASH_ROUNDS rounds) and hot standby TAP tests (ext; postgres/tests/t)"
+      mkdir -p "$TMP/t"
+      cp "$ROOT"/postgres/tests/t/*.pl "$ROOT"/postgres/tests/t/*.pm "$TMP/t/"
+      chmod -R a+rX "$TMP/t"
+      CALICO_TAP_FLAVOR=ext CALICO_CRASH_ROUNDS=$EXT_CRASH_ROUNDS prove_with_pgvector ext "$TMP/t/*.pl"
       ;;
     *) echo "unknown suite '$suite'" >&2; exit 2 ;;
   esac
