@@ -5,8 +5,10 @@
 #   1. vanilla builds the data and indexes (HNSW: l2, ip, cosine, halfvec, unlogged; IVFFlat)
 #      and answers differential_ext_queries.sql (plain, filtered, iterative scans);
 #   2. ext answers the same: identical output, at the default pool and at shared_buffers =
-#      1MB, with calico's translation and prefetch on and off; calico_stats() must show
-#      hint hits (the translation path was used) and, on a cold 16 MB pool, prefetch reads;
+#      1MB, with calico's translation and prefetch on and off, with 2 relation slots and 2
+#      hint chunks (slots evicted by the clock, chunks exhausted); calico_stats() must show
+#      hint hits (the translation path was used), stale hints at 1 MB, and, on a cold 16 MB
+#      pool, prefetch reads (io_method worker and io_uring);
 #   3. ext changes the data (differential_ext_churn.sql: inserts, DELETE + VACUUM, REINDEX,
 #      TRUNCATE, DROP/CREATE INDEX) and answers again; vanilla then answers the same on
 #      ext's files (the other way round), and exact (sequential) kNN agrees too.
@@ -73,6 +75,18 @@ same "$T/stock-A.out" "$T/ext-A-tiny.out" "ext at shared_buffers = 1MB differs"
 IFS='|' read -r hits misses stale reads < "$T/stats-A-tiny.out"
 echo "differential_ext: shared_buffers = 1MB identical; hits|misses|stale = $hits|$misses|$stale"
 [ "$stale" -gt 0 ] || fail "no stale hint at shared_buffers = 1MB: eviction was not exercised"
+
+# Few relation slots and hint chunks: slots are taken from each other (clock), chunks run out;
+# the answers stay the same and the hints still serve most reads.
+echo "SELECT hits, misses, relations, chunks_used FROM calico_stats();" > "$T/stats-dir.sql"
+chmod 644 "$T/stats-dir.sql"
+on ext ext-A-few calico.max_relations=2 calico.hint_chunks=2 -- \
+  "$(q -f "$T/reset.sql") > /dev/null && $(q -f "$Q") > $T/ext-A-few.out && $(q -f "$T/stats-dir.sql") > $T/stats-A-few.out"
+same "$T/stock-A.out" "$T/ext-A-few.out" "ext with 2 relation slots and 2 hint chunks differs"
+IFS='|' read -r hits misses relations chunks < "$T/stats-A-few.out"
+echo "differential_ext: 2 relation slots, 2 hint chunks: identical; hits|misses|relations|chunks = $hits|$misses|$relations|$chunks"
+[ "$relations" -le 2 ] && [ "$chunks" -le 2 ] || fail "more slots or chunks in use than configured"
+[ "$hits" -gt 0 ] && [ "$misses" -gt 0 ] || fail "hits $hits, misses $misses: the clock and the chunk limit were not exercised"
 
 for io in worker io_uring; do
   on ext ext-A-$io shared_buffers=16MB max_connections=20 io_method=$io -- \

@@ -10,6 +10,7 @@ CREATE FUNCTION calico_stats(
     OUT prefetch_reads bigint,    -- asynchronous reads started by the group prefetch
     OUT prefetch_resident bigint, -- prefetch candidates skipped: their hint named a valid buffer
     OUT prefetch_used bigint,     -- reads served by a buffer the group prefetch had pinned
+    OUT prefetch_skipped bigint,  -- groups not looked at: the previous ones were all resident
     OUT relations integer,        -- relation slots in use
     OUT max_relations integer,
     OUT chunks_used integer,      -- hint chunks in use (each maps calico_chunk_blocks blocks)
