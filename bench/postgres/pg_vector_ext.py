@@ -11,17 +11,19 @@ searches the same graph: answers must be identical (checked and recorded), and r
 measured against exact answers computed by a sequential scan.
 
 Configurations (common.py CONFIGS): vanilla-worker and vanilla-io_uring (the faster is the
-baseline of every ratio), ext-off (the extension loaded, calico.translation and
+baseline of every ratio), vanilla-aa (vanilla-worker again: its ratio is the noise), ext-off (the extension loaded, calico.translation and
 calico.group_prefetch off: what the library costs when it does nothing), ext-hints
 (translation only), ext (translation + group prefetch), calico (the patched server:
 optimistic reads + group prefetch). Each timed run is pgbench -M prepared with one k-NN query
 per transaction (a random query id each time), -c clients for --seconds, after a fresh start
 and pg_prewarm of table and index; rounds interleave the configurations, rotating which goes
-first, and the summary gives medians and paired (same round) ratios.
+first, and the summary gives medians and paired (same round) ratios, and the medians of each
+run's p50 and p95 latency (from pgbench's per-transaction log).
 
   python3 bench/postgres/pg_vector_ext.py --json docs/postgres/extension-bench.jsonl
 """
 import argparse
+import glob
 import os
 import subprocess
 import sys
@@ -29,9 +31,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import (CONFIGS, REPO, Rounds, add_common_args, emit, finish_args, log, loadavg,  # noqa
-                    machine, paired_summary, parse_configs, run_fields, timed_pgbench)
+                    machine, median, paired_summary, parse_configs, run_fields, timed_pgbench)
 
-DEFAULT_CONFIGS = ['vanilla-worker', 'vanilla-io_uring', 'ext-off', 'ext-hints', 'ext', 'calico']
+DEFAULT_CONFIGS = ['vanilla-worker', 'vanilla-io_uring', 'vanilla-aa', 'ext-off', 'ext-hints', 'ext', 'calico']
 FLAVORS = ('vanilla', 'ext', 'calico')
 
 
@@ -62,6 +64,20 @@ def answers(servers, flavor, db, k, ef=None, exact=False):
                                f"ORDER BY {order} LIMIT {k}) n) FROM queries q ORDER BY q.id",
                        db=db, options=opts)
     return out.strip().splitlines()
+
+
+def latency_percentiles(prefix):
+    """p50 and p95 latency (ms) from pgbench's per-transaction logs PREFIX.* (the third field
+    is the latency in microseconds); the logs are removed."""
+    lat = []
+    for path in glob.glob(prefix + '.*'):
+        with open(path) as f:
+            lat.extend(int(line.split()[2]) for line in f if line.strip())
+        os.remove(path)
+    if not lat:
+        return None, None
+    lat.sort()
+    return (round(lat[len(lat) // 2] / 1000.0, 3), round(lat[min(len(lat) - 1, (len(lat) * 95) // 100)] / 1000.0, 3))
 
 
 def recall(got, truth):
@@ -158,19 +174,28 @@ def main():
     rounds = Rounds(servers, settings, None, prepare)
     clients_list = [int(c) for c in args.clients.split(',')]
     runs = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+    p95s = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+    p50s = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+    logdir = os.path.join(args.out, 'pgbench-logs')
+    os.makedirs(logdir, exist_ok=True)
     for rnd in range(args.rounds):
         for name in Rounds.order(configs, rnd):
             flavor = rounds.switch(name)
             for clients in clients_list:
                 for ef in efs:
+                    prefix = os.path.join(logdir, f'{name}-{ef}-{clients}-{rnd}')
                     tps, lat, txs, la = timed_pgbench(
                         servers, flavor, ['-n', '-M', 'prepared', '-f', script, '-c', str(clients),
-                                          '-j', str(clients), '-T', str(int(round(args.seconds)))], db=db,
+                                          '-j', str(clients), '-T', str(int(round(args.seconds))),
+                                          '-l', '--log-prefix', prefix], db=db,
                         options=dict(CONFIGS[name][2], **{'hnsw.ef_search': ef}))
+                    p50, p95 = latency_percentiles(prefix)
                     runs[(clients, ef)][name].append(tps)
+                    p50s[(clients, ef)][name].append(p50)
+                    p95s[(clients, ef)][name].append(p95)
                     emit(args.json, dict(base, kind='run', ef=ef, clients=clients, round=rnd, qps=round(tps, 1),
-                                         latency_ms=lat, queries=txs, seconds=args.seconds, **run_fields(name),
-                                         **la))
+                                         latency_ms=lat, p50_ms=p50, p95_ms=p95, queries=txs, seconds=args.seconds,
+                                         **run_fields(name), **la))
             if flavor == 'ext':
                 st = servers.psql('ext', 'CREATE EXTENSION IF NOT EXISTS calico; '
                                          'SELECT hits, misses, stale, prefetch_reads FROM calico_stats()', db=db)
@@ -180,7 +205,9 @@ def main():
         log(f'round {rnd + 1} of {args.rounds} done')
     servers.stop_all()
     for (clients, ef), r in runs.items():
-        summary = dict(base, kind='summary', ef=ef, clients=clients, rounds=args.rounds, **paired_summary(r, 'qps'))
+        summary = dict(base, kind='summary', ef=ef, clients=clients, rounds=args.rounds, **paired_summary(r, 'qps'),
+                       p50_ms={c: median(v) for c, v in p50s[(clients, ef)].items() if v and None not in v},
+                       p95_ms={c: median(v) for c, v in p95s[(clients, ef)].items() if v and None not in v})
         emit(args.json, summary)
         log(f'ef={ef} clients={clients}: ' + ', '.join(f'{c} {v:.0f}' for c, v in summary['qps'].items()) +
             f"; vs {summary.get('baseline')}: {summary.get('ratio_vs_baseline')}")
