@@ -21,11 +21,17 @@ if [ "${1:-}" = "--print" ] || [ -f "$EXT/done-$key" ]; then
 fi
 [ -f "$OUT/done" ] || { echo "postgres/extension/build: no server build in $OUT" >&2; exit 1; }
 echo "postgres/extension/build: building $EXT" >&2
-rm -rf "$EXT"
-mkdir -p "$EXT"
-cp -a "$OUT/vanilla/install" "$EXT/install"
-bash "$HERE/install.sh" "$EXT/install/bin/pg_config" --build-dir "$EXT" \
+# Built beside, then moved into place: a failed build leaves the previous tree (and no stamp).
+# The install tree is relocatable (pg_config and the server find their files relative to
+# their own location), so it works from its final place.
+NEW=$EXT.new
+rm -rf "$NEW"
+mkdir -p "$NEW"
+cp -a "$OUT/vanilla/install" "$NEW/install"
+bash "$HERE/install.sh" "$NEW/install/bin/pg_config" --build-dir "$NEW" \
   --pgvector-source "$CALICO_PG_CACHE/download/pgvector_0.8.6.orig.tar.gz"
+rm -rf "$EXT"
+mv "$NEW" "$EXT"
 ensure_pg_user
 give_to_pg "$EXT"
 touch "$EXT/done-$key"

@@ -691,8 +691,10 @@ calico_prefetch_group(Relation rel, ForkNumber fork, const BlockNumber *blocks, 
 
 	if (Calico == NULL || !calico_group_prefetch || RelationUsesLocalBuffers(rel) || nblocks <= 0)
 		return 0;
+	/* Pins held at once: the started reads plus the resident blocks pinned until the end. */
 	limit = Min(CALICO_MAX_PREFETCH_READS, io_max_concurrency / 2) - prefetch_n;
 	limit = Min(limit, (int) Min(GetAdditionalPinLimit(), (uint32) INT_MAX));
+	Assert(limit <= CALICO_MAX_PREFETCH_READS);
 	if (limit <= 0)
 		return 0;
 	counters = calico_counters();
@@ -704,7 +706,7 @@ calico_prefetch_group(Relation rel, ForkNumber fork, const BlockNumber *blocks, 
 	}
 	slot = calico_slot(&rel->rd_locator, fork, false);
 
-	for (int i = 0; i < nblocks && started < limit && nfound < CALICO_MAX_PREFETCH_READS; i++)
+	for (int i = 0; i < nblocks && started + nfound < limit; i++)
 	{
 		BlockNumber block = blocks[i];
 		CalicoPrefetchEntry *p;
