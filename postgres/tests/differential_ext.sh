@@ -8,7 +8,10 @@
 #      1MB, with calico's translation and prefetch on and off, with 2 relation slots and 2
 #      hint chunks (slots evicted by the clock, chunks exhausted); calico_stats() must show
 #      hint hits (the translation path was used), stale hints at 1 MB, and, on a cold 16 MB
-#      pool, prefetch reads (io_method worker and io_uring);
+#      pool, prefetch reads (io_method worker and io_uring); then searches are cancelled at
+#      random moments on a small pool (most while prefetched reads are held: counted by
+#      calico_stats().prefetch_abandoned, which must be > 0), after which the answers must
+#      still be identical and the server log free of warnings;
 #   3. ext changes the data (differential_ext_churn.sql: inserts, DELETE + VACUUM, REINDEX,
 #      TRUNCATE, DROP/CREATE INDEX) and answers again; vanilla then answers the same on
 #      ext's files (the other way round), and exact (sequential) kNN agrees too.
@@ -40,6 +43,7 @@ SQL
 echo "SELECT calico_reset();" > "$T/reset.sql"
 echo "SELECT hits, misses, stale, prefetch_reads FROM calico_stats();" > "$T/stats.sql"
 echo "SELECT prefetch_reads, prefetch_used FROM calico_stats();" > "$T/stats-pf.sql"
+echo "SELECT prefetch_reads, prefetch_used, prefetch_abandoned FROM calico_stats();" > "$T/stats-abort.sql"
 cat > "$T/exact.sql" <<'SQL'
 SET enable_indexscan = off;
 SELECT 'exact', q.id, (SELECT string_agg(id::text, ',') FROM
@@ -97,6 +101,56 @@ for io in worker io_uring; do
   echo "differential_ext: cold 16 MB pool, io_method=$io: identical; prefetch reads|used = $reads|$used"
   [ "$reads" -gt 0 ] || fail "no prefetch read started ($io): the group prefetch was not exercised"
 done
+
+# Query cancels at random moments while searches hold prefetched pins (a cold 16 MB pool):
+# the aborts must leave no pin or read behind (the resource owner releases them, calico's
+# transaction callbacks forget them), so the next searches answer identically and the log
+# shows no leak or error other than the cancels.
+cat > "$T/cancel.sh" <<'SH'
+set -uo pipefail
+psql -X -A -t -q -d "$1" -f "$2" > /dev/null 2> "$3/cancel-client.err" &
+client=$!
+for i in $(seq 1 200); do
+  sleep 0.0$(( RANDOM % 5 + 1 ))
+  kill -0 "$client" 2> /dev/null || break
+  psql -X -A -t -q -d "$1" -c "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'" > /dev/null
+done
+wait "$client"
+exit 0
+SH
+chmod 755 "$T/cancel.sh"
+# Many short searches (no ON_ERROR_STOP: the client goes on after each cancel), over every
+# HNSW index and with iterative scans, at a high ef_search (longer expansions).
+{
+  echo "SET enable_seqscan = off; SET enable_bitmapscan = off; SET hnsw.ef_search = 200; SET hnsw.iterative_scan = relaxed_order;"
+  for i in $(seq 1 1500); do
+    qid=$(( (i * 500) % 20000 + 500 ))
+    case $(( i % 4 )) in
+      0) echo "SELECT id FROM items ORDER BY embedding <-> (SELECT embedding FROM items WHERE id = $qid) LIMIT 10;" ;;
+      1) echo "SELECT id FROM items ORDER BY embedding <#> (SELECT embedding FROM items WHERE id = $qid) LIMIT 10;" ;;
+      2) echo "SELECT id FROM items_unlogged ORDER BY embedding <-> (SELECT embedding FROM items WHERE id = $qid) LIMIT 10;" ;;
+      3) echo "SELECT id FROM items WHERE cat = 5 ORDER BY half <-> (SELECT half FROM items WHERE id = $qid) LIMIT 10;" ;;
+    esac
+  done
+} > "$T/cancel-load.sql"
+chmod 644 "$T/cancel-load.sql"
+rm -f "$T/cancel-client.err"
+on ext ext-cancel shared_buffers=16MB max_connections=20 io_method=worker -- \
+  "first=\$(( \$(wc -l < \$PGHOST/server.log) + 1 )) &&
+   $(q -f "$T/reset.sql") > /dev/null && bash $T/cancel.sh $DB $T/cancel-load.sql $T && $(q -f "$Q") > $T/ext-A-cancel.out &&
+   $(q -f "$T/stats-abort.sql") > $T/stats-A-cancel.out && tail -n +\$first \$PGHOST/server.log > $T/cancel-server.log"
+same "$T/stock-A.out" "$T/ext-A-cancel.out" "ext's answers after cancelled searches differ"
+cancels=$(grep -c "canceling statement due to user request" "$T/cancel-client.err" || true)
+others=$(grep -v "canceling statement due to user request\|^CONTEXT\|^STATEMENT\|^ *$\|^LINE\|^ *\^" "$T/cancel-client.err" || true)
+log_bad=$(grep -E "WARNING|PANIC|TRAP|FATAL|leak|not pinned|terminated by signal" "$T/cancel-server.log" || true)
+IFS='|' read -r reads used abandoned < "$T/stats-A-cancel.out"
+echo "differential_ext: $cancels searches cancelled mid-run on a small pool, $abandoned of them holding" \
+     "prefetched reads; afterwards identical; prefetch reads|used = $reads|$used"
+[ -z "$others" ] || { echo "$others" | sed -n 1,10p; fail "errors other than cancels during the cancelled run"; }
+[ -z "$log_bad" ] || { echo "$log_bad" | sed -n 1,10p; fail "the server logged warnings or worse during the cancelled run"; }
+[ "$cancels" -gt 0 ] || fail "no search was cancelled: the abort path was not exercised"
+[ "$abandoned" -gt 0 ] || fail "no cancel found prefetched reads held: the abort path of the prefetch was not exercised"
 
 # 3. ext changes the data; then both answer on ext's files.
 on ext ext-churn -- "$(q -f "$HERE/differential_ext_churn.sql") > /dev/null && $(q -f "$Q") > $T/ext-B.out"

@@ -11,6 +11,7 @@ CREATE FUNCTION calico_stats(
     OUT prefetch_resident bigint, -- prefetch candidates skipped: their hint named a valid buffer
     OUT prefetch_used bigint,     -- reads served by a buffer the group prefetch had pinned
     OUT prefetch_skipped bigint,  -- groups not looked at: the previous ones were all resident
+    OUT prefetch_abandoned bigint, -- aborts that found prefetched reads held (the resource owner released them)
     OUT relations integer,        -- relation slots in use
     OUT max_relations integer,
     OUT chunks_used integer,      -- hint chunks in use (each maps calico_chunk_blocks blocks)

@@ -138,6 +138,7 @@ typedef union CalicoCounters
 		uint64		prefetch_resident;
 		uint64		prefetch_used;
 		uint64		prefetch_skipped;
+		uint64		prefetch_abandoned;
 	};
 	char		pad[PG_CACHE_LINE_SIZE];
 } CalicoCounters;
@@ -803,6 +804,8 @@ calico_xact_callback(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
+		if (prefetch_n > 0 && Calico != NULL)
+			calico_counters()->prefetch_abandoned++;
 		prefetch_n = 0;
 		prefetch_subxact = InvalidSubTransactionId;
 	}
@@ -814,6 +817,8 @@ calico_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB && prefetch_subxact == mySubid)
 	{
+		if (prefetch_n > 0 && Calico != NULL)
+			calico_counters()->prefetch_abandoned++;
 		prefetch_n = 0;
 		prefetch_subxact = InvalidSubTransactionId;
 	}
@@ -870,9 +875,9 @@ Datum
 calico_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12] = {0};
-	uint64		sum[8] = {0};
+	Datum		values[13];
+	bool		nulls[13] = {0};
+	uint64		sum[9] = {0};
 	int			relations;
 	int			chunks_used;
 
@@ -892,18 +897,19 @@ calico_stats(PG_FUNCTION_ARGS)
 		sum[5] += c->prefetch_resident;
 		sum[6] += c->prefetch_used;
 		sum[7] += c->prefetch_skipped;
+		sum[8] += c->prefetch_abandoned;
 	}
 	LWLockAcquire(Calico->lock, LW_SHARED);
 	relations = Calico->nrelations;
 	chunks_used = Calico->nchunks - Calico->nfree;
 	LWLockRelease(Calico->lock);
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		values[i] = Int64GetDatum((int64) sum[i]);
-	values[8] = Int32GetDatum(relations);
-	values[9] = Int32GetDatum(Calico->max_relations);
-	values[10] = Int32GetDatum(chunks_used);
-	values[11] = Int32GetDatum(Calico->nchunks);
+	values[9] = Int32GetDatum(relations);
+	values[10] = Int32GetDatum(Calico->max_relations);
+	values[11] = Int32GetDatum(chunks_used);
+	values[12] = Int32GetDatum(Calico->nchunks);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
