@@ -17,8 +17,9 @@ calico.group_prefetch off: what the library costs when it does nothing), ext-hin
 optimistic reads + group prefetch). Each timed run is pgbench -M prepared with one k-NN query
 per transaction (a random query id each time), -c clients for --seconds, after a fresh start
 and pg_prewarm of table and index; rounds interleave the configurations, rotating which goes
-first, and the summary gives medians and paired (same round) ratios, and the medians of each
-run's p50 and p95 latency (from pgbench's per-transaction log).
+first, and the summary gives medians and paired (same round) ratios, the medians of each
+run's p50 and p95 latency (from pgbench's per-transaction log) and of the server's CPU time
+per query (cpuacct cgroup of all its processes, when cgroup v1 cpuacct is writable).
 
   python3 bench/postgres/pg_vector_ext.py --json docs/postgres/extension-bench.jsonl
 """
@@ -30,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import (CONFIGS, REPO, Rounds, add_common_args, emit, finish_args, log, loadavg,  # noqa
+from common import (CONFIGS, REPO, CpuCgroup, Rounds, add_common_args, emit, finish_args, log, loadavg,  # noqa
                     machine, median, paired_summary, parse_configs, run_fields, timed_pgbench)
 
 DEFAULT_CONFIGS = ['vanilla-worker', 'vanilla-io_uring', 'vanilla-aa', 'ext-off', 'ext-hints', 'ext', 'calico']
@@ -176,6 +177,7 @@ def main():
     runs = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
     p95s = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
     p50s = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+    cpus = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
     logdir = os.path.join(args.out, 'pgbench-logs')
     os.makedirs(logdir, exist_ok=True)
     for rnd in range(args.rounds):
@@ -184,17 +186,23 @@ def main():
             for clients in clients_list:
                 for ef in efs:
                     prefix = os.path.join(logdir, f'{name}-{ef}-{clients}-{rnd}')
+                    cpu = CpuCgroup.for_server(flavor)
+                    cpu0 = cpu.usage_ns() if cpu else None
                     tps, lat, txs, la = timed_pgbench(
                         servers, flavor, ['-n', '-M', 'prepared', '-f', script, '-c', str(clients),
                                           '-j', str(clients), '-T', str(int(round(args.seconds))),
                                           '-l', '--log-prefix', prefix], db=db,
                         options=dict(CONFIGS[name][2], **{'hnsw.ef_search': ef}))
                     p50, p95 = latency_percentiles(prefix)
+                    # the server's CPU per query (all its processes; cpuacct): less sensitive
+                    # than QPS to other work competing for the cores
+                    cpu_us = round((cpu.usage_ns() - cpu0) / 1000.0 / txs, 1) if cpu and txs else None
+                    cpus[(clients, ef)][name].append(cpu_us)
                     runs[(clients, ef)][name].append(tps)
                     p50s[(clients, ef)][name].append(p50)
                     p95s[(clients, ef)][name].append(p95)
                     emit(args.json, dict(base, kind='run', ef=ef, clients=clients, round=rnd, qps=round(tps, 1),
-                                         latency_ms=lat, p50_ms=p50, p95_ms=p95, queries=txs, seconds=args.seconds,
+                                         latency_ms=lat, p50_ms=p50, p95_ms=p95, server_cpu_us_per_query=cpu_us, queries=txs, seconds=args.seconds,
                                          **run_fields(name), **la))
             if flavor == 'ext':
                 st = servers.psql('ext', 'CREATE EXTENSION IF NOT EXISTS calico; '
@@ -207,7 +215,9 @@ def main():
     for (clients, ef), r in runs.items():
         summary = dict(base, kind='summary', ef=ef, clients=clients, rounds=args.rounds, **paired_summary(r, 'qps'),
                        p50_ms={c: median(v) for c, v in p50s[(clients, ef)].items() if v and None not in v},
-                       p95_ms={c: median(v) for c, v in p95s[(clients, ef)].items() if v and None not in v})
+                       p95_ms={c: median(v) for c, v in p95s[(clients, ef)].items() if v and None not in v},
+                       server_cpu_us_per_query={c: median(v) for c, v in cpus[(clients, ef)].items()
+                                                if v and None not in v})
         emit(args.json, summary)
         log(f'ef={ef} clients={clients}: ' + ', '.join(f'{c} {v:.0f}' for c, v in summary['qps'].items()) +
             f"; vs {summary.get('baseline')}: {summary.get('ratio_vs_baseline')}")

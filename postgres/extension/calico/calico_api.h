@@ -24,6 +24,11 @@
  *						unpins them all.  Must be called before the end of the
  *						transaction; an ERROR in between is cleaned up by the
  *						resource owner and calico's transaction callbacks.
+ *	prefetch_tuple   -- CPU cache prefetch of item offno of a resident block,
+ *						found through the block's hint: with line_pointer_only,
+ *						of the line pointer (and the buffer descriptor); else of
+ *						the item's first cache lines, through its line pointer.
+ *						No pin, no lock, nothing returned: a hint for the CPU.
  *
  * The blocks given to prefetch_group must exist (they come from index tuples,
  * and the indexes that use this never shrink); a read of a block past the end
@@ -37,11 +42,12 @@
 #include "fmgr.h"
 #include "storage/block.h"
 #include "storage/bufmgr.h"
+#include "storage/off.h"
 #include "common/relpath.h"
 #include "utils/relcache.h"
 
 #define CALICO_API_RENDEZVOUS "calico_api"
-#define CALICO_API_VERSION 1
+#define CALICO_API_VERSION 2
 
 /* At most this many blocks are read ahead by one prefetch_group. */
 #define CALICO_MAX_PREFETCH_READS 32
@@ -55,6 +61,8 @@ typedef struct CalicoApi
 	int			(*prefetch_group) (Relation rel, ForkNumber fork,
 								   const BlockNumber *blocks, int nblocks);
 	void		(*prefetch_release) (void);
+	void		(*prefetch_tuple) (Relation rel, ForkNumber fork, BlockNumber blkno,
+								   OffsetNumber offno, bool line_pointer_only);
 } CalicoApi;
 
 /*
