@@ -65,7 +65,11 @@ CONFIGS['ext'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', '
 CONFIGS['ext-io_uring'] = ('ext', {'io_method': 'io_uring'},
                            {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
 CONFIGS['ext-off'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'off', 'calico.group_prefetch': 'off'})
+# hints: translation and the tuple prefetch through them, no group prefetch (the group finds
+# nothing to read in memory); notuple: translation alone (the ablation of the tuple prefetch)
 CONFIGS['ext-hints'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'off'})
+CONFIGS['ext-notuple'] = ('ext', {'io_method': 'worker'},
+                          {'calico.translation': 'on', 'calico.group_prefetch': 'off', 'calico.tuple_prefetch': 'off'})
 VANILLA = [f'vanilla-{m}' for m in IO_METHODS]
 # Bounds: a run shorter than this is mostly start-up (pgbench connects, plans, warms caches)
 MIN_SECONDS = 1.0

@@ -172,6 +172,7 @@ typedef struct CalicoShared
 /* GUCs */
 static bool calico_translation = true;
 static bool calico_group_prefetch = true;
+static bool calico_tuple_prefetch = true;
 static int	calico_max_relations = 64;
 static int	calico_hint_chunks = 256;
 
@@ -821,8 +822,9 @@ calico_prefetch_tuple(Relation rel, ForkNumber fork, BlockNumber blkno, OffsetNu
 	char	   *page;
 	ItemIdData	lp;
 
-	if (Calico == NULL || !calico_translation || RelationUsesLocalBuffers(rel) ||
-		offno < FirstOffsetNumber || SizeOfPageHeaderData + offno * sizeof(ItemIdData) > BLCKSZ)
+	if (Calico == NULL || !calico_translation || !calico_tuple_prefetch ||
+		RelationUsesLocalBuffers(rel) || offno < FirstOffsetNumber ||
+		SizeOfPageHeaderData + offno * sizeof(ItemIdData) > BLCKSZ)
 		return;
 	slot = calico_slot(&rel->rd_locator, fork, false);
 	entry = slot != NULL ? calico_hint_entry(slot, blkno, false) : NULL;
@@ -882,6 +884,10 @@ _PG_init(void)
 	DefineCustomBoolVariable("calico.group_prefetch",
 							 "Starts the asynchronous reads of a search step's blocks together.",
 							 NULL, &calico_group_prefetch, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("calico.tuple_prefetch",
+							 "Prefetches the next index tuples into the CPU cache through their hints.",
+							 "Needs calico.translation.", &calico_tuple_prefetch, true, PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("calico.max_relations",
 							"Relation forks with a block-to-buffer array.",
 							NULL, &calico_max_relations, 64, 1, 4096, PGC_POSTMASTER, 0,
