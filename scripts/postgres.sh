@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PostgreSQL with Calico inside: build, start and stop private servers, run workloads, test.
 #
-#   scripts/postgres.sh build                      build vanilla and calico (cached; postgres/build.sh)
+#   scripts/postgres.sh build                      build vanilla, calico and ext (cached; postgres/build.sh,
+#                                                  postgres/extension/build.sh)
 #   scripts/postgres.sh start FLAVOR [SETTING...]  start a private server (initdb on first use)
 #   scripts/postgres.sh stop FLAVOR
 #   scripts/postgres.sh psql FLAVOR [PSQL ARGS]
@@ -9,11 +10,15 @@
 #                                                  start, run CMD against it, stop (also on failure)
 #   scripts/postgres.sh test                       the suites CI runs (postgres/tests/run.sh)
 #
-# FLAVOR is vanilla or calico. SETTING is name=value, passed as -c to the server, e.g.
+# FLAVOR is vanilla, calico (the patched server) or ext (the vanilla server with the calico
+# extension and the patched pgvector installed; started with shared_preload_libraries=calico
+# unless a SETTING says otherwise). SETTING is name=value, passed as -c to the server, e.g.
 # shared_buffers=1MB calico_optimistic_reads=off. The servers listen only on a Unix socket in
 # $CALICO_SCRATCH/postgres/FLAVOR (default scratch: <repo>/.scratch, or a directory in
-# /var/tmp/calico-postgres when the checkout is private), on port 55431 (vanilla)
-# or 55432 (calico) (CALICO_PG_PORT_BASE moves both: vanilla on it, calico one above), with their data directory there too: a system-wide PostgreSQL is never
+# /var/tmp/calico-postgres when the checkout is private), on port 55431 (vanilla),
+# 55432 (calico) or 55433 (ext) (CALICO_PG_PORT_BASE moves them: vanilla on it, calico one
+# above, ext two above), with their data directory there too (CALICO_PGDATA names another:
+# vanilla and ext can open the same one): a system-wide PostgreSQL is never
 # touched. As root, they run as the user calicopg (PostgreSQL refuses root).
 # CMD sees PATH (the flavor's bin first), PGHOST, PGPORT, PGDATABASE=postgres, PGUSER and
 # CALICO_PG_FLAVOR.
@@ -28,12 +33,18 @@ if [ -z "${CALICO_SCRATCH:-}" ] && [ "$(id -u)" -eq 0 ] && id "$CALICO_PG_USER" 
   SCRATCH=$CALICO_PG_CACHE/scratch-$(echo "$ROOT" | sha256sum | cut -c1-8)
 fi
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 install_dir() {
   local out
   out=$(bash "$ROOT/postgres/build.sh" --print)
   [ -f "$out/done" ] || pg_die "no build for these sources and patches: run 'scripts/postgres.sh build'"
+  if [ "$1" = ext ]; then
+    out=$(bash "$ROOT/postgres/extension/build.sh" 2>/dev/null) ||
+      pg_die "the ext tree did not build: run 'bash postgres/extension/build.sh'"
+    echo "$out/install"
+    return
+  fi
   echo "$out/$1/install"
 }
 
@@ -42,11 +53,12 @@ flavor_env() {
   case "$flavor" in
     vanilla) PGPORT=$((${CALICO_PG_PORT_BASE:-55431})) ;;
     calico) PGPORT=$((${CALICO_PG_PORT_BASE:-55431} + 1)) ;;
-    *) pg_die "unknown flavor '$flavor' (vanilla or calico)" ;;
+    ext) PGPORT=$((${CALICO_PG_PORT_BASE:-55431} + 2)) ;;
+    *) pg_die "unknown flavor '$flavor' (vanilla, calico or ext)" ;;
   esac
   PGBIN=$(install_dir "$flavor")/bin
   PGBASE=$SCRATCH/postgres/$flavor
-  PGDATA=$PGBASE/data
+  PGDATA=${CALICO_PGDATA:-$PGBASE/data}
   PGHOST=$PGBASE
   PGUSER=$CALICO_PG_USER
   [ "$(id -u)" -eq 0 ] || PGUSER=$(id -un)
@@ -63,6 +75,10 @@ start() {
   ensure_pg_user
   mkdir -p "$PGBASE"
   give_to_pg "$SCRATCH/postgres"
+  if [ -n "${CALICO_PGDATA:-}" ] && [ ! -d "$PGDATA" ]; then
+    mkdir -p "$PGDATA"
+    give_to_pg "$PGDATA"
+  fi
   as_pg test -w "$PGBASE" ||
     pg_die "$CALICO_PG_USER cannot write $PGBASE (set CALICO_SCRATCH to a directory it can reach)"
   if pg_running; then
@@ -75,6 +91,8 @@ start() {
       { tail -20 "$PGBASE/initdb.log" >&2; pg_die "initdb failed"; }
   fi
   local opts="-c listen_addresses='' -c port=$PGPORT -c unix_socket_directories='$PGBASE'"
+  # Later -c settings win: a SETTING may name other preloaded libraries, or none.
+  [ "$flavor" != ext ] || opts+=" -c shared_preload_libraries=calico"
   local s
   for s in "$@"; do
     [[ "$s" == *=* ]] || pg_die "setting '$s' is not name=value"
@@ -97,7 +115,7 @@ cmd=${1:-}
 [ -n "$cmd" ] || usage
 shift
 case "$cmd" in
-  build) bash "$ROOT/postgres/build.sh" > /dev/null ;;
+  build) bash "$ROOT/postgres/build.sh" > /dev/null && bash "$ROOT/postgres/extension/build.sh" > /dev/null ;;
   start) [ $# -ge 1 ] || usage; start "$@" ;;
   stop) [ $# -ge 1 ] || usage; stop "$1" ;;
   psql) [ $# -ge 1 ] || usage; flavor_env "$1"; shift; exec psql "$@" ;;

@@ -2,7 +2,8 @@
 counters, psql, pgbench, JSON lines.
 
 The servers are the ones scripts/postgres.sh manages (vanilla on port 55431, calico on
-55432), each with its data directory under SCRATCH/postgres/FLAVOR/data.
+55432, ext on 55433: vanilla's binaries with the calico extension preloaded and the patched
+pgvector), each with its data directory under SCRATCH/postgres/FLAVOR/data.
 
 A *configuration* is a server plus the settings it starts with (io_method is a postmaster
 setting) plus session options (calico's ablation switches). Vanilla runs with each of
@@ -28,7 +29,7 @@ PG_SH = os.path.join(REPO, 'scripts', 'postgres.sh')
 # scripts/postgres.sh's ports (CALICO_PG_PORT_BASE moves both: two checkouts can then run
 # their servers at the same time)
 _PORT_BASE = int(os.environ.get('CALICO_PG_PORT_BASE', '55431'))
-PORTS = {'vanilla': _PORT_BASE, 'calico': _PORT_BASE + 1}
+PORTS = {'vanilla': _PORT_BASE, 'calico': _PORT_BASE + 1, 'ext': _PORT_BASE + 2}
 
 
 IO_METHODS = ('sync', 'worker', 'io_uring')
@@ -58,6 +59,17 @@ CONFIGS['calico-direct'] = ('calico', {'io_method': 'io_uring', 'debug_io_direct
 # vanilla without the page cache too: calico-direct's like-for-like comparison (not a
 # baseline candidate: the baseline is vanilla as users run it, with one of its io_methods)
 CONFIGS['vanilla-direct'] = ('vanilla', {'io_method': 'io_uring', 'debug_io_direct': 'data'}, {})
+# the extension on the unmodified server (postgres/extension): hints + group prefetch, and
+# the same server with both off (what loading the library costs when it does nothing)
+CONFIGS['ext'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
+CONFIGS['ext-io_uring'] = ('ext', {'io_method': 'io_uring'},
+                           {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
+CONFIGS['ext-off'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'off', 'calico.group_prefetch': 'off'})
+# hints: translation and the tuple prefetch through them, no group prefetch (the group finds
+# nothing to read in memory); notuple: translation alone (the ablation of the tuple prefetch)
+CONFIGS['ext-hints'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'off'})
+CONFIGS['ext-notuple'] = ('ext', {'io_method': 'worker'},
+                          {'calico.translation': 'on', 'calico.group_prefetch': 'off', 'calico.tuple_prefetch': 'off'})
 VANILLA = [f'vanilla-{m}' for m in IO_METHODS]
 # Bounds: a run shorter than this is mostly start-up (pgbench connects, plans, warms caches)
 MIN_SECONDS = 1.0

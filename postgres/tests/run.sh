@@ -20,11 +20,18 @@
 #      postgres/tests/recovery_full.sh), and ours (postgres/tests/t/): SIGKILL of the
 #      postmaster under load, many times, with amcheck and exact/HNSW checks after each
 #      restart; a calico primary streaming to a calico hot standby.
-# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings|tap ...]
+#   8. ext: the calico extension on the unmodified server (postgres/extension; the "ext"
+#      tree: vanilla's binaries, calico and the patched pgvector installed): pgvector's
+#      regression tests with calico preloaded, at the default shared_buffers and at 1 MB,
+#      each checked to have read through calico's hints (calico_stats().hits > 0); then
+#      postgres/tests/differential_ext.sh: stock pgvector and ext on the same data directory,
+#      each searching the other's indexes, identical answers.
+# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings|tap|ext ...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/postgres/common.sh"
 OUT=$(bash "$ROOT/postgres/build.sh")
+bash "$ROOT/postgres/extension/build.sh" > /dev/null
 ensure_pg_user
 give_to_pg "$OUT"
 PG=$ROOT/scripts/postgres.sh
@@ -35,7 +42,7 @@ echo "shared_buffers = 1MB" > "$TMP/tiny.conf"
 chmod 644 "$TMP/tiny.conf"
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress interleavings tap)
+[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress interleavings tap ext)
 
 # The recovery tests CI runs (src/test/recovery/t): streaming replication and hot standby,
 # a timeline switch on promotion, restart after a backend's crash (and with temp files),
@@ -50,6 +57,9 @@ RECOVERY_CI="t/001_stream_rep.pl t/004_timeline_switch.pl t/013_crash_restart.pl
 # mean 5.07; vanilla 3.65-5.85, mean 4.99).
 PGVECTOR_TAP_CI="test/t/001_ivfflat_wal.pl test/t/002_ivfflat_vacuum.pl test/t/007_ivfflat_inserts.pl test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl test/t/048_ivfflat_vacuum_insert.pl"
 [ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_CI='test/t/*.pl'
+# Crash rounds of postgres/tests/t/001_crash_restart.pl in the ext suite (the tap suite runs 10
+# on calico): 5 keep the suite within its time budget.
+EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-5}
 
 # make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
 # regression diffs are shown.
@@ -82,13 +92,19 @@ prove_with_pgvector() {
   grep -E "^Files=|^Result:" "$TMP/prove.log" | tail -2
 }
 
+# pgvector_installcheck FLAVOR [SETTING...]: pgvector's regression tests against FLAVOR; on
+# ext, the calico_stats() hits after them are left in $TMP/ext-hits.out.
 pgvector_installcheck() {
   local flavor=$1
   shift
+  local after=true
+  [ "$flavor" != ext ] ||
+    after="psql -X -A -t -q -v ON_ERROR_STOP=1 -d postgres -f '$TMP/ext-hits.sql' > '$TMP/ext-hits.out'"
   bash "$PG" run "$flavor" "$@" -- \
     bash -c 'as() { if [ "$(id -u)" -eq 0 ]; then runuser -u '"$CALICO_PG_USER"' -- "$@"; else "$@"; fi; }
              as env PATH="$PATH" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
-               make -C "'"$OUT/$flavor"'/pgvector" installcheck PG_CONFIG="$(command -v pg_config)"' \
+               make -C "'"$OUT/$flavor"'/pgvector" installcheck PG_CONFIG="$(command -v pg_config)" &&
+             '"$after" \
     > "$TMP/pgvector.log" 2>&1 || {
       tail -30 "$TMP/pgvector.log"
       find "$OUT/$flavor/pgvector" -name regression.diffs -exec head -80 {} \;
@@ -145,6 +161,29 @@ for suite in "${suites[@]}"; do
       cp "$ROOT"/postgres/tests/t/*.pl "$ROOT"/postgres/tests/t/*.pm "$TMP/t/"
       chmod -R a+rX "$TMP/t"
       prove_with_pgvector calico "$TMP/t/*.pl"
+      ;;
+    ext)
+      # The hits since the server started (calico's counters live in its shared memory).
+      printf '%s\n' 'CREATE EXTENSION IF NOT EXISTS calico;' 'SELECT hits FROM calico_stats();' > "$TMP/ext-hits.sql"
+      chmod 644 "$TMP/ext-hits.sql"
+      for sb in default 1MB; do
+        echo "=== postgres: pgvector installcheck (ext: unmodified server, calico preloaded, shared_buffers $sb)"
+        settings=()
+        [ "$sb" = default ] || settings=("shared_buffers=$sb")
+        pgvector_installcheck ext ${settings[@]+"${settings[@]}"}
+        hits=$(cat "$TMP/ext-hits.out")
+        echo "calico hint hits during pgvector's regression tests: $hits"
+        [ "$hits" -gt 0 ] || { echo "=== postgres: FAILED: no calico hint hit: pgvector did not read through calico"; exit 1; }
+      done
+      echo "=== postgres: differential (stock pgvector vs the extension, one data directory)"
+      mkdir -p "$TMP/ext"
+      chmod 755 "$TMP/ext"
+      bash "$ROOT/postgres/tests/differential_ext.sh" "$TMP/ext"
+      echo "=== postgres: crash (SIGKILL, $EXT_CRASH_ROUNDS rounds) and hot standby TAP tests (ext; postgres/tests/t)"
+      mkdir -p "$TMP/t"
+      cp "$ROOT"/postgres/tests/t/*.pl "$ROOT"/postgres/tests/t/*.pm "$TMP/t/"
+      chmod -R a+rX "$TMP/t"
+      CALICO_TAP_FLAVOR=ext CALICO_CRASH_ROUNDS=$EXT_CRASH_ROUNDS prove_with_pgvector ext "$TMP/t/*.pl"
       ;;
     *) echo "unknown suite '$suite'" >&2; exit 2 ;;
   esac

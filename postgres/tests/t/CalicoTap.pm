@@ -11,21 +11,57 @@ use PostgreSQL::Test::Cluster;
 use Test::More;
 
 our @EXPORT = qw(start_calico_node random_vector_sql write_load_scripts start_pgbench
-  btree_indexes_checked);
+  btree_indexes_checked calico_flavor calico_reads_summary);
+
+# calico_flavor(): what the tests run on, from $CALICO_TAP_FLAVOR: "calico" (the patched
+# server, the default) or "ext" (the unmodified server with the calico extension preloaded).
+sub calico_flavor
+{
+	my $flavor = $ENV{CALICO_TAP_FLAVOR} // 'calico';
+	die "CALICO_TAP_FLAVOR must be calico or ext, not '$flavor'"
+	  unless $flavor eq 'calico' || $flavor eq 'ext';
+	return $flavor;
+}
 
 # start_calico_node(NAME, CONF, INIT_ARGS...): a new cluster, initialised with INIT_ARGS,
 # CONF appended to postgresql.conf, started; one test asserts the server is the calico
-# build (a vanilla server has no pg_calico_stats), so that a wrong PATH cannot pass.
+# build (a vanilla server has no pg_calico_stats), or on ext that the calico library is
+# preloaded (calico_stats() works only then), so that a wrong PATH cannot pass.
 sub start_calico_node
 {
 	my ($name, $conf, @init) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init(@init);
 	$node->append_conf('postgresql.conf', $conf);
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'calico'\n")
+	  if calico_flavor() eq 'ext';
 	$node->start;
-	is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_calico_stats()'),
-		'1', "$name is the calico build (pg_calico_stats exists)");
+	if (calico_flavor() eq 'ext')
+	{
+		is($node->safe_psql('postgres', 'CREATE EXTENSION calico; SELECT count(*) FROM calico_stats()'),
+			'1', "$name preloads the calico extension (calico_stats works)");
+	}
+	else
+	{
+		is($node->safe_psql('postgres', 'SELECT count(*) FROM pg_calico_stats()'),
+			'1', "$name is the calico build (pg_calico_stats exists)");
+	}
 	return $node;
+}
+
+# calico_reads_summary(NODE): (how many reads went Calico's way, a line describing the
+# counters): optimistic reads validated on calico, hint hits on ext.
+sub calico_reads_summary
+{
+	my ($node) = @_;
+	if (calico_flavor() eq 'ext')
+	{
+		my $s = $node->safe_psql('postgres', 'SELECT hits, misses, stale, prefetch_reads FROM calico_stats()');
+		return ((split /\|/, $s)[0], "calico hits|misses|stale|prefetch reads = $s");
+	}
+	my $s = $node->safe_psql('postgres',
+		'SELECT optimistic_ok, optimistic_failed, slots_used FROM pg_calico_stats()');
+	return ((split /\|/, $s)[0], "optimistic ok|failed|slots used = $s");
 }
 
 # random_vector_sql(DIM): an SQL expression for a random vector(DIM), evaluated once per row
