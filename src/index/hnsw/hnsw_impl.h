@@ -267,6 +267,7 @@ inline auto BasicHnsw<Pool>::open(Pool& pool, std::string_view name) -> BasicHns
     if (t.l0_count == 0 || t.l0_count > HnswExtentTable::kMaxExtents || t.upper_count > HnswExtentTable::kMaxExtents) {
       throw bad("extent table counts out of range");
     }
+    if (t.l0_base[0] != 1) throw bad("level-0 extent 0 is not at block 1");  // page_of assumes it
     uint64_t pages = 0;
     for (uint32_t e = 0; e < t.l0_count; ++e) {
       const uint64_t n = extent_pages(l.l0_pages, e);
@@ -920,7 +921,10 @@ inline PageId BasicHnsw<Pool>::meta_page() const { return PageId(space_, 0); }
 
 template <class Pool>
 inline PageId BasicHnsw<Pool>::page_of(uint32_t id) const {
-  return PageId(space_, static_cast<BlockId>(shared_->l0.block(id / layout_.per_page)));
+  // Level-0 extent 0 is blocks 1 .. l0_pages in every format (immutable, no map load).
+  const uint32_t p = id / layout_.per_page;
+  if (p < layout_.l0_pages) [[likely]] return PageId(space_, 1 + p);
+  return PageId(space_, static_cast<BlockId>(shared_->l0.block(p)));
 }
 
 template <class Pool>

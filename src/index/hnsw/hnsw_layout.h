@@ -7,7 +7,8 @@
 // blocks (format 3):
 //
 //   block 0                    metadata (HnswMeta, then HnswExtentTable)
-//   blocks 1 .. l0_pages       level-0 extent 0 (create()'s capacity, rounded up to pages)
+//   blocks 1 .. l0_pages       level-0 extent 0 (create()'s capacity, rounded up to pages;
+//                              always here: page_of maps it without the extent map)
 //   then, in allocation order, upper extents and further level-0 extents
 //
 //   Level-0 page p (slot id is in page p = id / per_page, at slot id % per_page) lies in
