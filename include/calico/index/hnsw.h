@@ -377,6 +377,7 @@ class BasicHnsw {
   ListLocation list_location(uint32_t id, uint32_t level, const HnswRowHead& h) const;
   ListLocation list_location(uint32_t id, uint32_t level, HnswStats& s) const;
   uint32_t read_links(uint32_t id, uint32_t level, bool optimistic, HnswSearchState& st, uint32_t* out) const;
+  uint32_t leave_out_newer(PageId pid, uint32_t id, uint32_t* out, uint32_t count, uint32_t known) const;
   void read_vector(uint32_t id, bool optimistic, HnswSearchState& st, float* out) const;
   float distance_to(const float* q, uint32_t id, bool optimistic, HnswSearchState& st) const;
   static float ordered(float d);

@@ -1074,27 +1074,36 @@ inline uint32_t BasicHnsw<Pool>::read_links(uint32_t id, uint32_t level, bool op
   if (level > 0 && !h.present()) return 0;
   const ListLocation loc = list_location(id, level, h);
   uint32_t count = 0;
-  const uint32_t known = st.capacity_;
-  uint32_t most = 0;
   read_page(loc.pid, optimistic, st.stats_, "neighbour list", [&](const std::byte* p) {
     hnsw_detail::hnsw_racy_copy(&count, p + loc.offset, 4);
     if (count > loc.max) return false;
     hnsw_detail::hnsw_racy_copy(out, p + loc.offset + loc.ids_offset, size_t{count} * 4);
-    most = 0;
-    for (uint32_t i = 0; i < count; ++i) most = std::max(most, out[i]);
     return true;
   });
-  // Ids past the state's capacity (checked after the validation, like meta_state_ok): past
-  // the index's, the list is corrupt; else in an extent grown since the search started,
-  // nodes added since, which the search leaves out (st.visited_ has no mark for them).
-  if (count > 0 && most >= known) [[unlikely]] {
-    if (most >= capacity()) {
-      corrupt(loc.pid, "neighbour list of node " + std::to_string(id) + " names node " + std::to_string(most) +
-                           ", past the capacity");
+  // Ids past the state's capacity (checked after the validation, like meta_state_ok): a
+  // branch-free test of the validated copy, then the cold path (leave_out_newer).
+  const uint32_t known = st.capacity_;
+  bool beyond = false;
+  for (uint32_t i = 0; i < count; ++i) beyond |= out[i] >= known;
+  if (beyond) [[unlikely]] count = leave_out_newer(loc.pid, id, out, count, known);
+    return count;
+}
+
+// read_links' cold path: a validated list names ids at or past `known` (the state's
+// capacity). Past the index's capacity the list is corrupt; else they are nodes of an extent
+// grown since the search started, added since, which the search leaves out (st.visited_ has
+// no mark for them). Returns the count left.
+template <class Pool>
+[[gnu::cold, gnu::noinline]] inline uint32_t BasicHnsw<Pool>::leave_out_newer(PageId pid, uint32_t id, uint32_t* out,
+                                                                           uint32_t count, uint32_t known) const {
+  const uint32_t cap = capacity();
+  for (uint32_t i = 0; i < count; ++i) {
+    if (out[i] >= cap) {
+      corrupt(pid, "neighbour list of node " + std::to_string(id) + " names node " + std::to_string(out[i]) +
+                       ", past the capacity");
     }
-    count = static_cast<uint32_t>(std::remove_if(out, out + count, [&](uint32_t v) { return v >= known; }) - out);
   }
-  return count;
+  return static_cast<uint32_t>(std::remove_if(out, out + count, [&](uint32_t v) { return v >= known; }) - out);
 }
 
 template <class Pool>
