@@ -360,6 +360,7 @@ class BasicHnsw {
   static uint64_t extent_pages(uint64_t first, uint32_t e);
   bool growable() const;
   uint32_t allocate_extent(uint64_t pages);
+  void record_extent(ExclusiveGuard& meta, bool upper, uint32_t e, uint32_t base);
   PageId meta_page() const;
   PageId page_of(uint32_t id) const;
   static Error duplicate(uint32_t id, const HnswRowHead& h);

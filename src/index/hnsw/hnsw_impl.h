@@ -341,17 +341,26 @@ inline void BasicHnsw<Pool>::reserve(uint64_t n) {
     const uint32_t base = allocate_extent(pages);
     {
       ExclusiveGuard g = pool_->pin_exclusive(meta_page());
-      HnswExtentTable t;
-      std::memcpy(&t, g.data() + sizeof(HnswMeta), sizeof t);
-      CALICO_CHECK(t.l0_count == e);
-      t.l0_base[e] = base;
-      t.l0_count = e + 1;
-      std::memcpy(g.data() + sizeof(HnswMeta), &t, sizeof t);
-      g.mark_dirty();
+      record_extent(g, false, e, base);
     }
     l0.grow(base, pages);
     shared_->capacity.store(static_cast<uint32_t>(slots), std::memory_order_release);
   }
+}
+
+// Appends extent e at block `base` to the table on the metadata page (latched by `meta`):
+// the upper region's table when `upper`, else level 0's. e is the table's count (one writer:
+// alloc_mutex).
+template <class Pool>
+inline void BasicHnsw<Pool>::record_extent(ExclusiveGuard& meta, bool upper, uint32_t e, uint32_t base) {
+  HnswExtentTable t;
+  std::memcpy(&t, meta.data() + sizeof(HnswMeta), sizeof t);
+  uint32_t& count = upper ? t.upper_count : t.l0_count;
+  CALICO_CHECK(count == e);
+  (upper ? t.upper_base : t.l0_base)[e] = base;
+  count = e + 1;
+  std::memcpy(meta.data() + sizeof(HnswMeta), &t, sizeof t);
+  meta.mark_dirty();
 }
 
 // Allocates `pages` contiguous zeroed blocks at the space's end (alloc_mutex held: nothing
@@ -1653,12 +1662,7 @@ inline uint32_t BasicHnsw<Pool>::allocate_upper(uint32_t level) {
       const uint64_t n = extent_pages(1, e);
       const uint32_t base = allocate_extent(n);
       ExclusiveGuard g = pool_->pin_exclusive(meta_page());
-      HnswExtentTable t;
-      std::memcpy(&t, g.data() + sizeof(HnswMeta), sizeof t);
-      CALICO_CHECK(t.upper_count == e);
-      t.upper_base[e] = base;
-      t.upper_count = e + 1;
-      std::memcpy(g.data() + sizeof(HnswMeta), &t, sizeof t);
+      record_extent(g, true, e, base);
       HnswMetaState now = meta_state_of(g.data());
       now.upper_pages = static_cast<uint32_t>(upper.end() + n);
       write_meta_state(g, now);  // the table and its page count in one latch
