@@ -43,17 +43,25 @@ HnswParams params() {
   return p;
 }
 
-// Every node is found by a search for its own vector (distance 0 first), and the results of
-// a wide search are the exact top 10 for most queries.
+// Every node (of every 7th) is found by a search for its own vector (distance 0 first), and
+// the results of a wide search are the exact top 10 for most queries. A sequential build
+// is deterministic and finds all of them. A concurrent one may not: two adders choose their
+// neighbours without seeing each other, and a node whose in-links the neighbours' shrink()
+// all pruned is unreachable, as in hnswlib's parallel build (1 of 215 nodes in 1 of ~150
+// runs here); `missing` bounds how many such nodes are accepted.
 template <class Pool>
-void expect_complete(const BasicHnsw<Pool>& h, const testing::Data& data, uint32_t n, const std::string& what) {
+void expect_complete(const BasicHnsw<Pool>& h, const testing::Data& data, uint32_t n, const std::string& what,
+                     uint32_t missing = 0) {
   HnswSearchState st(h);
   std::vector<Neighbor> out;
+  std::vector<uint32_t> lost;
   for (uint32_t id = 0; id < n; id += 7) {
     h.search(data.row(id), HnswSearchOptions{1, 64}, st, &out);
     ASSERT_EQ(out.size(), 1u) << what;
-    EXPECT_EQ(out[0].distance, 0.0f) << what << ": node " << id << " is not found by its own vector";
+    if (out[0].distance != 0.0f) lost.push_back(id);
   }
+  EXPECT_LE(lost.size(), missing) << what << ": node " << lost.front() << " (and " << lost.size() - 1
+                                  << " more) is not found by its own vector";
   testing::Data prefix = data;
   prefix.n = n;
   prefix.rows.resize(size_t{n} * kDim);
@@ -174,7 +182,39 @@ TYPED_TEST(HnswGrowthOnEveryTranslation, SearchesWhileItGrowsSeeOnlyAddedNodes) 
   ASSERT_FALSE(failures.count() > 0) << failures.first();
   EXPECT_EQ(h.size(), kN);
   ASSERT_NO_THROW(h.check_structure());
-  expect_complete(h, data, kN, "grown concurrently");
+  expect_complete(h, data, kN, "grown concurrently", 2);
+}
+
+// Adds that raise the max level while others grow the index: an add that raises re-reads
+// the metadata under the raise lock, and the entry point it then names may be a node of an
+// extent grown after the add's first read. The add's visited marks must cover it (mark()
+// checks it at CALICO_CHECKS_LEVEL 2). At M 2 half the nodes are above level 0, and from
+// capacity 10 the index grows 5 times in each build of 300, while the max level rises.
+// Before the marks were fitted after the re-read, a build wrote past them (glibc: "corrupted
+// size vs. prev_size") in about 1 of 150 runs of the concurrent search test above.
+TEST(HnswGrowth, AddsThatRaiseTheLevelWhileItGrows) {
+  constexpr uint32_t kSmallDim = 4, kNodes = 300, kThreads = 4, kBuilds = 40;
+  const testing::Data data = testing::clustered(kNodes, kSmallDim, 4, 0, 16);
+  for (uint32_t b = 0; b < kBuilds; ++b) {
+    TempDir dir;
+    auto pool = BufferPool::open(testing::small_options(dir.path(), 256));
+    HnswParams p;
+    p.dim = kSmallDim;
+    p.M = 2;
+    p.ef_construction = 16;
+    p.seed = 100 + b;
+    auto h = BasicHnsw<BufferPool>::create(*pool, "hnsw", p, kStartCapacity);
+    std::vector<std::thread> threads;
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (uint32_t id = t; id < kNodes; id += kThreads) h.add(id, data.row(id));
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(h.size(), kNodes) << "build " << b;
+    ASSERT_GE(h.capacity(), kNodes);
+    ASSERT_NO_THROW(h.check_structure()) << "build " << b;
+  }
 }
 
 // The extents are on disk: a reopened index maps every node where it was, searches as

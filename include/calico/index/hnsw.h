@@ -203,6 +203,8 @@ class alignas(64) HnswSearchState {
   uint8_t next_epoch();
   // Grows the visited marks to `capacity` nodes (the index grew since the last search).
   void fit(uint32_t capacity);
+  // Node id's visited mark (id below capacity_).
+  uint8_t& mark(uint32_t id);
 
   const void* owner_;            // the index it was made for (its shared state)
   uint32_t capacity_, dim_, M_;  // buffers are sized by them; capacity_ follows the index's

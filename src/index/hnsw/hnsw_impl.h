@@ -65,6 +65,11 @@ inline void HnswSearchState::fit(uint32_t capacity) {
   }
 }
 
+inline uint8_t& HnswSearchState::mark(uint32_t id) {
+  CALICO_DCHECK(id < capacity_);  // fit() after every read that may name a newer node
+  return visited_[id];
+}
+
 inline uint8_t HnswSearchState::next_epoch() {
   if (++epoch_ == 0) {  // wrapped: forget every old mark (once every 255 layer searches)
     std::fill(visited_.begin(), visited_.end(), 0);
@@ -537,13 +542,13 @@ inline uint32_t BasicHnsw<Pool>::consolidate() {
     for (uint32_t l = 0; l <= heads[p].level; ++l) {
       const uint32_t n = read_links(p, l, false, st, members.data());
       const uint8_t epoch = st.next_epoch();
-      st.visited_[p] = epoch;
+      st.mark(p) = epoch;
       st.merged_.clear();
       through.clear();
       for (uint32_t i = 0; i < n; ++i) {
         const uint32_t v = members[i];
-        if (st.visited_[v] == epoch || !heads[v].present()) continue;
-        st.visited_[v] = epoch;
+        if (st.mark(v) == epoch || !heads[v].present()) continue;
+        st.mark(v) = epoch;
         (is_removed(v) ? through : st.merged_).push_back(v);
       }
       if (through.empty()) continue;  // names no removed node
@@ -551,8 +556,8 @@ inline uint32_t BasicHnsw<Pool>::consolidate() {
         const uint32_t m = read_links(through[t], l, false, st, theirs.data());
         for (uint32_t j = 0; j < m; ++j) {
           const uint32_t v = theirs[j];
-          if (st.visited_[v] == epoch || !heads[v].present()) continue;
-          st.visited_[v] = epoch;
+          if (st.mark(v) == epoch || !heads[v].present()) continue;
+          st.mark(v) = epoch;
           // Deeper removed nodes only while no live candidate is found (bounded by them).
           if (!is_removed(v)) {
             st.merged_.push_back(v);
@@ -626,7 +631,7 @@ inline void BasicHnsw<Pool>::relink(uint32_t p, uint32_t l, const Removed& is_re
   float cur_d = distance_to(q, cur, true, st);
   for (uint32_t lv = ms.max_level; lv > l; --lv) greedy_step(q, lv, true, true, st, &cur, &cur_d);
   const uint8_t epoch = st.next_epoch();
-  st.visited_[cur] = epoch;
+  st.mark(cur) = epoch;
   st.results_.assign(1, vector::Neighbor{cur_d, cur});
   search_layer(q, l, params_.ef_construction, true, true, 0, st);
   st.layer_.clear();
@@ -1260,7 +1265,7 @@ inline void BasicHnsw<Pool>::read_ahead(uint32_t count, bool optimistic, HnswSea
     const uint32_t n = read_links(id, 0, optimistic, st, st.ahead_.data());
     for (uint32_t i = 0; i < n && members < st.group_.size(); ++i) {
       const uint32_t v = st.ahead_[i];
-      if (st.visited_[v] == epoch) continue;
+      if (st.mark(v) == epoch) continue;
       st.group_[members] = page_of(v);
       st.offsets_[members++] = layout_.vector_offset(v);
     }
@@ -1297,7 +1302,7 @@ inline bool BasicHnsw<Pool>::search_start(const HnswSearchOptions& opt, const Hn
   float cur_d = distance_to(query, cur, opt.optimistic, st);
   for (uint32_t l = ms.max_level; l > 0; --l) greedy_step(query, l, opt.optimistic, opt.prefetch, st, &cur, &cur_d);
   const uint8_t epoch = st.next_epoch();
-  st.visited_[cur] = epoch;
+  st.mark(cur) = epoch;
   st.results_.assign(1, vector::Neighbor{cur_d, cur});
   layer_begin(std::max(opt.ef, opt.k), st);
   if constexpr (!Admit::kAll) {
@@ -1368,8 +1373,8 @@ inline bool BasicHnsw<Pool>::layer_expand(uint32_t level, uint32_t ef, bool opti
   uint32_t fresh = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t v = st.links_[i];
-    if (st.visited_[v] == epoch) continue;
-    st.visited_[v] = epoch;
+    if (st.mark(v) == epoch) continue;
+    st.mark(v) = epoch;
     st.fresh_[fresh++] = v;
   }
   st.pending_ = fresh;
@@ -1557,7 +1562,6 @@ inline void BasicHnsw<Pool>::select_heuristic(const std::vector<vector::Neighbor
 template <class Pool>
 inline void BasicHnsw<Pool>::insert(uint32_t id, uint32_t level, const float* q, HnswSearchState& st) {
   HnswMetaState ms = read_meta_state(true, st.stats_);
-  st.fit(capacity());  // after the claim of id and the read of ms: covers both
   if (ms.entry == HnswMeta::kNone) {
     ExclusiveGuard g = pool_->pin_exclusive(meta_page());
     HnswMetaState now = meta_state_of(g.data());
@@ -1581,6 +1585,10 @@ inline void BasicHnsw<Pool>::insert(uint32_t id, uint32_t level, const float* q,
     ms = read_meta_state(true, st.stats_);
     if (level <= ms.max_level) raising.unlock();  // raised meanwhile: an ordinary insertion
   }
+  // After the last read of ms (the first, the latched one or the raise's re-read), never
+  // before: the entry point it names may be a node of an extent grown since an earlier
+  // read, and st.visited_ is indexed by it. Covers id too (claimed before).
+  st.fit(capacity());
   // Only this call makes id the entry point, after linking it: metadata naming it now is
   // corrupt (the search would start at the node itself and link it to itself).
   if (ms.entry == id) {
@@ -1602,10 +1610,10 @@ inline void BasicHnsw<Pool>::insert(uint32_t id, uint32_t level, const float* q,
   const uint32_t top = std::min(level, ms.max_level);
   for (uint32_t l = top + 1; l-- > 0;) {
     const uint8_t epoch = st.next_epoch();
-    st.visited_[id] = epoch;  // never find the node itself (others may link it already)
+    st.mark(id) = epoch;  // never find the node itself (others may link it already)
     st.results_.clear();
     for (const vector::Neighbor& n : st.layer_) {
-      st.visited_[n.id] = epoch;
+      st.mark(n.id) = epoch;
       st.results_.push_back(n);
     }
     search_layer(q, l, params_.ef_construction, true, true, 0, st);
