@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -158,24 +157,6 @@ def recall(found, gt, allowed_count):
     return float(np.mean(hits / want))
 
 
-def measure(systems, queries, ef, seconds, repeat):
-    times = {s: [] for s in systems}
-    last = {}
-    for s, index in systems.items():
-        index.search(queries, ef)  # warm-up, untimed
-    for _ in range(repeat):
-        for s, index in systems.items():
-            batches, start = 0, time.perf_counter()
-            while True:
-                last[s] = index.search(queries, ef)
-                batches += 1
-                elapsed = time.perf_counter() - start
-                if elapsed >= seconds:
-                    break
-            times[s].append(elapsed / (batches * len(queries)))
-    return {s: (last[s], 1.0 / statistics.median(times[s])) for s in systems}
-
-
 def fraction_list(s):
     try:
         values = [float(x) for x in s.split(",") if x.strip()]
@@ -240,7 +221,7 @@ def main(argv):
             for index in systems.values():
                 index.allow(mask)
             for ef in args.ef:
-                res = measure(systems, queries, ef, args.seconds, args.repeat)
+                res = churn.timed_batches(systems, queries, ef, args.seconds, args.repeat)
                 cells = []
                 for s, (found, qps) in res.items():
                     rec = recall(found, gt, len(allowed))
