@@ -315,6 +315,8 @@ class BasicIvf : public IvfFormat {
                      const OptimisticRead* pre, const std::byte* next_frame, const vector::IdFilter* filter) const;
   static void offer(IvfSearchState& st, uint32_t k, uint32_t count, const vector::IdFilter* filter);
   void find_rows(std::span<const uint32_t> wanted, std::vector<uint8_t>* found, std::vector<uint32_t>* lists) const;
+  template <class Fn>
+  void for_each_id(uint32_t l, Fn&& fn) const;
   void remove_in_list(uint32_t l, std::span<const uint32_t> wanted);
   ivf_detail::IvfDirEntry dir_entry(uint32_t l) const;
   static uint64_t posting_first(const ivf_detail::IvfMeta& m);

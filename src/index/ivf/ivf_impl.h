@@ -443,28 +443,15 @@ inline void BasicIvf<Pool>::find_rows(std::span<const uint32_t> wanted, std::vec
                                       std::vector<uint32_t>* lists) const {
   found->assign(wanted.size(), 0);
   lists->clear();
-  const size_t rec = record_bytes(dim());
   for (uint32_t l = 0; l < nlist(); ++l) {
     bool holds = false;
-    ChainBound bound(*this);
-    for (uint32_t block = heads_[l].first; block != kNoBlock;) {
-      SharedGuard g = pool_->pin_shared(PageId(space_, block));
-      ivf_detail::IvfPostingHeader h;
-      std::memcpy(&h, g.data(), sizeof h);
-      if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) {
-        bad_posting(g.page_id(), h, l, "in the chain of");
+    for_each_id(l, [&](uint32_t id) {
+      const auto it = std::lower_bound(wanted.begin(), wanted.end(), id);
+      if (it != wanted.end() && *it == id) {
+        (*found)[it - wanted.begin()] = 1;
+        holds = true;
       }
-      for (uint32_t r = 0; r < h.count; ++r) {
-        uint32_t id;
-        std::memcpy(&id, g.data() + kPostingHeaderBytes + r * rec, 4);
-        const auto it = std::lower_bound(wanted.begin(), wanted.end(), id);
-        if (it != wanted.end() && *it == id) {
-          (*found)[it - wanted.begin()] = 1;
-          holds = true;
-        }
-      }
-      block = bound.next(g.page_id(), h.next);
-    }
+    });
     if (holds) lists->push_back(l);
   }
 }
@@ -564,18 +551,27 @@ inline void BasicIvf<Pool>::list_ids(uint32_t list, std::vector<uint32_t>* ids) 
                                                  std::to_string(nlist()));
   }
   ids->clear();
+  for_each_id(list, [&](uint32_t id) { ids->push_back(id); });
+}
+
+// Calls fn(id) for every record of list l in stored order, walking its chain under shared
+// pins, one at a time (fn runs with the page pinned: it must not pin pages of this index).
+template <class Pool>
+template <class Fn>
+inline void BasicIvf<Pool>::for_each_id(uint32_t l, Fn&& fn) const {
+  const size_t rec = record_bytes(dim());
   ChainBound bound(*this);
-  for (uint32_t block = heads_[list].first; block != kNoBlock;) {
+  for (uint32_t block = heads_[l].first; block != kNoBlock;) {
     SharedGuard g = pool_->pin_shared(PageId(space_, block));
     ivf_detail::IvfPostingHeader h;
     std::memcpy(&h, g.data(), sizeof h);
-    if (h.tag != kPostingTag || h.list != list || h.count > meta_.records_per_page) {
-      bad_posting(g.page_id(), h, list, "in the chain of");
+    if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) {
+      bad_posting(g.page_id(), h, l, "in the chain of");
     }
     for (uint32_t r = 0; r < h.count; ++r) {
       uint32_t id;
-      std::memcpy(&id, g.data() + kPostingHeaderBytes + r * record_bytes(dim()), 4);
-      ids->push_back(id);
+      std::memcpy(&id, g.data() + kPostingHeaderBytes + r * rec, 4);
+      fn(id);
     }
     block = bound.next(g.page_id(), h.next);
   }
