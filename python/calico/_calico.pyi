@@ -257,6 +257,8 @@ class IvfIndex:
         """
         Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on
         ``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.
+        After a delete, None's ids may repeat ids still in the index (ids are not checked for
+        uniqueness): pass ``ids`` then.
         """
 
     def search(

@@ -254,7 +254,9 @@ void bind_vectors(nb::module_& m) {
       .def_prop_ro("is_trained", [](IvfHandle& h) { return h.api->trained(); }, "Whether train() ran.")
       .def("add", &add_rows<IvfApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
            "Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on\n"
-           "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.")
+           "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.\n"
+           "After a delete, None's ids may repeat ids still in the index (ids are not checked for\n"
+           "uniqueness): pass ``ids`` then.")
       .def(
           "search",
           [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads, const nb::object& filter) {

@@ -160,3 +160,18 @@ def test_deletes_persist_across_a_reopen(data_dir):
         assert set(ids[ids != NONE].tolist()) <= set(range(1, 20, 2))
         with pytest.raises(calico.InvalidArgumentError, match="not in the index"):
             index.delete(np.array([0]))
+
+
+def test_auto_ids_after_a_delete_may_repeat_ids(pool):
+    """ids=None numbers from len(self): after deleting low ids, the next rows take ids still in
+    the index (a second row each, as documented), so an index that deletes is given ids."""
+    base = clustered(100, DIM, seed=8)
+    index = calico.IvfIndex(pool, "auto", dim=DIM, nlist=4)
+    index.train(base)
+    index.add(base[:50])  # ids 0 .. 49
+    index.delete(np.arange(0, 10))
+    index.add(base[50:51])  # id len(self) = 40, which is still in the index
+    got, _ = index.search(np.concatenate([base[40:41], base[50:51]]), k=1, nprobe=4)
+    assert got[:, 0].tolist() == [40, 40]
+    index.delete(np.array([40]))  # both rows of id 40 go
+    assert len(index) == 39
