@@ -225,7 +225,8 @@ class IvfIndex:
     An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by
     k-means (train), rows appended to their nearest centroid's list (add), the nprobe
     nearest lists scanned (search). Ids are integers below 2^32 - 1 (not checked for
-    uniqueness, as in IVF-Flat).
+    uniqueness, as in IVF-Flat: a repeated id is a second row); ``delete`` removes every
+    row of the given ids, ``search(filter=...)`` searches among allowed ids.
     """
 
     def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', nlist: int = 1024) -> None:
@@ -256,18 +257,42 @@ class IvfIndex:
         """
         Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on
         ``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.
+        After a delete, None's ids may repeat ids still in the index (ids are not checked for
+        uniqueness): pass ``ids`` then.
         """
 
-    def search(self, queries: Vectors, k: int = 10, nprobe: int = 8, num_threads: int = 0) -> SearchResult:
+    def search(
+        self,
+        queries: Vectors,
+        k: int = 10,
+        nprobe: int = 8,
+        num_threads: int = 0,
+        filter: Optional[NDArray[np.integer] | NDArray[np.bool_]] = None,
+    ) -> SearchResult:
         """
         The k nearest rows among the ``nprobe`` nearest lists of each query: (ids uint64 [n, k],
         distances float32 [n, k]); rows with fewer than k candidates are padded with
-        (2^64 - 1, inf). Raises TypeError, InvalidArgumentError (dim, k = 0, k > len(self),
-        nprobe = 0, NaN/inf, not trained).
+        (2^64 - 1, inf). ``filter``: only rows with these ids may be returned, given as a 1-D
+        integer array of ids or a boolean mask over ids (element i allows id i). A filtered
+        search scans the nprobe nearest lists, then further lists (nearest first) while it has
+        fewer than k allowed rows, so each row holds min(k, allowed rows in the index) results;
+        a filter allowing few rows may scan the whole index. Raises TypeError,
+        InvalidArgumentError (dim, k = 0, k > len(self), nprobe = 0, NaN/inf, not trained, a
+        negative filter id).
+        """
+
+    def delete(self, ids: Ids) -> None:
+        """
+        Removes every row with one of ``ids`` (1-D integers; a repeated id's rows all go): no
+        search returns them again. The batch is checked first (each id in the index, none
+        twice), so a bad batch removes nothing. With no id -> list map yet, one call reads
+        the whole index once, however few ids it names: delete in batches. The rows' space
+        in their pages is reused by compaction; pages are not freed.
+        Raises TypeError (dtype), InvalidArgumentError (naming the first bad id).
         """
 
     def __len__(self) -> int:
-        """The number of rows added."""
+        """The number of rows (added, not deleted)."""
 
     @property
     def name(self) -> str:

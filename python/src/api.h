@@ -59,7 +59,7 @@ struct SearchKnobs {
   bool prefetch = true;
   unsigned threads = 0;  // 0: one per core (at most one per 8 queries)
   uint32_t in_flight = 1;  // HNSW: queries in flight per thread (BasicHnsw::search_batch)
-  const std::vector<uint64_t>* allowed = nullptr;  // HNSW: an allow-list bitmap over ids (nullptr: no filter)
+  const std::vector<uint64_t>* allowed = nullptr;  // an allow-list bitmap over ids (vector::IdFilter; nullptr: no filter)
 };
 
 class VectorIndexApi : public IndexApi {
@@ -95,6 +95,10 @@ class IvfApi : public VectorIndexApi {
   virtual bool trained() = 0;
   // Trains the centroids on v (stores none of the rows). Errors: already trained.
   virtual void train(const VectorBatch& v, uint32_t iters, uint64_t seed, unsigned threads) = 0;
+  // Removes every row of ids[0 .. n) (BasicIvf::remove: one scan of the index per call).
+  // The batch is checked first (each id with a row, none twice), so that a bad batch
+  // removes nothing. Throws calico::Error.
+  virtual void remove(const uint64_t* ids, uint64_t n) = 0;
 };
 
 class BTreeApi : public IndexApi {

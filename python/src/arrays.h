@@ -12,6 +12,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -119,14 +120,16 @@ inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
 }
 
 // A search filter as an allow-list bitmap over ids 0 .. capacity - 1 (bit id % 64 of word
-// id / 64): from a 1-D integer array of allowed ids (ids at or past capacity allow nothing),
-// or a 1-D boolean mask whose element i allows id i (its length at most capacity).
+// id / 64; vector::IdFilter): from a 1-D integer array of allowed ids (ids at or past
+// capacity allow nothing), or a 1-D boolean mask whose element i allows id i (its length at
+// most capacity). The words stop after the largest allowed id (the mask's length): ids past
+// them are not allowed, so an index whose ids span 2^32 (IVF) needs no 2^32-bit map.
 inline std::vector<uint64_t> allow_list_of(const nb::object& filter, uint64_t capacity) {
   AnyArray a;
   if (!nb::try_cast(filter, a, false)) {
     throw nb::type_error("filter must be a 1-D NumPy array: integer ids, or a boolean mask over ids");
   }
-  std::vector<uint64_t> words((capacity + 63) / 64, 0);
+  std::vector<uint64_t> words;
   if (a.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bool)) {
     if (a.ndim() != 1) throw Error(ErrorCode::kInvalidArgument, "filter must be 1-D");
     const uint64_t n = a.shape(0);
@@ -135,13 +138,20 @@ inline std::vector<uint64_t> allow_list_of(const nb::object& filter, uint64_t ca
                                                    " elements is longer than the capacity (" +
                                                    std::to_string(capacity) + ")");
     }
+    words.assign((n + 63) / 64, 0);
     const auto* base = static_cast<const char*>(a.data());
     for (uint64_t i = 0; i < n; ++i) {
       if (base[static_cast<int64_t>(i) * a.stride(0)] != 0) words[i / 64] |= uint64_t{1} << (i % 64);
     }
     return words;
   }
-  for (const uint64_t id : integers_of(a, "filter")) {
+  const std::vector<uint64_t> ids = integers_of(a, "filter");
+  uint64_t end = 0;  // one past the largest allowed id below capacity
+  for (const uint64_t id : ids) {
+    if (id < capacity) end = std::max(end, id + 1);
+  }
+  words.assign((end + 63) / 64, 0);
+  for (const uint64_t id : ids) {
     if (id < capacity) words[id / 64] |= uint64_t{1} << (id % 64);
   }
   return words;

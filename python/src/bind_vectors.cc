@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <limits>
 #include <optional>
 
 #include "api.h"
@@ -58,6 +59,16 @@ void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, u
   const std::vector<uint64_t> id = ids_of(ids, v.rows);
   nb::gil_scoped_release release;
   h.api->add(v, id.empty() ? nullptr : id.data(), threads);
+}
+
+// delete(ids): a 1-D integer array, converted whole before the GIL is released.
+template <class Api>
+void delete_ids(VectorHandle<Api>& h, const nb::object& ids) {
+  AnyArray a;
+  if (!nb::try_cast(ids, a, false)) throw nb::type_error("ids must be a 1-D NumPy integer array");
+  const std::vector<uint64_t> id = integers_of(a, "ids");
+  nb::gil_scoped_release release;
+  h.api->remove(id.data(), id.size());
 }
 
 // k checked against the index's size: k above it is an error (results would be padded).
@@ -158,15 +169,7 @@ void bind_vectors(nb::module_& m) {
           "Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),\n"
           "NaN/inf, in_flight, a negative filter id).")
       .def(
-          "delete",
-          [](HnswHandle& h, const nb::object& ids) {
-            AnyArray a;
-            if (!nb::try_cast(ids, a, false)) throw nb::type_error("ids must be a 1-D NumPy integer array");
-            const std::vector<uint64_t> id = integers_of(a, "ids");
-            nb::gil_scoped_release release;
-            h.api->remove(id.data(), id.size());
-          },
-          "ids"_a,
+          "delete", &delete_ids<HnswApi>, "ids"_a,
           "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first\n"
           "(each id in the index, none twice), so a bad batch removes nothing. A removed node stays\n"
           "in the graph as a tombstone that searches pass through until consolidate() frees it\n"
@@ -208,7 +211,8 @@ void bind_vectors(nb::module_& m) {
                         "An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by\n"
                         "k-means (train), rows appended to their nearest centroid's list (add), the nprobe\n"
                         "nearest lists scanned (search). Ids are integers below 2^32 - 1 (not checked for\n"
-                        "uniqueness, as in IVF-Flat).")
+                        "uniqueness, as in IVF-Flat: a repeated id is a second row); ``delete`` removes every\n"
+                        "row of the given ids, ``search(filter=...)`` searches among allowed ids.")
       .def(
           "__init__",
           [](IvfHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
@@ -250,19 +254,36 @@ void bind_vectors(nb::module_& m) {
       .def_prop_ro("is_trained", [](IvfHandle& h) { return h.api->trained(); }, "Whether train() ran.")
       .def("add", &add_rows<IvfApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
            "Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on\n"
-           "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.")
+           "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.\n"
+           "After a delete, None's ids may repeat ids still in the index (ids are not checked for\n"
+           "uniqueness): pass ``ids`` then.")
       .def(
           "search",
-          [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads) {
+          [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads, const nb::object& filter) {
             if (!h.api->trained()) throw Error(ErrorCode::kInvalidArgument, "ivf search: '" + h.name + "' is not trained");
-            return search_rows(h, q, k, nprobe, threads);
+            std::optional<std::vector<uint64_t>> allowed;  // ids are below 2^32 - 1
+            if (!filter.is_none()) allowed = allow_list_of(filter, std::numeric_limits<uint32_t>::max());
+            return search_rows(h, q, k, nprobe, threads, 1, allowed ? &*allowed : nullptr);
           },
-          "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0,
+          "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0, "filter"_a = nb::none(),
           "The k nearest rows among the ``nprobe`` nearest lists of each query: (ids uint64 [n, k],\n"
           "distances float32 [n, k]); rows with fewer than k candidates are padded with\n"
-          "(2^64 - 1, inf). Raises TypeError, InvalidArgumentError (dim, k = 0, k > len(self),\n"
-          "nprobe = 0, NaN/inf, not trained).")
-      .def("__len__", [](IvfHandle& h) { return h.api->size(); }, "The number of rows added.")
+          "(2^64 - 1, inf). ``filter``: only rows with these ids may be returned, given as a 1-D\n"
+          "integer array of ids or a boolean mask over ids (element i allows id i). A filtered\n"
+          "search scans the nprobe nearest lists, then further lists (nearest first) while it has\n"
+          "fewer than k allowed rows, so each row holds min(k, allowed rows in the index) results;\n"
+          "a filter allowing few rows may scan the whole index. Raises TypeError,\n"
+          "InvalidArgumentError (dim, k = 0, k > len(self), nprobe = 0, NaN/inf, not trained, a\n"
+          "negative filter id).")
+      .def(
+          "delete", &delete_ids<IvfApi>, "ids"_a,
+          "Removes every row with one of ``ids`` (1-D integers; a repeated id's rows all go): no\n"
+          "search returns them again. The batch is checked first (each id in the index, none\n"
+          "twice), so a bad batch removes nothing. With no id -> list map yet, one call reads\n"
+          "the whole index once, however few ids it names: delete in batches. The rows' space\n"
+          "in their pages is reused by compaction; pages are not freed.\n"
+          "Raises TypeError (dtype), InvalidArgumentError (naming the first bad id).")
+      .def("__len__", [](IvfHandle& h) { return h.api->size(); }, "The number of rows (added, not deleted).")
       .def_prop_ro("name", [](IvfHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](IvfHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](IvfHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")

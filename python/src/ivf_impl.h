@@ -2,7 +2,9 @@
 // handle is untrained and writes nothing; train() writes the centroids and empty lists
 // (IvfParams::train_only); add() appends rows. Ids are any value < 2^32 - 1, not checked
 // for uniqueness (as in IVF-Flat: a repeated id is a second row). A batch is checked whole
-// (finite rows, non-zero for cosine, ids in range) before its first row is added.
+// (finite rows, non-zero for cosine, ids in range) before its first row is added; a
+// delete batch likewise (BasicIvf::remove checks that every id has a row and none is
+// repeated before it removes anything).
 #pragma once
 
 #include <limits>
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api.h"
 #include "batch.h"
@@ -96,10 +99,29 @@ class IvfImpl final : public IvfApi {
                   [&](unsigned, uint64_t i) { x.add(static_cast<uint32_t>(id_of(i)), v.data + i * dim_); });
   }
 
+  void remove(const uint64_t* ids, uint64_t n) override {
+    Use u(*gate_);
+    Index& x = trained_index("delete");
+    std::vector<uint32_t> id(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (ids[i] >= std::numeric_limits<uint32_t>::max()) {  // never added: add() takes ids below it
+        throw Error(ErrorCode::kInvalidArgument, "ivf delete: id " + std::to_string(ids[i]) + " (element " +
+                                                     std::to_string(i) + ") is not in the index");
+      }
+      id[i] = static_cast<uint32_t>(ids[i]);
+    }
+    // 'direct' validates no optimistic read: its writers run one at a time (as add's).
+    std::unique_lock serial(direct_add_mu_, std::defer_lock);
+    if constexpr (Pool::TranslationPolicy::kDirect) serial.lock();
+    x.remove(id.data(), id.size());  // remove() calls are serialised inside the index
+  }
+
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);
     Index& x = trained_index("search");
     check_rows(q, dim_, to_metric(metric_), "ivf search");
+    const std::optional<vector::IdFilter> filter =
+        knobs.allowed ? std::optional(vector::IdFilter{*knobs.allowed}) : std::nullopt;
     index::IvfSearchOptions opt;
     opt.k = knobs.k;
     opt.nprobe = knobs.param;
@@ -112,7 +134,11 @@ class IvfImpl final : public IvfApi {
     std::vector<std::vector<vector::Neighbor>> outs(threads);
     parallel_rows(q.rows, threads, [&](unsigned w, uint64_t i) {
       std::vector<vector::Neighbor>& out = outs[w];
-      x.search(q.data + i * dim_, opt, *leases[w], &out);
+      if (filter) {
+        x.search(q.data + i * dim_, opt, *leases[w], &out, *filter);
+      } else {
+        x.search(q.data + i * dim_, opt, *leases[w], &out);
+      }
       for (uint32_t j = 0; j < knobs.k; ++j) {
         const bool have = j < out.size();
         ids[i * knobs.k + j] = have ? out[j].id : std::numeric_limits<uint64_t>::max();

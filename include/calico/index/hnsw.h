@@ -160,13 +160,9 @@ struct HnswSearchOptions {
   uint32_t exact_scan_below = 0;
 };
 
-// Which ids a filtered search may return (removed ids never are): bit id % 64 of
-// allowed[id / 64]; ids past the words are not allowed. The words must not change while a
-// search reads them.
-struct HnswFilter {
-  std::span<const uint64_t> allowed;
-  bool allows(uint32_t id) const { return id / 64 < allowed.size() && (allowed[id / 64] >> (id % 64) & 1) != 0; }
-};
+// Which ids a filtered search may return (removed ids never are): the allow-list bitmap
+// every vector index takes (src/vector/id_filter.h); the name HNSW code has always used.
+using HnswFilter = vector::IdFilter;
 
 // Counters of the work done with one HnswSearchState (searches and, for the states add()
 // uses internally, insertions). Cumulative until reset.

@@ -13,8 +13,12 @@
 //   BasicIvf::open(pool, name)                               loads centroids and list heads
 //   search(q, options, state, &out)   the k nearest rows among the nprobe nearest lists
 //   search_batch(qs, nq, options, state, out)   nq searches, equal to search() per query
+//   search(q, options, state, &out, filter)      the same among the rows whose id `filter`
+//                                     allows (and search_batch(..., filter))
 //   add(id, v)                        appends one row to its list (thread-safe, also
 //                                     concurrently with search)
+//   remove(ids, n)                    removes every row with one of the ids (thread-safe;
+//                                     one scan of the whole index per call)
 //   verify() / list_ids(list, &ids)   whole-structure check and list contents (tests)
 //
 // On-disk format (little-endian; only the first usable_page_size() bytes of a page; block
@@ -36,10 +40,16 @@
 //   build() writes every list as build_pages contiguous blocks (first .. first + build_pages
 //   - 1, each page full except the last; an empty list still has one page), so the chain's
 //   next pointers are first + 1, first + 2, ...; pages that add() appends later are
-//   allocated at the end of the space and linked from the tail.
+//   allocated at the end of the space and linked from the tail. remove() compacts within
+//   a page (the page's last record moves into the removed one's place) and frees no page,
+//   so after it any page of a chain, in the middle too, may hold fewer than
+//   records_per_page records, or none; add() appends to the tail only (a new page when the
+//   tail is full), whatever the pages before it hold.
 //   Invariants: every page of list l's chain carries tag and list l; count <=
-//   records_per_page; the chain from `first` has build_pages contiguous pages, ends at
-//   `tail`, and its counts sum to the directory's rows. kCosine rows are stored normalised.
+//   records_per_page (nothing assumes a page other than a new build's is full); the chain
+//   from `first` has build_pages contiguous pages, ends at `tail`, and its counts sum to
+//   the directory's rows; a record never moves to another page. kCosine rows are stored
+//   normalised.
 //   build() zeroes block 0 first and writes the metadata last, so an interrupted build
 //   leaves a space that open() rejects.
 //
@@ -63,23 +73,54 @@
 //       first + i) are kept prefetched up to prefetch_window() pages ahead of the scan, in
 //       groups of at least window / 2 pages. Pages appended by add() are not prefetched.
 //   Both caps follow the pool's size (window = frames / 8 in [1, 8]; first pages = frames
-//   / 4 in [1, 64]) so that prefetched pages are not evicted before they are read.
+//   / 4 in [1, 64]) so that prefetched pages are not evicted before they are read. The
+//   steps name pages by block, never by row count, so pages that remove() left short
+//   are prefetched and scored like any other.
 //   (3) one page ahead of the scan (Lookahead): the next page known in advance (the next
 //   of a build-time run, else the next probed list's first) is read optimistically and
 //   every cache line of it prefetched before the current page is scored;
 //   that read is the next page's first optimistic attempt. Frames of adjacent blocks are
 //   not adjacent in memory, so without it the hardware prefetcher stops at every page end.
 //
-// Concurrency: search() and add() may run from any number of threads at once (each search
-// with its own IvfSearchState). add() latches the list's directory page exclusively, then
-// its tail page, then (when full) the new page it allocates: that order is the same for
-// every add, and readers hold at most one shared pin at a time, so there is no deadlock.
-// Searches see a row added concurrently or not; every row whose add() returned before the
-// search started is seen. build() and open() must not race with operations on the same
-// space. Errors: calico::Error (kInvalidArgument for bad input; pool errors pass through;
+// Filtered search (search(..., filter), vector::IdFilter: a bitmap over ids): a scored row
+// enters the top-k heap only when the filter allows its id (a separate loop, taken only
+// when a filter is given: the unfiltered scan is unchanged). Every centroid is ranked; the
+// nprobe nearest lists are scanned, then, while the heap holds fewer than k rows, the
+// next-nearest lists one at a time, until it holds k or every list was scanned. So the
+// result has min(k, allowed rows) rows at any selectivity; a filter that allows few rows,
+// or rows only in far lists, costs up to a scan of the whole index.
+//
+// Removal (remove(ids, n)): there is no id -> list map (a B+tree id map is planned:
+// docs/design/mutable_indexes.md), so one call scans the whole index once: pass 1 walks
+// every list's chain under shared pins (one at a time) and notes which of the ids occur
+// and in which lists; any id not found, or repeated in the batch, is rejected
+// (kInvalidArgument naming the first) before anything is written. Pass 2, per list that
+// holds one of the ids: the directory page is latched exclusively, then the chain's pages
+// one at a time, exclusively (add()'s order), and each matching record is removed by
+// compaction within its page (its page's last record copied over it, count - 1); the
+// directory entry's rows and size() follow each page. Batch deletes: a call costs a read
+// of every posting page whatever n is. remove() calls run one at a time (a mutex: two
+// batches naming one id would both pass pass 1).
+//
+// Concurrency: search(), add() and remove() may run from any number of threads at once
+// (each search with its own IvfSearchState). add() latches the list's directory page
+// exclusively, then its tail page, then (when full) the new page it allocates; remove()
+// latches the directory page, then the chain's pages one at a time: that order is the same
+// for every writer, and readers hold at most one shared pin at a time, so there is no
+// deadlock. Every change to a posting page is made under its exclusive latch, whose
+// release bumps the page's version, so an optimistic reader that raced it fails
+// validation and reads again; and a record never moves between pages, so a search sees
+// every row that no remove() touched exactly once. Searches see a row added or removed
+// concurrently or not; every row whose add() returned before the search started is seen,
+// and no row whose remove() returned before it started. Rows with one of the ids that an
+// add() puts in concurrently with a remove() may or may not be removed. build() and open()
+// must not race with operations on the same space.
+//
+// Errors: calico::Error (kInvalidArgument for bad input; pool errors pass through;
 // kCorruptPage naming the page when a pinned or validated page breaks the invariants above:
 // a wrong tag, list or count, a next block outside the posting pages or past the space, a
-// chain longer than the space (a cycle), a directory tail that is not a posting page).
+// chain longer than the space (a cycle), a directory tail that is not a posting page, a
+// directory entry counting fewer rows than remove() finds in its chain).
 #pragma once
 
 #include <atomic>
@@ -88,6 +129,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -148,8 +190,8 @@ class alignas(64) IvfSearchState {
 };
 
 // IvfFormat (the format constants and layout arithmetic, inherited): src/index/ivf/ivf_layout.h.
-// Thread safety: search, search_batch and add may run from any number of threads at once
-// (each search with its own IvfSearchState); verify only with no add running; build and
+// Thread safety: search, search_batch, add and remove may run from any number of threads at
+// once (each search with its own IvfSearchState); verify only with no add or remove running; build and
 // open must not race with operations on the same space (see "Concurrency" above).
 template <class Pool>
 class BasicIvf : public IvfFormat {
@@ -191,6 +233,17 @@ class BasicIvf : public IvfFormat {
   void search_batch(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
                     std::vector<vector::Neighbor>* out) const;
 
+  // search() among the rows whose id `filter` allows (see "Filtered search" above): the
+  // nprobe nearest lists, then further lists in centroid order while fewer than k allowed
+  // rows were found. *out has min(k, allowed rows in the index) entries (rows: a repeated
+  // id counts once per row); with nprobe = nlist it is the exact top k of the allowed rows.
+  // The filter's words must not change during the call. Errors: as search().
+  void search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st, std::vector<vector::Neighbor>* out,
+              const vector::IdFilter& filter) const;
+  // search_batch() with a filter: out[i] equals search(qs + i * dim(), ..., filter).
+  void search_batch(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
+                    std::vector<vector::Neighbor>* out, const vector::IdFilter& filter) const;
+
   // Appends row (id, v) to the list of v's nearest centroid (kCosine: v normalised). Ids
   // are not checked for uniqueness: a repeated id is a second row with that id. Thread-safe
   // (see the header for the latch order). The row is durable after the next flush().
@@ -198,7 +251,17 @@ class BasicIvf : public IvfFormat {
   // pin / allocate errors (kPoolFull: nothing is written).
   void add(uint32_t id, const float* v);
 
-  // Whole-structure check for tests, at quiescence (no concurrent add): every list's chain
+  // Removes every row whose id is one of ids[0 .. n) (a repeated id is several rows: all
+  // go). Scans the whole index once per call (see "Removal" above): batch the ids. Thread-
+  // safe; calls run one at a time. The rows' pages are written back at the next flush().
+  // Errors: kInvalidArgument naming the first id that is repeated in the batch or has no
+  // row (ids null with n > 0 too): nothing is removed. kCorruptPage (see the header), or
+  // pool errors while pinning: in pass 1 nothing is removed; in pass 2 the rows of the
+  // pages already compacted stay removed (the directory and size() agree with them: the
+  // index stays consistent, and a retry of the ids still present finishes the batch).
+  void remove(const uint32_t* ids, size_t n);
+
+  // Whole-structure check for tests, at quiescence (no concurrent add or remove): every list's chain
   // keeps the invariants of the header. Returns the number of rows. Throws
   // std::logic_error naming the first violation.
   uint64_t verify() const;
@@ -210,7 +273,8 @@ class BasicIvf : public IvfFormat {
   uint32_t dim() const;
   uint32_t nlist() const;
   vector::Metric metric() const;
-  // Rows: built plus added (added rows count once their add() returned).
+  // Rows: built plus added minus removed (an add counts once it returned; a remove page by
+  // page as pass 2 compacts).
   uint64_t size() const;
   uint32_t records_per_page() const;
   SpaceId space() const;
@@ -234,16 +298,26 @@ class BasicIvf : public IvfFormat {
   static void normalize_in_page(std::byte* p, uint32_t dim);
   const float* prepare(const float* v, std::vector<float>* buf, const char* what) const;
   static void check_search_options(const IvfSearchOptions& opt);
-  void scan_probes(const float* query, std::span<const vector::Neighbor> probes, const IvfSearchOptions& opt,
-                   IvfSearchState& st, std::vector<vector::Neighbor>* out) const;
+  void search_one(const float* q, const IvfSearchOptions& opt, IvfSearchState& st, std::vector<vector::Neighbor>* out,
+                  const vector::IdFilter* filter) const;
+  void search_block(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
+                    std::vector<vector::Neighbor>* out, const vector::IdFilter* filter) const;
+  void scan_probes(const float* query, std::span<const vector::Neighbor> ranked, uint32_t nprobe,
+                   const IvfSearchOptions& opt, IvfSearchState& st, std::vector<vector::Neighbor>* out,
+                   const vector::IdFilter* filter) const;
 
   // The page read one step ahead of the scan (with opt.prefetch; src/index/ivf/ivf_impl.h).
   struct Lookahead;
   void look_ahead(uint32_t block, Lookahead& ahead) const;
   void scan_list(uint32_t l, uint32_t after, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
-                 Lookahead& ahead) const;
+                 Lookahead& ahead, const vector::IdFilter* filter) const;
   uint32_t scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt, IvfSearchState& st,
-                     const OptimisticRead* pre, const std::byte* next_frame) const;
+                     const OptimisticRead* pre, const std::byte* next_frame, const vector::IdFilter* filter) const;
+  static void offer(IvfSearchState& st, uint32_t k, uint32_t count, const vector::IdFilter* filter);
+  void find_rows(std::span<const uint32_t> wanted, std::vector<uint8_t>* found, std::vector<uint32_t>* lists) const;
+  template <class Fn>
+  void for_each_id(uint32_t l, Fn&& fn) const;
+  void remove_in_list(uint32_t l, std::span<const uint32_t> wanted);
   ivf_detail::IvfDirEntry dir_entry(uint32_t l) const;
   static uint64_t posting_first(const ivf_detail::IvfMeta& m);
 
@@ -260,6 +334,7 @@ class BasicIvf : public IvfFormat {
   std::vector<float> centroids_;  // nlist x dim, loaded at open (immutable)
   std::vector<ListHead> heads_;   // immutable after build / open
   std::unique_ptr<std::atomic<uint64_t>> size_;
+  std::unique_ptr<std::mutex> remove_mu_;  // held by remove() for its whole call
   vector::DistanceFn dist_;
   vector::DistanceManyFn many_;
   // Points into centroids_, whose buffer a move keeps (BasicIvf is move-only: size_).

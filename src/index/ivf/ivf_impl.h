@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -290,17 +291,45 @@ inline auto BasicIvf<Pool>::open(Pool& pool, std::string_view name) -> BasicIvf 
 template <class Pool>
 inline void BasicIvf<Pool>::search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st,
                                    std::vector<vector::Neighbor>* out) const {
-  check_search_options(opt);
-  const float* query = prepare(q, &st.query_, "ivf search");
-  const uint32_t nprobe = std::min(opt.nprobe, nlist());
-  st.probes_.resize(nprobe);
-  ranker_.rank(query, nprobe, st.coarse_, st.probes_.data());
-  scan_probes(query, std::span<const vector::Neighbor>(st.probes_.data(), nprobe), opt, st, out);
+  search_one(q, opt, st, out, nullptr);
+}
+
+template <class Pool>
+inline void BasicIvf<Pool>::search(const float* q, const IvfSearchOptions& opt, IvfSearchState& st,
+                                   std::vector<vector::Neighbor>* out, const vector::IdFilter& filter) const {
+  search_one(q, opt, st, out, &filter);
 }
 
 template <class Pool>
 inline void BasicIvf<Pool>::search_batch(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
                                          std::vector<vector::Neighbor>* out) const {
+  search_block(qs, nq, opt, st, out, nullptr);
+}
+
+template <class Pool>
+inline void BasicIvf<Pool>::search_batch(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
+                                         std::vector<vector::Neighbor>* out, const vector::IdFilter& filter) const {
+  search_block(qs, nq, opt, st, out, &filter);
+}
+
+// search() with or without a filter. Unfiltered: the nprobe nearest centroids are ranked;
+// filtered: every centroid, so that scan_probes can go past nprobe (the first nprobe are
+// the same either way: the ranking is a total order).
+template <class Pool>
+inline void BasicIvf<Pool>::search_one(const float* q, const IvfSearchOptions& opt, IvfSearchState& st,
+                                       std::vector<vector::Neighbor>* out, const vector::IdFilter* filter) const {
+  check_search_options(opt);
+  const float* query = prepare(q, &st.query_, "ivf search");
+  const uint32_t nprobe = std::min(opt.nprobe, nlist());
+  const uint32_t ranked = filter == nullptr ? nprobe : nlist();
+  st.probes_.resize(ranked);
+  ranker_.rank(query, ranked, st.coarse_, st.probes_.data());
+  scan_probes(query, std::span<const vector::Neighbor>(st.probes_.data(), ranked), nprobe, opt, st, out, filter);
+}
+
+template <class Pool>
+inline void BasicIvf<Pool>::search_block(const float* qs, size_t nq, const IvfSearchOptions& opt, IvfSearchState& st,
+                                         std::vector<vector::Neighbor>* out, const vector::IdFilter* filter) const {
   check_search_options(opt);
   if (nq == 0) return;
   if (qs == nullptr) throw Error(ErrorCode::kInvalidArgument, "ivf search_batch: no queries");
@@ -316,11 +345,12 @@ inline void BasicIvf<Pool>::search_batch(const float* qs, size_t nq, const IvfSe
     std::copy_n(query, d, st.batch_.data() + i * d);
   }
   const uint32_t nprobe = std::min(opt.nprobe, nlist());
-  st.probes_.resize(nq * nprobe);
-  ranker_.rank_block(st.batch_.data(), nq, nprobe, st.coarse_, st.probes_.data());
+  const uint32_t ranked = filter == nullptr ? nprobe : nlist();
+  st.probes_.resize(nq * ranked);
+  ranker_.rank_block(st.batch_.data(), nq, ranked, st.coarse_, st.probes_.data());
   for (size_t i = 0; i < nq; ++i) {
-    scan_probes(st.batch_.data() + i * d, std::span<const vector::Neighbor>(st.probes_.data() + i * nprobe, nprobe),
-                opt, st, &out[i]);
+    scan_probes(st.batch_.data() + i * d, std::span<const vector::Neighbor>(st.probes_.data() + i * ranked, ranked),
+                nprobe, opt, st, &out[i], filter);
   }
 }
 
@@ -372,6 +402,121 @@ inline void BasicIvf<Pool>::add(uint32_t id, const float* v) {
   size_->fetch_add(1, std::memory_order_relaxed);
 }
 
+// remove(): the batch is checked (no id twice), pass 1 finds which ids have rows and in
+// which lists (rejecting the batch before any write when one has none), pass 2 compacts
+// the lists that hold them (remove_in_list). Calls are serialised by remove_mu_, so the
+// rows pass 1 found are still there in pass 2 (add() only appends).
+template <class Pool>
+inline void BasicIvf<Pool>::remove(const uint32_t* ids, size_t n) {
+  if (n == 0) return;
+  if (ids == nullptr) throw Error(ErrorCode::kInvalidArgument, "ivf remove: no ids");
+  std::vector<uint32_t> wanted(ids, ids + n);  // sorted, for lookups
+  std::sort(wanted.begin(), wanted.end());
+  if (std::adjacent_find(wanted.begin(), wanted.end()) != wanted.end()) {
+    std::vector<uint8_t> seen(n, 0);  // by position in `wanted`
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = std::lower_bound(wanted.begin(), wanted.end(), ids[i]) - wanted.begin();
+      if (seen[at]++ != 0) {
+        throw Error(ErrorCode::kInvalidArgument, "ivf remove: id " + std::to_string(ids[i]) + " (element " +
+                                                     std::to_string(i) + ") is given twice");
+      }
+    }
+  }
+  std::lock_guard serial(*remove_mu_);
+  std::vector<uint8_t> found;
+  std::vector<uint32_t> lists;
+  find_rows(wanted, &found, &lists);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = std::lower_bound(wanted.begin(), wanted.end(), ids[i]) - wanted.begin();
+    if (found[at] == 0) {
+      throw Error(ErrorCode::kInvalidArgument, "ivf remove: id " + std::to_string(ids[i]) + " (element " +
+                                                   std::to_string(i) + ") is not in the index");
+    }
+  }
+  for (uint32_t l : lists) remove_in_list(l, wanted);
+}
+
+// Pass 1 of remove(): walks every list's chain under shared pins (one at a time); sets
+// (*found)[i] when wanted[i] (sorted, distinct) has a row, and lists the lists holding one.
+template <class Pool>
+inline void BasicIvf<Pool>::find_rows(std::span<const uint32_t> wanted, std::vector<uint8_t>* found,
+                                      std::vector<uint32_t>* lists) const {
+  found->assign(wanted.size(), 0);
+  lists->clear();
+  for (uint32_t l = 0; l < nlist(); ++l) {
+    bool holds = false;
+    for_each_id(l, [&](uint32_t id) {
+      const auto it = std::lower_bound(wanted.begin(), wanted.end(), id);
+      if (it != wanted.end() && *it == id) {
+        (*found)[it - wanted.begin()] = 1;
+        holds = true;
+      }
+    });
+    if (holds) lists->push_back(l);
+  }
+}
+
+// Pass 2 of remove() for list l: under the directory page's exclusive latch (held
+// throughout: no add or other writer changes the chain meanwhile), each chain page is
+// latched exclusively in turn and every record whose id is in `wanted` (sorted) is replaced
+// by the page's last record (count - 1). The directory entry's rows and size_ are updated
+// after each changed page, so a pool error on a later page leaves them agreeing with the
+// pages (the header of calico/index/ivf.h, "Removal").
+template <class Pool>
+inline void BasicIvf<Pool>::remove_in_list(uint32_t l, std::span<const uint32_t> wanted) {
+  const PageId dir_pid(space_, meta_.directory_first + l / meta_.entries_per_page);
+  const size_t dir_off = size_t{l % meta_.entries_per_page} * kDirEntryBytes;
+  ExclusiveGuard dg = pool_->pin_exclusive(dir_pid);
+  ivf_detail::IvfDirEntry e;
+  std::memcpy(&e, dg.data() + dir_off, sizeof e);
+  const size_t rec = record_bytes(dim());
+  auto wanted_id = [&](const std::byte* page, uint32_t r) {
+    uint32_t id;
+    std::memcpy(&id, page + kPostingHeaderBytes + r * rec, 4);
+    return std::binary_search(wanted.begin(), wanted.end(), id);
+  };
+  ChainBound bound(*this);
+  for (uint32_t block = heads_[l].first; block != kNoBlock;) {
+    // A chain page is a posting page, never the latched directory page (a self-deadlock).
+    if (block < posting_first(meta_)) {
+      corrupt(dir_pid, "list " + std::to_string(l) + " starts at block " + std::to_string(block) +
+                           ", not a posting page");
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(space_, block));
+    std::byte* page = g.data();
+    ivf_detail::IvfPostingHeader h;
+    std::memcpy(&h, page, sizeof h);
+    if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) {
+      bad_posting(g.page_id(), h, l, "in the chain of");
+    }
+    uint32_t matches = 0;
+    for (uint32_t r = 0; r < h.count; ++r) matches += wanted_id(page, r) ? 1 : 0;
+    if (matches > 0) {
+      if (matches > e.rows) {  // checked before the page changes
+        corrupt(dir_pid, "directory entry of list " + std::to_string(l) + " counts " + std::to_string(e.rows) +
+                             " rows; its chain holds more");
+      }
+      for (uint32_t r = 0; r < h.count;) {
+        if (!wanted_id(page, r)) {
+          ++r;
+          continue;
+        }
+        --h.count;  // the last record fills slot r, which is checked again
+        if (r != h.count) {
+          std::memcpy(page + kPostingHeaderBytes + r * rec, page + kPostingHeaderBytes + size_t{h.count} * rec, rec);
+        }
+      }
+      std::memcpy(page, &h, sizeof h);
+      g.mark_dirty();
+      e.rows -= matches;
+      std::memcpy(dg.data() + dir_off, &e, sizeof e);
+      dg.mark_dirty();
+      size_->fetch_sub(matches, std::memory_order_relaxed);
+    }
+    block = bound.next(g.page_id(), h.next);
+  }
+}
+
 template <class Pool>
 inline uint64_t BasicIvf<Pool>::verify() const {
   uint64_t total = 0;
@@ -406,18 +551,27 @@ inline void BasicIvf<Pool>::list_ids(uint32_t list, std::vector<uint32_t>* ids) 
                                                  std::to_string(nlist()));
   }
   ids->clear();
+  for_each_id(list, [&](uint32_t id) { ids->push_back(id); });
+}
+
+// Calls fn(id) for every record of list l in stored order, walking its chain under shared
+// pins, one at a time (fn runs with the page pinned: it must not pin pages of this index).
+template <class Pool>
+template <class Fn>
+inline void BasicIvf<Pool>::for_each_id(uint32_t l, Fn&& fn) const {
+  const size_t rec = record_bytes(dim());
   ChainBound bound(*this);
-  for (uint32_t block = heads_[list].first; block != kNoBlock;) {
+  for (uint32_t block = heads_[l].first; block != kNoBlock;) {
     SharedGuard g = pool_->pin_shared(PageId(space_, block));
     ivf_detail::IvfPostingHeader h;
     std::memcpy(&h, g.data(), sizeof h);
-    if (h.tag != kPostingTag || h.list != list || h.count > meta_.records_per_page) {
-      bad_posting(g.page_id(), h, list, "in the chain of");
+    if (h.tag != kPostingTag || h.list != l || h.count > meta_.records_per_page) {
+      bad_posting(g.page_id(), h, l, "in the chain of");
     }
     for (uint32_t r = 0; r < h.count; ++r) {
       uint32_t id;
-      std::memcpy(&id, g.data() + kPostingHeaderBytes + r * record_bytes(dim()), 4);
-      ids->push_back(id);
+      std::memcpy(&id, g.data() + kPostingHeaderBytes + r * rec, 4);
+      fn(id);
     }
     block = bound.next(g.page_id(), h.next);
   }
@@ -475,6 +629,7 @@ inline BasicIvf<Pool>::BasicIvf(Pool& pool, SpaceId space, const ivf_detail::Ivf
       centroids_(std::move(centroids)),
       heads_(std::move(heads)),
       size_(std::make_unique<std::atomic<uint64_t>>(rows)),
+      remove_mu_(std::make_unique<std::mutex>()),
       dist_(vector::distance_kernel(static_cast<vector::Metric>(meta.metric))),
       many_(vector::distance_many_kernel(static_cast<vector::Metric>(meta.metric))),
       ranker_(centroids_.data(), meta_.nlist, meta_.dim, static_cast<vector::Metric>(meta.metric)) {
@@ -532,15 +687,18 @@ inline void BasicIvf<Pool>::check_search_options(const IvfSearchOptions& opt) {
   }
 }
 
-// Scans the probed lists (in the given order) into *out: prefetch step (1), then each
-// list's chain (scan_list), then the heap sorted.
+// Scans lists in the ranked order into *out: prefetch step (1), then each list's chain
+// (scan_list), then the heap sorted. The first nprobe lists are scanned always; the rest
+// of `ranked` (a filtered search ranks every list; unfiltered, ranked has nprobe entries)
+// only while the heap holds fewer than k rows.
 template <class Pool>
-inline void BasicIvf<Pool>::scan_probes(const float* query, std::span<const vector::Neighbor> probes,
-                                        const IvfSearchOptions& opt, IvfSearchState& st,
-                                        std::vector<vector::Neighbor>* out) const {
+inline void BasicIvf<Pool>::scan_probes(const float* query, std::span<const vector::Neighbor> ranked,
+                                        uint32_t nprobe, const IvfSearchOptions& opt, IvfSearchState& st,
+                                        std::vector<vector::Neighbor>* out, const vector::IdFilter* filter) const {
+  CALICO_CHECK(nprobe <= ranked.size() && (filter != nullptr || nprobe == ranked.size()));
   if (opt.prefetch) {  // (1) the first page of the nearest probed lists
     st.group_.clear();
-    for (const vector::Neighbor& p : probes.first(std::min<size_t>(probes.size(), first_page_prefetch()))) {
+    for (const vector::Neighbor& p : ranked.first(std::min<size_t>(nprobe, first_page_prefetch()))) {
       st.group_.push_back(PageId(space_, heads_[p.id].first));
     }
     pool_->prefetch_group(st.group_);
@@ -549,9 +707,11 @@ inline void BasicIvf<Pool>::scan_probes(const float* query, std::span<const vect
   st.dists_.resize(meta_.records_per_page);
   st.heap_.clear();
   Lookahead ahead;
-  for (size_t i = 0; i < probes.size(); ++i) {
-    const uint32_t after = i + 1 < probes.size() ? heads_[probes[i + 1].id].first : kNoBlock;
-    scan_list(probes[i].id, after, query, opt, st, ahead);
+  for (size_t i = 0; i < ranked.size() && (i < nprobe || st.heap_.size() < opt.k); ++i) {
+    // Past nprobe the next list is scanned only if the heap is still short: the lookahead
+    // reads it anyway (a hint; an unused optimistic read costs nothing but the read).
+    const uint32_t after = i + 1 < ranked.size() ? heads_[ranked[i + 1].id].first : kNoBlock;
+    scan_list(ranked[i].id, after, query, opt, st, ahead, filter);
   }
   std::sort_heap(st.heap_.begin(), st.heap_.end());
   out->assign(st.heap_.begin(), st.heap_.end());
@@ -573,7 +733,7 @@ inline void BasicIvf<Pool>::look_ahead(uint32_t block, Lookahead& ahead) const {
 // first block of the next probed list (kNoBlock: none), for the lookahead.
 template <class Pool>
 inline void BasicIvf<Pool>::scan_list(uint32_t l, uint32_t after, const float* query, const IvfSearchOptions& opt,
-                                      IvfSearchState& st, Lookahead& ahead) const {
+                                      IvfSearchState& st, Lookahead& ahead, const vector::IdFilter* filter) const {
   const ListHead head = heads_[l];
   const uint32_t window = prefetch_window();
   uint32_t prefetched = 1;  // pages [0, prefetched) of the build-time run were prefetched
@@ -599,7 +759,8 @@ inline void BasicIvf<Pool>::scan_list(uint32_t l, uint32_t after, const float* q
       }
       look_ahead(index + 1 < head.build_pages ? static_cast<uint32_t>(head.first + index + 1) : after, ahead);
     }
-    block = bound.next(pid, scan_page(pid, l, query, opt, st, pre, ahead.block == kNoBlock ? nullptr : ahead.read.data));
+    block = bound.next(pid, scan_page(pid, l, query, opt, st, pre, ahead.block == kNoBlock ? nullptr : ahead.read.data,
+                                      filter));
   }
 }
 
@@ -607,8 +768,8 @@ inline void BasicIvf<Pool>::scan_list(uint32_t l, uint32_t after, const float* q
 // null, is an optimistic read of pid already started (the lookahead): the first attempt.
 template <class Pool>
 inline uint32_t BasicIvf<Pool>::scan_page(PageId pid, uint32_t l, const float* query, const IvfSearchOptions& opt,
-                                          IvfSearchState& st, const OptimisticRead* pre,
-                                          const std::byte* next_frame) const {
+                                          IvfSearchState& st, const OptimisticRead* pre, const std::byte* next_frame,
+                                          const vector::IdFilter* filter) const {
   ivf_detail::IvfPostingHeader h;
   if (opt.optimistic) {
     for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
@@ -618,7 +779,7 @@ inline uint32_t BasicIvf<Pool>::scan_page(PageId pid, uint32_t l, const float* q
                                                          next_frame == nullptr ? 0 : meta_.page_size);
       if (Pool::validate(r)) {
         if (!ok || h.list != l) bad_posting(pid, h, l, "in the chain of");  // validated bytes
-        ivf_detail::push_scored(st.heap_, opt.k, st.ids_.data(), st.dists_.data(), h.count);
+        offer(st, opt.k, h.count, filter);
         return h.next;
       }
     }
@@ -633,8 +794,19 @@ inline uint32_t BasicIvf<Pool>::scan_page(PageId pid, uint32_t l, const float* q
   const size_t words = record_bytes(dim()) / 4;
   for (uint32_t r = 0; r < h.count; ++r) std::memcpy(&st.ids_[r], records + r * words * 4, 4);
   many_(query, reinterpret_cast<const float*>(records + 4), words, h.count, dim(), st.dists_.data());
-  ivf_detail::push_scored(st.heap_, opt.k, st.ids_.data(), st.dists_.data(), h.count);
+  offer(st, opt.k, h.count, filter);
   return h.next;
+}
+
+// Offers a scored page (st.ids_, st.dists_ [0, count)) to the heap: every record, or
+// without a filter's allowed ones (a loop of its own, so the unfiltered one is unchanged).
+template <class Pool>
+inline void BasicIvf<Pool>::offer(IvfSearchState& st, uint32_t k, uint32_t count, const vector::IdFilter* filter) {
+  if (filter == nullptr) {
+    ivf_detail::push_scored(st.heap_, k, st.ids_.data(), st.dists_.data(), count);
+  } else {
+    ivf_detail::push_scored_allowed(st.heap_, k, st.ids_.data(), st.dists_.data(), count, *filter);
+  }
 }
 
 template <class Pool>

@@ -11,6 +11,7 @@
 
 #include "calico/optimistic_reader.h"
 #include "vector/distance.h"
+#include "vector/id_filter.h"
 #include "vector/neighbor.h"
 
 namespace calico::index {
@@ -141,6 +142,17 @@ inline void push_candidate(std::vector<vector::Neighbor>& heap, uint32_t k, vect
 inline void push_scored(std::vector<vector::Neighbor>& heap, uint32_t k, const uint32_t* ids, const float* dists,
                         uint32_t n) {
   for (uint32_t r = 0; r < n; ++r) {
+    const vector::Neighbor c{dists[r], ids[r]};
+    if (heap.size() == k && !(c < heap.front())) continue;
+    push_candidate(heap, k, c);
+  }
+}
+
+// push_scored() for the records whose id `filter` allows; the others never enter the heap.
+inline void push_scored_allowed(std::vector<vector::Neighbor>& heap, uint32_t k, const uint32_t* ids,
+                                const float* dists, uint32_t n, const vector::IdFilter& filter) {
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!filter.allows(ids[r])) continue;
     const vector::Neighbor c{dists[r], ids[r]};
     if (heap.size() == k && !(c < heap.front())) continue;
     push_candidate(heap, k, c);
