@@ -4,6 +4,7 @@
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
 //          the translation microbenchmarks on every translation variant (bench/micro/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector/vector.h)
+//   vector-filtered  filtered HNSW search: graph against exact scan, and where they cross (bench/vector/filtered.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
 //   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tiers/tier_calibrate.h)
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include "tiers/tier_calibrate.h"
 #include "tpcc/tpcc.h"
 #include "calico/variants.h"
+#include "vector/filtered.h"
 #include "vector/vector.h"
 #include "ycsb/ycsb.h"
 
@@ -158,6 +160,32 @@ CLI::App* add_micro_memory_command(CLI::App& app, calico::bench::MicroMemoryConf
   mm->add_option("--dense-group-at", mem.dense_group_at, "array_sparse: a sparse group with this many moves back to the array")->capture_default_str()->check(CLI::Range(2u, 512u));
   return mm;
 }
+// `calico_bench vector-filtered` and its options (vector/filtered.h).
+CLI::App* add_vector_filtered_command(CLI::App& app, calico::bench::FilteredConfig& f) {
+  CLI::App* v = app.add_subcommand("vector-filtered", "filtered HNSW search: a graph search that keeps only allowed rows against an exact scan of "
+                                                      "them, per filter fraction, kind and ef; where their costs cross (HnswSearchOptions::exact_scan_below)");
+  v->add_option("--dataset", f.dataset, "clustered (SIFT-like) or embedding (unit vectors, --metric ip by default, 384-d unless --dim)")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding"}));
+  v->add_option("--n", f.n, "base vectors")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  v->add_option("--dim", f.dim, "dimensions")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", f.clusters, "clusters or topics of the generator; a correlated filter allows regions of n / clusters rows")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--queries", f.queries, "query vectors")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--data-seed", f.data_seed, "seed of the generator, the index levels and the filters")->capture_default_str();
+  v->add_option("--metric", f.metric, "l2, ip or cosine (default: l2 for clustered, ip for embedding)")->check(CLI::IsMember({"l2", "ip", "cosine"}));
+  v->add_option("--M", f.M, "HNSW links per node (2M on level 0)")->capture_default_str()->check(CLI::Range(2u, 256u));
+  v->add_option("--ef-construction", f.ef_construction, "HNSW beam width while building")->capture_default_str()->check(CLI::Range(1u, 1u << 16));
+  v->add_option("--build-threads", f.build_threads, "threads inserting while building")->capture_default_str()->check(CLI::Range(1, 256));
+  v->add_option("--ef", f.ef, "ef_search values (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 16));
+  v->add_option("--fractions", f.fractions, "fractions of the rows a filter allows (comma list, each in (0, 1])")->delimiter(',')->capture_default_str();
+  v->add_option("--kinds", f.kinds, "uncorrelated (rows at random), correlated (regions of the space) (comma list)")->delimiter(',')->capture_default_str()->check(CLI::IsMember({"uncorrelated", "correlated"}));
+  v->add_option("--k", f.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
+  v->add_option("--repeat", f.repeat, "timed rounds after the warm-up (cases interleaved)")->capture_default_str()->check(CLI::Range(1, 1000));
+  v->add_option("--min-seconds", f.min_seconds, "each timed run repeats the whole query set until it lasted this long")->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  v->add_option("--cache-dir", f.cache_dir, "where generated datasets are cached")->capture_default_str();
+  v->add_option("--data-dir", f.data_dir, "where the scratch pool goes")->capture_default_str();
+  v->add_option("--json", f.json_path, "append one JSON line per case, then one per kind and ef (the crossing), to this file");
+  return v;
+}
+
 // `calico_bench vector` and its options (vector/vector.h).
 CLI::App* add_vector_command(CLI::App& app, calico::bench::VectorConfig& vec) {
   CLI::App* v = app.add_subcommand("vector", "HNSW and IVF-Flat vector search on the pool: recall@k and QPS per ef_search / "
@@ -259,6 +287,8 @@ int main(int argc, char** argv) {
   CLI::App* mm = add_micro_memory_command(app, mem);
   calico::bench::VectorConfig vec;
   CLI::App* v = add_vector_command(app, vec);
+  calico::bench::FilteredConfig vf;
+  CLI::App* vfc = add_vector_filtered_command(app, vf);
   calico::bench::TpccConfig tpcc;
   CLI::App* tp = add_tpcc_command(app, tpcc);
   calico::bench::TierCalibrateConfig tc;
@@ -279,6 +309,10 @@ int main(int argc, char** argv) {
         if (v->count("--dim") == 0) vec.dim = 384;
       }
       return calico::bench::run_vector(vec);
+    }
+    if (vfc->parsed()) {
+      if (vf.dataset == "embedding" && vfc->count("--dim") == 0) vf.dim = 384;
+      return calico::bench::run_vector_filtered(vf);
     }
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
     if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
