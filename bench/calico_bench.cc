@@ -4,6 +4,7 @@
 //   scan (alias micro-scan), micro-btree, micro-bfs, micro-ablation, micro-memory
 //          the translation microbenchmarks on every translation variant (bench/micro/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector/vector.h)
+//   vector-codes  RaBitQ and PQ codes: size, encode and estimate speed, recall after re-ranking (bench/vector/codes.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
 //   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tiers/tier_calibrate.h)
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include "tiers/tier_calibrate.h"
 #include "tpcc/tpcc.h"
 #include "calico/variants.h"
+#include "vector/codes.h"
 #include "vector/vector.h"
 #include "ycsb/ycsb.h"
 
@@ -202,6 +204,26 @@ CLI::App* add_vector_command(CLI::App& app, calico::bench::VectorConfig& vec) {
   v->add_flag("--build-only", vec.build_only, "build (or check) the indexes and stop");
   return v;
 }
+// `calico_bench vector-codes` and its options (vector/codes.h).
+CLI::App* add_vector_codes_command(CLI::App& app, calico::bench::VectorCodesConfig& vc) {
+  CLI::App* v = app.add_subcommand("vector-codes", "RaBitQ and PQ vector codes: bytes per vector, encode time, estimate "
+                                                   "throughput, recall@k after re-ranking the best R exactly (docs/results/vector_codes.md)");
+  v->add_option("--dataset", vc.dataset, "clustered (SIFT-like, l2) or embedding (unit vectors, ip; dim 384 unless given)")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding"}));
+  v->add_option("--n", vc.n, "base vectors")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  v->add_option("--dim", vc.dim, "dimensions")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", vc.clusters, "generator clusters (clustered) or topics (embedding)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--queries", vc.queries, "query vectors")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--data-seed", vc.data_seed, "seed of the generator")->capture_default_str();
+  v->add_option("--metric", vc.metric, "l2, ip or cosine (embedding: ip unless given)")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
+  v->add_option("--cache-dir", vc.cache_dir, "where generated datasets and ground truth are cached")->capture_default_str();
+  v->add_option("--train-rows", vc.train_rows, "rows the quantisers train on (the first ones)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  v->add_option("--codes", vc.specs, "quantiser specs, comma list: rabitq:<bits>[:<clusters>], pq:<m>, pq:dim/<d>")->delimiter(',')->capture_default_str();
+  v->add_option("--rerank", vc.rerank, "R values: re-rank the best R by exact distance (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  v->add_option("--k", vc.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
+  v->add_option("--train-threads", vc.train_threads, "k-means threads while training")->capture_default_str()->check(CLI::Range(1u, 64u));
+  v->add_option("--json", vc.json_path, "append one JSON line per quantiser to this file");
+  return v;
+}
 // `calico_bench tpcc` and its options (tpcc/tpcc.h).
 CLI::App* add_tpcc_command(CLI::App& app, calico::bench::TpccConfig& tpcc) {
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
@@ -259,6 +281,8 @@ int main(int argc, char** argv) {
   CLI::App* mm = add_micro_memory_command(app, mem);
   calico::bench::VectorConfig vec;
   CLI::App* v = add_vector_command(app, vec);
+  calico::bench::VectorCodesConfig vcodes;
+  CLI::App* vc = add_vector_codes_command(app, vcodes);
   calico::bench::TpccConfig tpcc;
   CLI::App* tp = add_tpcc_command(app, tpcc);
   calico::bench::TierCalibrateConfig tc;
@@ -279,6 +303,13 @@ int main(int argc, char** argv) {
         if (v->count("--dim") == 0) vec.dim = 384;
       }
       return calico::bench::run_vector(vec);
+    }
+    if (vc->parsed()) {
+      if (vcodes.dataset == "embedding") {
+        if (vc->count("--metric") == 0) vcodes.metric = "ip";
+        if (vc->count("--dim") == 0) vcodes.dim = 384;
+      }
+      return calico::bench::run_vector_codes(vcodes);
     }
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
     if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
