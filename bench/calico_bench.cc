@@ -5,6 +5,7 @@
 //          the translation microbenchmarks on every translation variant (bench/micro/micro.h)
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector/vector.h)
 //   vector-filtered  filtered HNSW search: graph against exact scan, and where they cross (bench/vector/filtered.h)
+//   vector-codes  RaBitQ and PQ codes: size, encode and estimate speed, recall after re-ranking (bench/vector/codes.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
 //   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tiers/tier_calibrate.h)
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "tpcc/tpcc.h"
 #include "calico/variants.h"
 #include "vector/filtered.h"
+#include "vector/codes.h"
 #include "vector/vector.h"
 #include "ycsb/ycsb.h"
 
@@ -230,6 +232,26 @@ CLI::App* add_vector_command(CLI::App& app, calico::bench::VectorConfig& vec) {
   v->add_flag("--build-only", vec.build_only, "build (or check) the indexes and stop");
   return v;
 }
+// `calico_bench vector-codes` and its options (vector/codes.h).
+CLI::App* add_vector_codes_command(CLI::App& app, calico::bench::VectorCodesConfig& vc) {
+  CLI::App* v = app.add_subcommand("vector-codes", "RaBitQ and PQ vector codes: bytes per vector, encode time, estimate "
+                                                   "throughput, recall@k after re-ranking the best R exactly (docs/results/vector_codes.md)");
+  v->add_option("--dataset", vc.dataset, "clustered (SIFT-like, l2) or embedding (unit vectors, ip; dim 384 unless given)")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding"}));
+  v->add_option("--n", vc.n, "base vectors")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  v->add_option("--dim", vc.dim, "dimensions")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", vc.clusters, "generator clusters (clustered) or topics (embedding)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--queries", vc.queries, "query vectors")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--data-seed", vc.data_seed, "seed of the generator")->capture_default_str();
+  v->add_option("--metric", vc.metric, "l2, ip or cosine (embedding: ip unless given)")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
+  v->add_option("--cache-dir", vc.cache_dir, "where generated datasets and ground truth are cached")->capture_default_str();
+  v->add_option("--train-rows", vc.train_rows, "rows the quantisers train on (the first ones)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  v->add_option("--codes", vc.specs, "quantiser specs, comma list: rabitq:<bits>[:<clusters>], pq:<m>, pq:dim/<d>")->delimiter(',')->capture_default_str();
+  v->add_option("--rerank", vc.rerank, "R values: re-rank the best R by exact distance (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 1u << 20));
+  v->add_option("--k", vc.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
+  v->add_option("--train-threads", vc.train_threads, "k-means threads while training")->capture_default_str()->check(CLI::Range(1u, 64u));
+  v->add_option("--json", vc.json_path, "append one JSON line per quantiser to this file");
+  return v;
+}
 // `calico_bench tpcc` and its options (tpcc/tpcc.h).
 CLI::App* add_tpcc_command(CLI::App& app, calico::bench::TpccConfig& tpcc) {
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
@@ -289,6 +311,8 @@ int main(int argc, char** argv) {
   CLI::App* v = add_vector_command(app, vec);
   calico::bench::FilteredConfig vf;
   CLI::App* vfc = add_vector_filtered_command(app, vf);
+  calico::bench::VectorCodesConfig vcodes;
+  CLI::App* vc = add_vector_codes_command(app, vcodes);
   calico::bench::TpccConfig tpcc;
   CLI::App* tp = add_tpcc_command(app, tpcc);
   calico::bench::TierCalibrateConfig tc;
@@ -313,6 +337,13 @@ int main(int argc, char** argv) {
     if (vfc->parsed()) {
       if (vf.dataset == "embedding" && vfc->count("--dim") == 0) vf.dim = 384;
       return calico::bench::run_vector_filtered(vf);
+    }
+    if (vc->parsed()) {
+      if (vcodes.dataset == "embedding") {
+        if (vc->count("--metric") == 0) vcodes.metric = "ip";
+        if (vc->count("--dim") == 0) vcodes.dim = 384;
+      }
+      return calico::bench::run_vector_codes(vcodes);
     }
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
     if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);

@@ -7,15 +7,11 @@
 #include <mutex>
 
 #include "calico/checks.h"
+#include "vector/blas.h"
 
 namespace calico::vector {
 
 namespace {
-
-void blas_single_threaded() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
 
 double norm(const float* v, uint32_t dim) {
   double s = 0;
