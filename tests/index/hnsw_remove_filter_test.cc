@@ -381,6 +381,57 @@ TEST(HnswRemoveFilter, RecallHoldsUnderChurnWithConsolidation) {
   }
 }
 
+// Consolidation repairs a list by filling the places of its removed members; its live
+// members all stay (pruning them with the new candidates lost recall after churn:
+// docs/results/vector_churn.md). Checked on every level-0 list, read from the pages.
+TEST(HnswRemoveFilter, ConsolidationKeepsEveryLiveNeighbour) {
+  constexpr uint32_t kNodes = 600;
+  TempDir dir;
+  const testing::Data data = testing::clustered(kNodes, kDim, 30, 10, 29);
+  auto pool = BufferPool::open(testing::small_options(dir.path(), 256));
+  auto h = BasicHnsw<BufferPool>::create(*pool, "keep", params(), kNodes);
+  for (uint32_t id = 0; id < kNodes; ++id) h.add(id, data.row(id));
+  const index::HnswLayout& L = h.layout();
+  auto level0 = [&](uint32_t id) {  // level-0 extent 0 is blocks 1 .. (an index that never grew)
+    SharedGuard g = pool->pin_shared(PageId(h.space(), 1 + id / L.per_page));
+    const std::byte* row = g.data() + L.row_offset(id);
+    uint32_t count;
+    std::memcpy(&count, row, 4);
+    std::vector<uint32_t> ids(count);
+    std::memcpy(ids.data(), row + sizeof(index::HnswRowHead), 4 * size_t{count});
+    return ids;
+  };
+  std::mt19937_64 rng(5);
+  std::vector<uint32_t> order(kNodes);
+  for (uint32_t i = 0; i < kNodes; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<uint8_t> removed(kNodes, 0);
+  for (uint32_t i = 0; i < kNodes / 5; ++i) h.remove(order[i]), removed[order[i]] = 1;
+  std::vector<std::vector<uint32_t>> survivors(kNodes);
+  uint64_t repaired = 0;
+  for (uint32_t p = 0; p < kNodes; ++p) {
+    if (removed[p]) continue;
+    const std::vector<uint32_t> before = level0(p);
+    bool names_removed = false;
+    for (uint32_t v : before) {
+      if (removed[v]) names_removed = true;
+      else survivors[p].push_back(v);
+    }
+    repaired += names_removed;
+  }
+  ASSERT_GT(repaired, kNodes / 4) << "too few lists named a removed node to test the repair";
+  EXPECT_EQ(h.consolidate(), kNodes / 5);
+  ASSERT_NO_THROW(h.check_structure());
+  for (uint32_t p = 0; p < kNodes; ++p) {
+    if (removed[p]) continue;
+    const std::vector<uint32_t> after = level0(p);
+    for (uint32_t v : survivors[p]) {
+      EXPECT_NE(std::find(after.begin(), after.end(), v), after.end()) << "node " << p << " lost live neighbour " << v;
+    }
+    for (uint32_t v : after) EXPECT_FALSE(removed[v]) << "node " << p << " still names removed node " << v;
+  }
+}
+
 // Bad input: each call fails with kInvalidArgument naming the id, and the index is as before
 // (size, contains, the structure).
 TEST(HnswRemoveFilter, BadInputLeavesTheIndexUnchanged) {

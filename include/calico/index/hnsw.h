@@ -420,13 +420,13 @@ class BasicHnsw {
   [[gnu::flatten]] void layer_score(const float* q, uint32_t level, uint32_t ef, bool optimistic, bool prefetch,
                                     HnswSearchState& st, const Admit& admit = Admit{}) const;
   void select_heuristic(const std::vector<vector::Neighbor>& sorted, uint32_t m, HnswSearchState& st,
-                        std::vector<uint32_t>* out) const;
+                        std::vector<uint32_t>* out, size_t kept = 0) const;
   void insert(uint32_t id, uint32_t level, const float* q, HnswSearchState& st);
   uint32_t allocate_upper(uint32_t level);
   void claim(uint32_t id, uint32_t level, uint32_t upper, const float* v);
   void link(uint32_t node, const uint32_t* ids, uint32_t n, uint32_t level, HnswSearchState& st);
   static void write_list(ExclusiveGuard& g, const ListLocation& loc, const std::vector<uint32_t>& ids);
-  void shrink(uint32_t node, uint32_t max, HnswSearchState& st) const;
+  void shrink(uint32_t node, uint32_t max, HnswSearchState& st, size_t kept = 0) const;
   template <class Removed>
   void relink(uint32_t p, uint32_t l, const Removed& is_removed, HnswSearchState& st) const;
 

@@ -526,9 +526,12 @@ inline uint32_t BasicHnsw<Pool>::consolidate() {
   }
   if (removed.empty()) return 0;
   auto is_removed = [&](uint32_t id) { return heads[id].present() && !heads[id].live(); };
-  // 2. Every live node's list on each of its levels that names a removed node: the
-  // survivors plus the live nodes its removed members lead to on that level, pruned by the
-  // insertion heuristic around the node ([FreshDiskANN] Algorithm 4, per level). A removed
+  // 2. Every live node's list on each of its levels that names a removed node: its live
+  // members (the survivors) all stay, and the places of the removed ones are filled from the
+  // live nodes those lead to on that level, by the insertion heuristic seeded with the
+  // survivors. ([FreshDiskANN] Algorithm 4 prunes survivors and candidates together; kept
+  // survivors gave recall equal to a fresh build's after the whole index was replaced,
+  // where pruning them all lost 0.03 at ef 16: docs/results/vector_churn.md.) A removed
   // member's neighbours may be removed too: the live ones are found through them (a walk
   // over removed nodes only). A node left with no candidate while the level has other
   // nodes is linked as insertion links it (relink).
@@ -551,6 +554,7 @@ inline uint32_t BasicHnsw<Pool>::consolidate() {
         st.mark(v) = epoch;
         (is_removed(v) ? through : st.merged_).push_back(v);
       }
+      const size_t survivors = st.merged_.size();
       if (through.empty()) continue;  // names no removed node
       for (size_t t = 0; t < through.size(); ++t) {
         const uint32_t m = read_links(through[t], l, false, st, theirs.data());
@@ -570,7 +574,7 @@ inline uint32_t BasicHnsw<Pool>::consolidate() {
       if (st.merged_.empty() && on_level[l] >= 2) {
         relink(p, l, is_removed, st);
       } else if (st.merged_.size() > loc.max) {
-        shrink(p, loc.max, st);
+        shrink(p, loc.max, st, survivors);  // the survivors stay; the freed places are filled
       } else {
         st.chosen_.assign(st.merged_.begin(), st.merged_.end());
       }
@@ -1537,12 +1541,14 @@ inline void BasicHnsw<Pool>::exact_scan(const HnswSearchOptions& opt, const Admi
 
 // The heuristic (Algorithm 4, no extension, pruned connections dropped): walks `sorted`
 // (ascending distance to the base vector) and keeps a candidate unless a kept one is
-// closer to it than the base is; stops at m kept. Kept vectors stay in st.rows_.
+// closer to it than the base is; stops at m kept. The first `kept` ids of *out (kept <= m)
+// stay and count as kept; the rest of *out is replaced. Kept vectors stay in st.rows_.
 template <class Pool>
 inline void BasicHnsw<Pool>::select_heuristic(const std::vector<vector::Neighbor>& sorted, uint32_t m,
-                                              HnswSearchState& st, std::vector<uint32_t>* out) const {
-  out->clear();
+                                              HnswSearchState& st, std::vector<uint32_t>* out, size_t kept) const {
+  out->resize(kept);
   const uint32_t dim = params_.dim;
+  for (size_t r = 0; r < kept; ++r) read_vector((*out)[r], true, st, st.rows_.data() + r * dim);
   for (const vector::Neighbor& c : sorted) {
     if (out->size() >= m) break;
     float* row = st.rows_.data() + out->size() * dim;
@@ -1789,14 +1795,17 @@ inline void BasicHnsw<Pool>::write_list(ExclusiveGuard& g, const ListLocation& l
 
 // st.merged_ (node's list plus new ids) -> st.chosen_, at most max ids, by the heuristic.
 template <class Pool>
-inline void BasicHnsw<Pool>::shrink(uint32_t node, uint32_t max, HnswSearchState& st) const {
+inline void BasicHnsw<Pool>::shrink(uint32_t node, uint32_t max, HnswSearchState& st, size_t kept) const {
   // node's own vector goes to the last row of st.rows_ (rows 0 .. max - 1 hold kept ones).
   float* node_vec = st.rows_.data() + size_t{2 * params_.M} * params_.dim;
   read_vector(node, true, st, node_vec);
   st.shrink_.clear();
-  for (uint32_t v : st.merged_) st.shrink_.push_back(vector::Neighbor{distance_to(node_vec, v, true, st), v});
+  for (size_t i = kept; i < st.merged_.size(); ++i) {
+    st.shrink_.push_back(vector::Neighbor{distance_to(node_vec, st.merged_[i], true, st), st.merged_[i]});
+  }
   std::sort(st.shrink_.begin(), st.shrink_.end());
-  select_heuristic(st.shrink_, max, st, &st.chosen_);
+  st.chosen_.assign(st.merged_.begin(), st.merged_.begin() + static_cast<std::ptrdiff_t>(kept));
+  select_heuristic(st.shrink_, max, st, &st.chosen_, kept);
 }
 
 }  // namespace calico::index
