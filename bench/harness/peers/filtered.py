@@ -17,7 +17,7 @@ search thread, a batch of all queries repeated for at least --seconds, every sys
 median of --repeat interleaved rounds; `rows` is the mean number of results returned
 (k whenever k rows are allowed is the contract Calico keeps).
 
-Calico answers a filter allowing m of n rows by an exact scan of them when m * m <= 3 * ef
+Calico answers a filter allowing m of n rows by an exact scan of them when m * m <= 25 * ef
 * n (HnswSearchOptions::exact_scan_below = 0), else by a graph search that keeps only allowed
 nodes; hnswlib and faiss always search the graph (hnswlib calls the Python callback for
 every candidate it keeps). usearch's Python API (2.26) has no filter; pgvector's iterative

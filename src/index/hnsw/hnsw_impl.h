@@ -676,7 +676,7 @@ inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt
   const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
   const uint64_t live = ms.size - ms.deleted;
   const bool exact = opt.exact_scan_below != 0 ? allowed < opt.exact_scan_below
-                                               : allowed * allowed <= 3 * ef * live || allowed <= opt.k;
+                                               : allowed * allowed <= HnswSearchOptions::kExactScanC * ef * live || allowed <= opt.k;
   if (exact) {
     ++st.stats_.searches;
     exact_scan(opt, admit, st, out);
