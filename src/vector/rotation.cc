@@ -28,6 +28,21 @@ double uniform_open0(uint64_t& state) { return (double(splitmix64(state) >> 11) 
 
 }  // namespace
 
+double orthogonalize_row(double* a, uint32_t d, uint32_t i) {
+  double* row = a + size_t{i} * d;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint32_t j = 0; j < i; ++j) {
+      const double* q = a + size_t{j} * d;
+      double dot = 0;
+      for (uint32_t k = 0; k < d; ++k) dot += row[k] * q[k];
+      for (uint32_t k = 0; k < d; ++k) row[k] -= dot * q[k];
+    }
+  }
+  double norm = 0;
+  for (uint32_t k = 0; k < d; ++k) norm += row[k] * row[k];
+  return std::sqrt(norm);
+}
+
 RandomRotation RandomRotation::generate(uint32_t d, uint64_t seed) {
   if (d == 0 || d > kMaxDim) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -48,17 +63,7 @@ RandomRotation RandomRotation::generate(uint32_t d, uint64_t seed) {
   for (uint32_t i = 0; i < d; ++i) {
     double* row = a.data() + size_t{i} * d;
     for (int attempt = 0;; ++attempt) {
-      for (int pass = 0; pass < 2; ++pass) {
-        for (uint32_t j = 0; j < i; ++j) {
-          const double* q = a.data() + size_t{j} * d;
-          double dot = 0;
-          for (uint32_t k = 0; k < d; ++k) dot += row[k] * q[k];
-          for (uint32_t k = 0; k < d; ++k) row[k] -= dot * q[k];
-        }
-      }
-      double norm = 0;
-      for (uint32_t k = 0; k < d; ++k) norm += row[k] * row[k];
-      norm = std::sqrt(norm);
+      const double norm = orthogonalize_row(a.data(), d, i);
       if (norm > 1e-6) {
         for (uint32_t k = 0; k < d; ++k) row[k] /= norm;
         break;

@@ -26,6 +26,11 @@
 
 namespace calico::vector {
 
+// Row i of the d x d row-major matrix a, made orthogonal to rows 0 .. i - 1 (assumed
+// orthonormal) by modified Gram-Schmidt, twice for accuracy; returns the residual norm
+// (the row is not normalised: a caller redraws a row whose norm is ~0).
+double orthogonalize_row(double* a, uint32_t d, uint32_t i);
+
 class RandomRotation {
  public:
   // Bound on d: the matrix is dense (d = 4096 is 64 MB, 1.4e11 flops to generate).

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "calico/error.h"
+#include "vector/rotation.h"
 
 namespace calico::bench::data {
 namespace {
@@ -139,17 +140,7 @@ EmbeddingModel make_embedding_model(const EmbeddingParams& p) {
   for (double& x : q) x = gauss(rng);
   for (uint32_t i = 0; i < d; ++i) {
     double* qi = q.data() + size_t{i} * d;
-    for (int pass = 0; pass < 2; ++pass) {
-      for (uint32_t j = 0; j < i; ++j) {
-        const double* qj = q.data() + size_t{j} * d;
-        double dot = 0;
-        for (uint32_t c = 0; c < d; ++c) dot += qi[c] * qj[c];
-        for (uint32_t c = 0; c < d; ++c) qi[c] -= dot * qj[c];
-      }
-    }
-    double norm = 0;
-    for (uint32_t c = 0; c < d; ++c) norm += qi[c] * qi[c];
-    norm = std::sqrt(norm);
+    const double norm = vector::orthogonalize_row(q.data(), d, i);
     for (uint32_t c = 0; c < d; ++c) qi[c] /= norm;
   }
   m.rotation.assign(q.begin(), q.end());
