@@ -16,6 +16,7 @@
 //   remove(ids)                   removes ids; all checked first
 //   filter(ids)                   an allow-list of ids as a slot bitmap (SlotFilter)
 //   search(q, options, state, &out[, filter])   k results as (distance, id), each id once
+//   search_batch(queries, options, states, outs)  HNSW's interleaved searches, mapped
 //   consolidate()                 HNSW: consolidate, then the freed slots are reused
 //   contains(id), size(), check_structure()
 //
@@ -212,6 +213,14 @@ class BasicMapped {
   void search(const float* q, const Options& opt, State& st, std::vector<MappedNeighbor>* out,
               const SlotFilter& filter) const;
 
+  // HNSW: BasicHnsw::search_batch (the queries' searches interleaved on this thread) in
+  // terms of ids, out[i] as search() would give for queries[i] (a query whose results held
+  // duplicates is searched again alone with a larger k, as search() does).
+  // states[i] distinct, out at least as long as queries.
+  void search_batch(std::span<const float* const> queries, const Options& opt, std::span<State* const> states,
+                    std::span<std::vector<MappedNeighbor>> out) const
+    requires Core::kBatches;
+
   // Whole-structure check at quiescence: the index's check, the map's check, and that the
   // index's live slots are exactly the bound slots (HNSW failed adds aside). Returns the
   // number of ids. Throws std::logic_error naming the first violation.
@@ -239,6 +248,8 @@ class BasicMapped {
   void retire(std::vector<uint32_t>& slots);
   void search_in(const float* q, const Options& opt, State& st, std::vector<MappedNeighbor>* out,
                  const vector::IdFilter* filter) const;
+  bool collect(const std::vector<vector::Neighbor>& slots, uint32_t k, uint32_t asked,
+               std::vector<MappedNeighbor>* out) const;
 
   Index index_;
   std::unique_ptr<Shared> shared_;

@@ -6,7 +6,7 @@
 // Members of a MappedCore<Index>:
 //   Pool, Options, State                the index's pool, search options and search state
 //   kKind, kSlotLimit, kConsolidates    a name for errors, slots below it, consolidate()
-//   dim, metric, size, add, remove, search, with_k, k
+//   dim, metric, size, add, remove, search, with_k, k; search_batch when kBatches
 //   live_slots(index, fn)   fn(slot) for every slot that holds a live row (a migration's
 //                           bindings, the check's bijection); each slot once
 //   unused(index, slot)     the slot holds nothing and may be handed out again (HNSW: not
@@ -36,6 +36,7 @@ struct MappedCore<BasicHnsw<P>> {
   static constexpr const char* kKind = "hnsw";
   static constexpr uint64_t kSlotLimit = Index::kMaxCapacity;
   static constexpr bool kConsolidates = true;
+  static constexpr bool kBatches = true;
 
   static uint32_t dim(const Index& x) { return x.dim(); }
   static vector::Metric metric(const Index& x) { return x.params().metric; }
@@ -53,6 +54,10 @@ struct MappedCore<BasicHnsw<P>> {
     } else {
       x.search(q, opt, st, out);
     }
+  }
+  static void search_batch(const Index& x, std::span<const float* const> qs, const Options& opt,
+                           std::span<State* const> states, std::span<std::vector<vector::Neighbor>> out) {
+    x.search_batch(qs, opt, states, out);
   }
   static Options with_k(Options o, uint32_t k) {
     o.k = k;
@@ -85,6 +90,7 @@ struct MappedCore<BasicIvf<P>> {
   static constexpr const char* kKind = "ivf";
   static constexpr uint64_t kSlotLimit = UINT32_MAX;  // BasicIdMap::kNoSlot is never a slot
   static constexpr bool kConsolidates = false;
+  static constexpr bool kBatches = false;
 
   static uint32_t dim(const Index& x) { return x.dim(); }
   static vector::Metric metric(const Index& x) { return x.metric(); }

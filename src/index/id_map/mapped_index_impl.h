@@ -302,31 +302,76 @@ inline void BasicMapped<Index>::search(const float* q, const Options& opt, State
   search_in(q, opt, st, out, &f);
 }
 
+// Maps the index's results (ascending (distance, slot), `asked` of them asked for) to ids
+// into *out: the first slot of an id is its nearest; unbound slots are dropped. Returns
+// whether *out is final: k ids, or the index had no more to give.
+template <class Index>
+inline bool BasicMapped<Index>::collect(const std::vector<vector::Neighbor>& slots, uint32_t k, uint32_t asked,
+                                        std::vector<MappedNeighbor>* out) const {
+  const Map& map = shared_->map;
+  out->clear();
+  const uint32_t end = map.slot_end();
+  for (const vector::Neighbor& n : slots) {
+    if (n.id >= end) continue;  // not a slot this map handed out: never bound
+    const uint64_t id = map.id_of(n.id);
+    if (id == kNoId) continue;  // being added, being retired, or a failed add
+    if (std::none_of(out->begin(), out->end(), [id](const MappedNeighbor& m) { return m.id == id; })) {
+      out->push_back({n.distance, id});
+    }
+  }
+  const bool done = out->size() >= k || slots.size() < asked;
+  if (done) {
+    std::sort(out->begin(), out->end());
+    if (out->size() > k) out->resize(k);
+  }
+  return done;
+}
+
 template <class Index>
 inline void BasicMapped<Index>::search_in(const float* q, const Options& opt, State& st,
                                           std::vector<MappedNeighbor>* out, const vector::IdFilter* filter) const {
-  const Map& map = shared_->map;
   const uint32_t k = Core::k(opt);
   uint32_t want = k;
   for (uint32_t round = 0;; ++round) {
     Core::search(index_, q, Core::with_k(opt, want), st.index_, &st.slots_, filter);
-    // Slots in ascending (distance, slot) order: the first one of an id is its nearest.
-    out->clear();
-    const uint32_t end = map.slot_end();
-    for (const vector::Neighbor& n : st.slots_) {
-      if (n.id >= end) continue;  // not a slot this map handed out: never bound
-      const uint64_t id = map.id_of(n.id);
-      if (id == kNoId) continue;  // being added, being retired, or a failed add
-      if (std::none_of(out->begin(), out->end(), [id](const MappedNeighbor& m) { return m.id == id; })) {
-        out->push_back({n.distance, id});
-      }
-    }
-    const bool exhausted = st.slots_.size() < want;
-    if (out->size() >= k || exhausted || round + 1 == kMaxFetchRounds || want > UINT32_MAX / 2) break;
+    if (collect(st.slots_, k, want, out)) return;
+    if (round + 1 == kMaxFetchRounds || want > UINT32_MAX / 2) break;
     want *= 2;
   }
   std::sort(out->begin(), out->end());
-  if (out->size() > k) out->resize(k);
+}
+
+template <class Index>
+inline void BasicMapped<Index>::search_batch(std::span<const float* const> queries, const Options& opt,
+                                             std::span<State* const> states,
+                                             std::span<std::vector<MappedNeighbor>> out) const
+  requires Core::kBatches
+{
+  if (states.size() < queries.size() || out.size() < queries.size()) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(Core::kKind) + " search_batch: " +
+                                                 std::to_string(queries.size()) + " queries, " +
+                                                 std::to_string(states.size()) + " states, " +
+                                                 std::to_string(out.size()) + " outputs");
+  }
+  mapped_detail::Section section(shared_->sections);
+  std::vector<typename Core::State*> core_states(queries.size());
+  std::vector<std::vector<vector::Neighbor>> slots(queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) {
+    core_states[i] = &states[i]->index_;
+    slots[i].swap(states[i]->slots_);  // reuse each state's buffer
+  }
+  try {
+    Core::search_batch(index_, queries, opt, core_states, slots);
+  } catch (...) {
+    for (size_t i = 0; i < queries.size(); ++i) slots[i].swap(states[i]->slots_);
+    throw;
+  }
+  for (size_t i = 0; i < queries.size(); ++i) {
+    slots[i].swap(states[i]->slots_);
+    if (!collect(states[i]->slots_, Core::k(opt), Core::k(opt), &out[i])) {
+      search_in(queries[i], opt, *states[i], &out[i], nullptr);  // duplicates: again, alone
+    }
+  }
 }
 
 template <class Index>
