@@ -528,5 +528,36 @@ TEST(IdMapConsolidate, FreedSlotsAreReused) {
   }
 }
 
+// HNSW's search_batch through the map equals search() per query, with upserted ids (whose
+// old slots are tombstones the searches pass through).
+TEST(IdMapSearchBatch, EqualsSearchPerQuery) {
+  using Kind = HnswKind<BufferPool>;
+  const Data d = testing::clustered(900, kDim, 6, 24, 91);
+  TempDir dir;
+  auto pool = BufferPool::open(testing::small_options(dir.path(), 48));
+  Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 600; ++i) ids.push_back(i * 0x9E3779B97F4A7C15ull % (kNoId - 1));
+  x.add(ids, d.row(0), 2);
+  x.add(std::span<const uint64_t>(ids.data(), 200), d.row(600));  // upserts
+  std::vector<const float*> qs;
+  for (uint64_t q = 0; q < d.num_queries(); ++q) qs.push_back(d.query(q));
+  std::vector<std::unique_ptr<Kind::Mapped::State>> owned;
+  std::vector<Kind::Mapped::State*> states;
+  for (size_t i = 0; i < qs.size(); ++i) {
+    owned.push_back(std::make_unique<Kind::Mapped::State>(x));
+    states.push_back(owned.back().get());
+  }
+  std::vector<std::vector<MappedNeighbor>> batch(qs.size());
+  x.search_batch(qs, Kind::options(kK), states, batch);
+  Kind::Mapped::State st(x);
+  std::vector<MappedNeighbor> one;
+  for (size_t q = 0; q < qs.size(); ++q) {
+    x.search(qs[q], Kind::options(kK), st, &one);
+    EXPECT_EQ(batch[q], one) << "query " << q;
+    EXPECT_EQ(one.size(), kK);
+  }
+}
+
 }  // namespace
 }  // namespace calico
