@@ -268,28 +268,31 @@ void concurrent_test() {
   constexpr uint64_t kIds = 24;
   const int rounds = kSlow ? 6 : 25;
   constexpr unsigned kWriters = 2, kReaders = 2;
-  const Data d = testing::clustered(kIds * (rounds + 2) * kWriters + 400, kDim, 6, 20, 41);
+  // Writers go on past `rounds` (up to 4x) until the readers searched this often meanwhile.
+  constexpr uint64_t kMinSearches = 20;
+  const int max_rounds = 4 * rounds;
+  const Data d = testing::clustered(kIds * (max_rounds + 2) * kWriters + 400, kDim, 6, 20, 41);
   TempDir dir;
   auto pool = BufferPool::open(testing::stress_options(testing::small_options(dir.path(), 64)));
   Mapped x = Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
   std::vector<uint64_t> ids(kIds);
   for (uint64_t i = 0; i < kIds; ++i) ids[i] = (i << 40) + 7;  // far from slot numbers
   x.add(ids, d.row(0));
-  std::atomic<bool> stop{false};
+  std::atomic<unsigned> writers_done{0};
   std::atomic<uint64_t> searches{0};
   std::vector<std::vector<uint64_t>> last_row(kWriters, std::vector<uint64_t>(kIds, 0));
   for (uint64_t i = 0; i < kIds; ++i) last_row[0][i] = i;
   std::vector<std::thread> threads;
   for (unsigned w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
-      uint64_t row = 400 + w * kIds * (rounds + 2);
-      for (int r = 0; r < rounds; ++r) {
+      uint64_t row = 400 + w * kIds * (max_rounds + 2);
+      for (int r = 0; r < max_rounds && (r < rounds || searches.load() < kMinSearches); ++r) {
         for (uint64_t i = w; i < kIds; i += kWriters) {
           x.add(ids[i], d.row(row));
           last_row[w][i] = row++;
         }
       }
-      stop.store(true);
+      writers_done.fetch_add(1);
     });
   }
   std::atomic<int> failures{0};
@@ -298,7 +301,7 @@ void concurrent_test() {
       typename Mapped::State st(x);
       std::vector<MappedNeighbor> got;
       std::mt19937_64 rng(r);
-      while (!stop.load() && failures.load() == 0) {
+      while (writers_done.load() < kWriters && failures.load() == 0) {
         const float* q = d.query(rng() % d.num_queries());
         const uint64_t one = ids[rng() % kIds];
         {

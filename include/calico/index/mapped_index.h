@@ -34,7 +34,10 @@
 //   per call). An error in (3) leaves nothing bound (the slot is reused unless the index
 //   kept a failed add there); in (4)-(5) the row is taken out again (entry cleared, slot
 //   removed); so a failed row changes no binding, and the rows of the batch before it
-//   stay committed. AddMode::kInsert fails a row whose id is present at (1).
+//   stay committed. AddMode::kInsert fails a row whose id is present at (1). An error in
+//   (6) (a pool error) comes after the commit: the old slot's entry is cleared first, so a
+//   slot whose removal failed stays in the index unmapped, hidden from every result, its
+//   space not reclaimed.
 //
 // Upserts and searches: a search sees, for each id, its old vector or its new one, never
 // neither. Every search (and every SlotFilter) runs inside a read section. From before (5)
