@@ -3,8 +3,9 @@ IvfIndex: a reference model (dict id -> vector, NumPy brute force) under random
 interleavings of add, upsert, delete and filtered search with ids anywhere in uint64; upserts
 from one thread while another searches never hide an id; bad ids and batches raise and
 change nothing; ids=None never overwrites a user's id; everything survives a reopen in a new
-process; an index written before the map (simulated by a map-less copy) is not needed: the
-C++ tests cover migration (IdMapLegacy)."""
+process; an index written without a map (as before the map existed: the 'direct'
+translation's binding still writes them) opens on another translation with its ids (the map
+is built on first open: migration; the C++ tests cover an interrupted one, IdMapLegacy)."""
 
 import threading
 
@@ -250,3 +251,26 @@ def test_reopen_in_a_new_process(data_dir):
                 print(kind, "ok")
     """)
     assert "hnsw ok" in out and "ivf ok" in out
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_an_index_without_a_map_opens_with_its_ids(data_dir, kind):
+    rows = clustered(300, DIM, seed=12)
+    with calico.Pool(data_dir, pool_bytes=16 << 20, translation="direct") as pool:
+        index = _make(pool, kind)
+        index.add(rows)  # ids 0 .. 299, slots = ids
+        index.delete(np.arange(0, 300, 10))
+        assert pool.spaces() == ["v"], "no map on 'direct'"
+        before = _search(index, kind, rows[:20], K)
+    with calico.Pool(data_dir, pool_bytes=16 << 20) as pool:
+        index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
+        assert sorted(pool.spaces()) == ["v", "v.ids", "v.slots"]
+        assert len(index) == 270 and 5 in index and 10 not in index
+        after = _search(index, kind, rows[:20], K)
+        assert (after[0] == before[0]).all() and (after[1] == before[1]).all(), "the ids the index had"
+        index.add(rows[:2] + 1, ids=np.array([5, 2**63], dtype=np.uint64))  # an upsert, a 64-bit id
+        assert len(index) == 271
+    with calico.Pool(data_dir, pool_bytes=16 << 20) as pool:  # the map is kept, not built again
+        index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
+        got, dist = _search(index, kind, rows[:2] + 1, 1)
+        assert got[:, 0].tolist() == [5, 2**63] and (dist[:, 0] == 0).all()
