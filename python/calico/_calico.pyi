@@ -97,8 +97,8 @@ class Pool:
 class HnswIndex:
     """
     An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's
-    memory is fine). Ids are integers below 2^32 - 1 (the index grows to take them; dense ids
-    keep it small); ``delete`` removes ids (added again once ``consolidate`` freed them),
+    memory is fine). Ids are any uint64 but 2^64 - 1 (an id map translates them to the
+    graph's nodes); ``add`` of a present id replaces its vector, ``delete`` removes ids,
     ``search(filter=...)`` searches among allowed ids.
     """
 
@@ -120,11 +120,12 @@ class HnswIndex:
 
     def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
         """
-        Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;
-        None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).
-        The batch is checked first (dim, NaN/inf, ids below 2^32 - 1 and not added before) and the
-        index grown for its largest id, so a bad batch adds nothing. Raises TypeError
-        (dtype/layout), InvalidArgumentError.
+        Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers,
+        uint64 for ids of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self)
+        up that are not in the index) on ``num_threads`` C++ threads (0: one per core). An id in
+        the index gets the new vector (upsert): a search meanwhile sees the old or the new one.
+        The batch is checked first (dim, NaN/inf, ids: none twice, not 2^64 - 1, one per row),
+        so a bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
         """
 
     def search(
@@ -144,8 +145,9 @@ class HnswIndex:
         the pool, whose reads then overlap (8 on one thread: 1.2-1.45x QPS); in memory it is
         slower. Each query in flight holds a search state of about one byte per node of the
         capacity. ``filter``: only these ids may be returned, given as a 1-D integer array of
-        ids or a boolean mask over ids (element i allows id i); rows with fewer than k allowed
-        ids are padded with (2^64 - 1, inf). A filter allowing few ids is answered by an exact
+        ids or a boolean mask over ids (element i allows id i; ids not in the index allow
+        nothing); rows with fewer than k allowed ids are padded with (2^64 - 1, inf). Each id
+        appears at most once per row. A filter allowing few ids is answered by an exact
         scan of them, otherwise by a graph search that keeps only allowed ids; either way each
         row holds min(k, allowed ids in the index) results (in_flight is 1 with a filter).
         Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),
@@ -156,17 +158,17 @@ class HnswIndex:
         """
         Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first
         (each id in the index, none twice), so a bad batch removes nothing. A removed node stays
-        in the graph as a tombstone that searches pass through until consolidate() frees it
-        (its id can then be added again).
-        Raises TypeError (dtype), InvalidArgumentError.
+        in the graph as a tombstone that searches pass through until consolidate() frees its
+        slot (the id itself may be added again at once).
+        Raises TypeError (dtype), InvalidArgumentError (naming the first bad id).
         """
 
     def consolidate(self) -> int:
         """
-        Repairs the graph around the deleted ids (each list that named one gets its neighbours
-        instead, pruned as insertion prunes: FreshDiskANN's consolidation) and frees their
-        slots, so that those ids may be added again. Returns how many were freed. One pass
-        over the index; adds and deletes wait for it, searches go on.
+        Repairs the graph around the deleted and replaced vectors (each list that named one gets
+        its neighbours instead, pruned as insertion prunes: FreshDiskANN's consolidation) and
+        frees their slots for later adds. Returns how many were freed. One pass over the index;
+        adds and deletes wait for it, searches go on.
         """
 
     def __len__(self) -> int:
@@ -189,7 +191,10 @@ class HnswIndex:
 
     @property
     def capacity(self) -> int:
-        """Ids below it need no growth; it doubles whenever an id past it is added."""
+        """
+        Nodes (slots) the graph has room for; it doubles whenever an add needs more. Each add
+        (and each upsert) takes a slot; consolidate() frees deleted and replaced ones.
+        """
 
     @property
     def M(self) -> int:
@@ -224,9 +229,9 @@ class IvfIndex:
     """
     An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by
     k-means (train), rows appended to their nearest centroid's list (add), the nprobe
-    nearest lists scanned (search). Ids are integers below 2^32 - 1 (not checked for
-    uniqueness, as in IVF-Flat: a repeated id is a second row); ``delete`` removes every
-    row of the given ids, ``search(filter=...)`` searches among allowed ids.
+    nearest lists scanned (search). Ids are any uint64 but 2^64 - 1, one row each (an id
+    map translates them): ``add`` of a present id replaces its row, ``delete`` removes
+    ids, ``search(filter=...)`` searches among allowed ids.
     """
 
     def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', nlist: int = 1024) -> None:
@@ -238,9 +243,7 @@ class IvfIndex:
 
     @staticmethod
     def open(pool: Pool, name: str) -> IvfIndex:
-        """
-        Opens the index written earlier under ``name`` (UnknownSpaceError when missing).
-        """
+        """Opens the index written earlier under ``name`` (UnknownSpaceError when missing)."""
 
     def train(self, vectors: Vectors, iters: int = 10, seed: int = 42, num_threads: int = 0) -> None:
         """
@@ -255,10 +258,12 @@ class IvfIndex:
 
     def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
         """
-        Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on
-        ``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.
-        After a delete, None's ids may repeat ids still in the index (ids are not checked for
-        uniqueness): pass ``ids`` then.
+        Adds float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (1-D integers, uint64 for ids
+        of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self) up that are
+        not in the index) on ``num_threads`` C++ threads. An id in the index gets the new
+        vector (upsert; a search meanwhile sees the old or the new one). The batch is checked
+        first; a bad batch adds nothing. Upserts remove the replaced rows in one pass over the
+        index per call: upsert in batches.
         """
 
     def search(
@@ -283,16 +288,19 @@ class IvfIndex:
 
     def delete(self, ids: Ids) -> None:
         """
-        Removes every row with one of ``ids`` (1-D integers; a repeated id's rows all go): no
-        search returns them again. The batch is checked first (each id in the index, none
-        twice), so a bad batch removes nothing. With no id -> list map yet, one call reads
-        the whole index once, however few ids it names: delete in batches. The rows' space
-        in their pages is reused by compaction; pages are not freed.
+        Removes ``ids`` (1-D integers): no search returns them again. The batch is checked
+        first (each id in the index, none twice), so a bad batch removes nothing. One call
+        reads every posting page once (the id map finds each id's slot, not its list), however
+        few ids it names: delete in batches. The rows' space in their pages is reused by
+        compaction; pages are not freed.
         Raises TypeError (dtype), InvalidArgumentError (naming the first bad id).
         """
 
     def __len__(self) -> int:
         """The number of rows (added, not deleted)."""
+
+    def __contains__(self, id: int) -> bool:
+        """Whether ``id`` is in the index (added and not deleted)."""
 
     @property
     def name(self) -> str:
@@ -312,9 +320,7 @@ class IvfIndex:
 
     @property
     def optimistic(self) -> bool:
-        """
-        Searches read posting pages optimistically. False: under a shared pin (the ablation).
-        """
+        """Searches read posting pages optimistically. False: under a shared pin (the ablation)."""
 
     @optimistic.setter
     def optimistic(self, arg: bool, /) -> None: ...

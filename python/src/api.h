@@ -59,7 +59,7 @@ struct SearchKnobs {
   bool prefetch = true;
   unsigned threads = 0;  // 0: one per core (at most one per 8 queries)
   uint32_t in_flight = 1;  // HNSW: queries in flight per thread (BasicHnsw::search_batch)
-  const std::vector<uint64_t>* allowed = nullptr;  // an allow-list bitmap over ids (vector::IdFilter; nullptr: no filter)
+  const std::vector<uint64_t>* allowed_ids = nullptr;  // an allow-list of user ids (nullptr: no filter)
 };
 
 class VectorIndexApi : public IndexApi {
@@ -67,11 +67,13 @@ class VectorIndexApi : public IndexApi {
   virtual uint32_t dim() = 0;
   virtual MetricName metric() = 0;
   virtual uint64_t size() = 0;
-  // Adds rows with ids ids[i] (already checked by the caller for range). Threads as in
-  // SearchKnobs. Throws calico::Error of the first failing row; rows added before stay.
+  // Upserts rows with ids ids[i] (nullptr: the first free ids from size() up, never a
+  // present one). Threads as in SearchKnobs. The batch is checked whole first (ids not
+  // 2^64 - 1, none twice; rows finite, non-zero for cosine); then throws calico::Error of
+  // the first failing row, with the rows committed before it kept.
   virtual void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) = 0;
-  // Fills ids[n x k] and dist[n x k]; rows with fewer than k results are padded with
-  // (UINT64_MAX, +inf).
+  // Fills ids[n x k] (user ids) and dist[n x k]; rows with fewer than k results are padded
+  // with (UINT64_MAX, +inf).
   virtual void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) = 0;
 };
 
@@ -81,8 +83,8 @@ class HnswApi : public VectorIndexApi {
   virtual uint32_t M() = 0;
   virtual uint32_t ef_construction() = 0;
   virtual bool contains(uint64_t id) = 0;
-  // Removes ids[0 .. n): all are checked first (below capacity, distinct, in the index), so
-  // that a bad batch removes nothing; then removed one by one. Throws calico::Error.
+  // Removes ids[0 .. n): all are checked first (present, distinct), so that a bad batch
+  // removes nothing. Throws calico::Error naming the first bad id.
   virtual void remove(const uint64_t* ids, uint64_t n) = 0;
   // BasicHnsw::consolidate: repairs the graph around deleted ids and frees them; returns
   // how many.
@@ -93,11 +95,12 @@ class IvfApi : public VectorIndexApi {
  public:
   virtual uint32_t nlist() = 0;
   virtual bool trained() = 0;
+  virtual bool contains(uint64_t id) = 0;  // false while untrained
   // Trains the centroids on v (stores none of the rows). Errors: already trained.
   virtual void train(const VectorBatch& v, uint32_t iters, uint64_t seed, unsigned threads) = 0;
-  // Removes every row of ids[0 .. n) (BasicIvf::remove: one scan of the index per call).
-  // The batch is checked first (each id with a row, none twice), so that a bad batch
-  // removes nothing. Throws calico::Error.
+  // Removes ids[0 .. n) (their rows: BasicIvf::remove, one scan of the index per call).
+  // The batch is checked first (each id present, none twice), so that a bad batch removes
+  // nothing. Throws calico::Error naming the first bad id.
   virtual void remove(const uint64_t* ids, uint64_t n) = 0;
 };
 

@@ -4,8 +4,8 @@
 //   they are read in place, never copied. Any other dtype or a non-contiguous layout is a
 //   TypeError (naming the fix: np.ascontiguousarray(x, dtype=np.float32)); a wrong shape or
 //   dim is calico.InvalidArgumentError (a ValueError).
-//   ids are a 1-D integer array (any integer dtype, no negative value) of one per row,
-//   copied once into uint64 (they are small next to the vectors).
+//   ids are a 1-D integer array (any integer dtype, no negative value; uint64 for ids of
+//   2^63 and up) of one per row, copied once into uint64 (small next to the vectors).
 //   Outputs are new NumPy arrays (numpy.empty) that the search fills in place.
 #pragma once
 
@@ -119,42 +119,24 @@ inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
   return integers_of(a, "ids");
 }
 
-// A search filter as an allow-list bitmap over ids 0 .. capacity - 1 (bit id % 64 of word
-// id / 64; vector::IdFilter): from a 1-D integer array of allowed ids (ids at or past
-// capacity allow nothing), or a 1-D boolean mask whose element i allows id i (its length at
-// most capacity). The words stop after the largest allowed id (the mask's length): ids past
-// them are not allowed, so an index whose ids span 2^32 (IVF) needs no 2^32-bit map.
-inline std::vector<uint64_t> allow_list_of(const nb::object& filter, uint64_t capacity) {
+// A search filter as the list of allowed ids: a 1-D integer array of ids (any integer
+// dtype, none negative), or a 1-D boolean mask whose element i allows id i. The index maps
+// them to its slots (BasicMapped::filter; ids not in the index allow nothing).
+inline std::vector<uint64_t> allowed_ids_of(const nb::object& filter) {
   AnyArray a;
   if (!nb::try_cast(filter, a, false)) {
     throw nb::type_error("filter must be a 1-D NumPy array: integer ids, or a boolean mask over ids");
   }
-  std::vector<uint64_t> words;
   if (a.dtype().code == static_cast<uint8_t>(nb::dlpack::dtype_code::Bool)) {
     if (a.ndim() != 1) throw Error(ErrorCode::kInvalidArgument, "filter must be 1-D");
-    const uint64_t n = a.shape(0);
-    if (n > capacity) {
-      throw Error(ErrorCode::kInvalidArgument, "filter: a boolean mask of " + std::to_string(n) +
-                                                   " elements is longer than the capacity (" +
-                                                   std::to_string(capacity) + ")");
-    }
-    words.assign((n + 63) / 64, 0);
+    std::vector<uint64_t> ids;
     const auto* base = static_cast<const char*>(a.data());
-    for (uint64_t i = 0; i < n; ++i) {
-      if (base[static_cast<int64_t>(i) * a.stride(0)] != 0) words[i / 64] |= uint64_t{1} << (i % 64);
+    for (uint64_t i = 0; i < a.shape(0); ++i) {
+      if (base[static_cast<int64_t>(i) * a.stride(0)] != 0) ids.push_back(i);
     }
-    return words;
+    return ids;
   }
-  const std::vector<uint64_t> ids = integers_of(a, "filter");
-  uint64_t end = 0;  // one past the largest allowed id below capacity
-  for (const uint64_t id : ids) {
-    if (id < capacity) end = std::max(end, id + 1);
-  }
-  words.assign((end + 63) / 64, 0);
-  for (const uint64_t id : ids) {
-    if (id < capacity) words[id / 64] |= uint64_t{1} << (id % 64);
-  }
-  return words;
+  return integers_of(a, "filter");
 }
 
 // A new rows x cols NumPy array (numpy.empty, called through a cached reference: cheaper

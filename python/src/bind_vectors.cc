@@ -77,7 +77,7 @@ nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint
                       uint32_t in_flight = 1, const std::vector<uint64_t>* allowed = nullptr) {
   FloatRows rows(queries, h.api->dim(), "queries");
   const VectorBatch& q = rows.batch();
-  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed};
+  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed};  // allowed: user ids
   if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
   OutArray<uint64_t> ids(q.rows, k);
   OutArray<float> dist(q.rows, k);
@@ -99,8 +99,8 @@ nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint
 void bind_vectors(nb::module_& m) {
   nb::class_<HnswHandle>(m, "HnswIndex",
                          "An HNSW vector index stored in a Pool under ``name`` (persistent; larger than the pool's\n"
-                         "memory is fine). Ids are integers below 2^32 - 1 (the index grows to take them; dense ids\n"
-                         "keep it small); ``delete`` removes ids (added again once ``consolidate`` freed them),\n"
+                         "memory is fine). Ids are any uint64 but 2^64 - 1 (an id map translates them to the\n"
+                         "graph's nodes); ``add`` of a present id replaces its vector, ``delete`` removes ids,\n"
                          "``search(filter=...)`` searches among allowed ids.")
       .def(
           "__init__",
@@ -135,11 +135,12 @@ void bind_vectors(nb::module_& m) {
           "Opens the index written earlier under ``name``. Raises UnknownSpaceError when there is\n"
           "none, InvalidArgumentError when the space holds another kind of index.")
       .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
-           "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers;\n"
-           "None: the first unused ids from len(self) up) on ``num_threads`` C++ threads (0: one per core).\n"
-           "The batch is checked first (dim, NaN/inf, ids below 2^32 - 1 and not added before) and the\n"
-           "index grown for its largest id, so a bad batch adds nothing. Raises TypeError\n"
-           "(dtype/layout), InvalidArgumentError.")
+           "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers,\n"
+           "uint64 for ids of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self)\n"
+           "up that are not in the index) on ``num_threads`` C++ threads (0: one per core). An id in\n"
+           "the index gets the new vector (upsert): a search meanwhile sees the old or the new one.\n"
+           "The batch is checked first (dim, NaN/inf, ids: none twice, not 2^64 - 1, one per row),\n"
+           "so a bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
       .def(
           "search",
           [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads, uint32_t in_flight,
@@ -149,7 +150,7 @@ void bind_vectors(nb::module_& m) {
                                                            " (got " + std::to_string(in_flight) + ")");
             }
             std::optional<std::vector<uint64_t>> allowed;
-            if (!filter.is_none()) allowed = allow_list_of(filter, h.api->capacity());
+            if (!filter.is_none()) allowed = allowed_ids_of(filter);
             return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads, in_flight,
                                allowed ? &*allowed : nullptr);
           },
@@ -162,8 +163,9 @@ void bind_vectors(nb::module_& m) {
           "the pool, whose reads then overlap (8 on one thread: 1.2-1.45x QPS); in memory it is\n"
           "slower. Each query in flight holds a search state of about one byte per node of the\n"
           "capacity. ``filter``: only these ids may be returned, given as a 1-D integer array of\n"
-          "ids or a boolean mask over ids (element i allows id i); rows with fewer than k allowed\n"
-          "ids are padded with (2^64 - 1, inf). A filter allowing few ids is answered by an exact\n"
+          "ids or a boolean mask over ids (element i allows id i; ids not in the index allow\n"
+          "nothing); rows with fewer than k allowed ids are padded with (2^64 - 1, inf). Each id\n"
+          "appears at most once per row. A filter allowing few ids is answered by an exact\n"
           "scan of them, otherwise by a graph search that keeps only allowed ids; either way each\n"
           "row holds min(k, allowed ids in the index) results (in_flight is 1 with a filter).\n"
           "Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),\n"
@@ -172,19 +174,19 @@ void bind_vectors(nb::module_& m) {
           "delete", &delete_ids<HnswApi>, "ids"_a,
           "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first\n"
           "(each id in the index, none twice), so a bad batch removes nothing. A removed node stays\n"
-          "in the graph as a tombstone that searches pass through until consolidate() frees it\n"
-          "(its id can then be added again).\n"
-          "Raises TypeError (dtype), InvalidArgumentError.")
+          "in the graph as a tombstone that searches pass through until consolidate() frees its\n"
+          "slot (the id itself may be added again at once).\n"
+          "Raises TypeError (dtype), InvalidArgumentError (naming the first bad id).")
       .def(
           "consolidate",
           [](HnswHandle& h) {
             nb::gil_scoped_release release;
             return h.api->consolidate();
           },
-          "Repairs the graph around the deleted ids (each list that named one gets its neighbours\n"
-          "instead, pruned as insertion prunes: FreshDiskANN's consolidation) and frees their\n"
-          "slots, so that those ids may be added again. Returns how many were freed. One pass\n"
-          "over the index; adds and deletes wait for it, searches go on.")
+          "Repairs the graph around the deleted and replaced vectors (each list that named one gets\n"
+          "its neighbours instead, pruned as insertion prunes: FreshDiskANN's consolidation) and\n"
+          "frees their slots for later adds. Returns how many were freed. One pass over the index;\n"
+          "adds and deletes wait for it, searches go on.")
       .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors in the index (added, not deleted).")
       .def(
           "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
@@ -193,7 +195,8 @@ void bind_vectors(nb::module_& m) {
       .def_prop_ro("dim", [](HnswHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](HnswHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
       .def_prop_ro("capacity", [](HnswHandle& h) { return h.api->capacity(); },
-                   "Ids below it need no growth; it doubles whenever an id past it is added.")
+                   "Nodes (slots) the graph has room for; it doubles whenever an add needs more. Each add\n"
+                   "(and each upsert) takes a slot; consolidate() frees deleted and replaced ones.")
       .def_prop_ro("M", [](HnswHandle& h) { return h.api->M(); }, "Links per node on levels above 0.")
       .def_prop_ro(
           "ef_construction", [](HnswHandle& h) { return h.api->ef_construction(); }, "Insertion beam width.")
@@ -210,9 +213,9 @@ void bind_vectors(nb::module_& m) {
   nb::class_<IvfHandle>(m, "IvfIndex",
                         "An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by\n"
                         "k-means (train), rows appended to their nearest centroid's list (add), the nprobe\n"
-                        "nearest lists scanned (search). Ids are integers below 2^32 - 1 (not checked for\n"
-                        "uniqueness, as in IVF-Flat: a repeated id is a second row); ``delete`` removes every\n"
-                        "row of the given ids, ``search(filter=...)`` searches among allowed ids.")
+                        "nearest lists scanned (search). Ids are any uint64 but 2^64 - 1, one row each (an id\n"
+                        "map translates them): ``add`` of a present id replaces its row, ``delete`` removes\n"
+                        "ids, ``search(filter=...)`` searches among allowed ids.")
       .def(
           "__init__",
           [](IvfHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
@@ -253,16 +256,18 @@ void bind_vectors(nb::module_& m) {
           "InvalidArgumentError (trained already, too few rows, NaN/inf), SpaceExistsError.")
       .def_prop_ro("is_trained", [](IvfHandle& h) { return h.api->trained(); }, "Whether train() ran.")
       .def("add", &add_rows<IvfApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
-           "Appends float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (None: len(self), ...) on\n"
-           "``num_threads`` C++ threads. The batch is checked first; a bad batch adds nothing.\n"
-           "After a delete, None's ids may repeat ids still in the index (ids are not checked for\n"
-           "uniqueness): pass ``ids`` then.")
+           "Adds float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (1-D integers, uint64 for ids\n"
+           "of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self) up that are\n"
+           "not in the index) on ``num_threads`` C++ threads. An id in the index gets the new\n"
+           "vector (upsert; a search meanwhile sees the old or the new one). The batch is checked\n"
+           "first; a bad batch adds nothing. Upserts remove the replaced rows in one pass over the\n"
+           "index per call: upsert in batches.")
       .def(
           "search",
           [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads, const nb::object& filter) {
             if (!h.api->trained()) throw Error(ErrorCode::kInvalidArgument, "ivf search: '" + h.name + "' is not trained");
-            std::optional<std::vector<uint64_t>> allowed;  // ids are below 2^32 - 1
-            if (!filter.is_none()) allowed = allow_list_of(filter, std::numeric_limits<uint32_t>::max());
+            std::optional<std::vector<uint64_t>> allowed;
+            if (!filter.is_none()) allowed = allowed_ids_of(filter);
             return search_rows(h, q, k, nprobe, threads, 1, allowed ? &*allowed : nullptr);
           },
           "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0, "filter"_a = nb::none(),
@@ -277,13 +282,16 @@ void bind_vectors(nb::module_& m) {
           "negative filter id).")
       .def(
           "delete", &delete_ids<IvfApi>, "ids"_a,
-          "Removes every row with one of ``ids`` (1-D integers; a repeated id's rows all go): no\n"
-          "search returns them again. The batch is checked first (each id in the index, none\n"
-          "twice), so a bad batch removes nothing. With no id -> list map yet, one call reads\n"
-          "the whole index once, however few ids it names: delete in batches. The rows' space\n"
-          "in their pages is reused by compaction; pages are not freed.\n"
+          "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked\n"
+          "first (each id in the index, none twice), so a bad batch removes nothing. One call\n"
+          "reads every posting page once (the id map finds each id's slot, not its list), however\n"
+          "few ids it names: delete in batches. The rows' space in their pages is reused by\n"
+          "compaction; pages are not freed.\n"
           "Raises TypeError (dtype), InvalidArgumentError (naming the first bad id).")
       .def("__len__", [](IvfHandle& h) { return h.api->size(); }, "The number of rows (added, not deleted).")
+      .def(
+          "__contains__", [](IvfHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
+          "Whether ``id`` is in the index (added and not deleted).")
       .def_prop_ro("name", [](IvfHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](IvfHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](IvfHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")

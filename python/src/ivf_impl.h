@@ -1,10 +1,10 @@
-// IvfImpl<Pool>: IvfApi over index::BasicIvf<Pool> (api.h has the locking rules). A new
-// handle is untrained and writes nothing; train() writes the centroids and empty lists
-// (IvfParams::train_only); add() appends rows. Ids are any value < 2^32 - 1, not checked
-// for uniqueness (as in IVF-Flat: a repeated id is a second row). A batch is checked whole
-// (finite rows, non-zero for cosine, ids in range) before its first row is added; a
-// delete batch likewise (BasicIvf::remove checks that every id has a row and none is
-// repeated before it removes anything).
+// IvfImpl<Pool>: IvfApi over index::BasicMapped<index::BasicIvf<Pool>> (api.h has the
+// locking rules). A new handle is untrained and writes nothing; train() writes the centroids
+// and empty lists (IvfParams::train_only) and the id map; add() upserts rows. Ids are any
+// uint64 but 2^64 - 1, each one row (an index written before the id map, whose ids could
+// repeat, keeps a repeated id's rows together under that id); ids=None takes the first
+// free ids from size() up. Batches are checked whole before the first row is written (by
+// the map: ids; here: rows), a delete batch likewise.
 #pragma once
 
 #include <limits>
@@ -18,6 +18,7 @@
 #include "batch.h"
 #include "gate.h"
 #include "calico/index/ivf.h"
+#include "calico/index/mapped_index.h"
 #include "vector_checks.h"
 
 namespace calico::py {
@@ -25,7 +26,9 @@ namespace calico::py {
 template <class Pool>
 class IvfImpl final : public IvfApi {
  public:
-  using Index = index::BasicIvf<Pool>;
+  using Core = index::BasicIvf<Pool>;
+  using Index = index::BasicMapped<Core>;
+  using State = typename Index::State;
 
   // An open index (`index` set) or an untrained handle for `name`.
   IvfImpl(std::shared_ptr<Gate> gate, std::shared_ptr<void> owner, Pool* pool, std::string name, uint32_t dim,
@@ -43,7 +46,11 @@ class IvfImpl final : public IvfApi {
     index_.reset();
   }
 
-  void sync() override {}
+  // Under the gate (PoolApi::flush and close hold it): the map's B+tree count.
+  void sync() override {
+    std::lock_guard l(train_mu_);
+    if (index_) index_->sync();
+  }
   void close_locked() override {
     index_.reset();
     closed_ = true;
@@ -61,6 +68,12 @@ class IvfImpl final : public IvfApi {
     Use u(*gate_);
     return index_ ? index_->size() : 0;
   }
+  bool contains(uint64_t id) override {
+    Use u(*gate_);
+    check_open();
+    std::lock_guard l(train_mu_);
+    return index_ && index_->contains(id);
+  }
 
   void train(const VectorBatch& v, uint32_t iters, uint64_t seed, unsigned threads) override {
     Use u(*gate_);
@@ -75,65 +88,53 @@ class IvfImpl final : public IvfApi {
     p.seed = seed;
     p.threads = threads;
     p.train_only = true;
-    index_.emplace(Index::build(*pool_, name_, p, v.data, v.rows));
+    index_.emplace(Index::attach(*pool_, name_, Core::build(*pool_, name_, p, v.data, v.rows)));
   }
 
   void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) override {
     Use u(*gate_);
     Index& x = trained_index("add");
     check_rows(v, dim_, to_metric(metric_), "ivf add");
-    std::unique_lock numbering(auto_ids_mu_, std::defer_lock);  // as in HnswImpl::add
-    if (!ids) numbering.lock();
-    const uint64_t base = x.size();
-    auto id_of = [&](uint64_t i) { return ids ? ids[i] : base + i; };
-    for (uint64_t i = 0; i < v.rows; ++i) {
-      if (id_of(i) >= std::numeric_limits<uint32_t>::max()) {
-        throw Error(ErrorCode::kInvalidArgument, "ivf add: id " + std::to_string(id_of(i)) + " (row " +
-                                                     std::to_string(i) + ") is not below 2^32 - 1");
-      }
-    }
     // 'direct' validates no optimistic read: its adds run one at a time.
     std::unique_lock serial(direct_add_mu_, std::defer_lock);
     if constexpr (Pool::TranslationPolicy::kDirect) serial.lock();
-    parallel_rows(v.rows, Pool::TranslationPolicy::kDirect ? 1 : threads_for(v.rows, threads, 64),
-                  [&](unsigned, uint64_t i) { x.add(static_cast<uint32_t>(id_of(i)), v.data + i * dim_); });
+    const unsigned n = Pool::TranslationPolicy::kDirect ? 1 : threads_for(v.rows, threads, 64);
+    if (ids) {
+      x.add(std::span<const uint64_t>(ids, v.rows), v.data, n);
+    } else {
+      x.add_numbered(v.data, v.rows, n);
+    }
   }
 
   void remove(const uint64_t* ids, uint64_t n) override {
     Use u(*gate_);
     Index& x = trained_index("delete");
-    std::vector<uint32_t> id(n);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (ids[i] >= std::numeric_limits<uint32_t>::max()) {  // never added: add() takes ids below it
-        throw Error(ErrorCode::kInvalidArgument, "ivf delete: id " + std::to_string(ids[i]) + " (element " +
-                                                     std::to_string(i) + ") is not in the index");
-      }
-      id[i] = static_cast<uint32_t>(ids[i]);
-    }
     // 'direct' validates no optimistic read: its writers run one at a time (as add's).
     std::unique_lock serial(direct_add_mu_, std::defer_lock);
     if constexpr (Pool::TranslationPolicy::kDirect) serial.lock();
-    x.remove(id.data(), id.size());  // remove() calls are serialised inside the index
+    x.remove(std::span<const uint64_t>(ids, n));
   }
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);
     Index& x = trained_index("search");
     check_rows(q, dim_, to_metric(metric_), "ivf search");
-    const std::optional<vector::IdFilter> filter =
-        knobs.allowed ? std::optional(vector::IdFilter{*knobs.allowed}) : std::nullopt;
+    // The allow-list as slots, built once for the call (it holds a read section until the
+    // call returns: calico/index/mapped_index.h).
+    const std::optional<index::SlotFilter> filter =
+        knobs.allowed_ids ? std::optional<index::SlotFilter>(x.filter(*knobs.allowed_ids)) : std::nullopt;
     index::IvfSearchOptions opt;
     opt.k = knobs.k;
     opt.nprobe = knobs.param;
     opt.optimistic = knobs.optimistic;
     opt.prefetch = knobs.prefetch;
     const unsigned threads = threads_for(q.rows, knobs.threads, 4);
-    auto make = [&] { return std::make_unique<index::IvfSearchState>(x); };
-    std::vector<typename StatePool<index::IvfSearchState>::Lease> leases;
+    auto make = [&] { return std::make_unique<State>(x); };
+    std::vector<typename StatePool<State>::Lease> leases;
     for (unsigned w = 0; w < threads; ++w) leases.push_back(states_.acquire(make));
-    std::vector<std::vector<vector::Neighbor>> outs(threads);
+    std::vector<std::vector<index::MappedNeighbor>> outs(threads);
     parallel_rows(q.rows, threads, [&](unsigned w, uint64_t i) {
-      std::vector<vector::Neighbor>& out = outs[w];
+      std::vector<index::MappedNeighbor>& out = outs[w];
       if (filter) {
         x.search(q.data + i * dim_, opt, *leases[w], &out, *filter);
       } else {
@@ -171,8 +172,7 @@ class IvfImpl final : public IvfApi {
   std::optional<Index> index_;
   bool closed_ = false;
   std::mutex direct_add_mu_;  // serialises adds on 'direct' pools
-  std::mutex auto_ids_mu_;    // held by an add with ids = None for its whole batch  // written under the gate held exclusive
-  StatePool<index::IvfSearchState> states_;
+  StatePool<State> states_;
 };
 
 }  // namespace calico::py

@@ -13,7 +13,9 @@
 #include "calico/error.h"
 #include "gate.h"
 #include "hnsw_impl.h"
+#include "hnsw_slot_impl.h"
 #include "ivf_impl.h"
+#include "ivf_slot_impl.h"
 
 namespace calico::py {
 
@@ -126,23 +128,27 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     Use u(*gate_);
     std::lock_guard l(registry_mu_);
     if (auto x = registered<HnswApi>(name, "an HNSW index")) return check_hnsw(x, name, create, cfg);
-    using Index = index::BasicHnsw<Pool>;
-    std::optional<Index> index;
-    if (exists(name)) {
-      make_resident_if_direct(name);
-      index.emplace(Index::open(*pool_, name));
-    } else if (create) {
-      index::HnswParams p;
-      p.dim = cfg.dim;
-      p.metric = to_metric(cfg.metric);
-      p.M = cfg.M;
-      p.ef_construction = cfg.ef_construction;
-      p.seed = cfg.seed;
-      index.emplace(Index::create(*pool_, name, p, cfg.capacity));
+    using Core = index::BasicHnsw<Pool>;
+    index::HnswParams p;
+    p.dim = cfg.dim;
+    p.metric = to_metric(cfg.metric);
+    p.M = cfg.M;
+    p.ef_construction = cfg.ef_construction;
+    p.seed = cfg.seed;
+    if (!exists(name) && !create) pool_->open_space(name);  // throws kUnknownSpace naming it
+    std::shared_ptr<HnswApi> x;
+    if constexpr (kDirect) {  // one space per pool: no id map (hnsw_slot_impl.h)
+      if (exists(name)) make_resident_if_direct(name);
+      Core index = exists(name) ? Core::open(*pool_, name) : Core::create(*pool_, name, p, cfg.capacity);
+      x = std::make_shared<HnswSlotImpl<Pool>>(gate_, this->shared_from_this(), std::move(index));
     } else {
-      pool_->open_space(name);  // throws kUnknownSpace naming it
+      using Index = index::BasicMapped<Core>;
+      if (!exists(name)) check_map_name(name);
+      // attach() opens the map, creates it for a new index, or migrates an index without one.
+      Index index = Index::attach(*pool_, name,
+                                  exists(name) ? Core::open(*pool_, name) : Core::create(*pool_, name, p, cfg.capacity));
+      x = std::make_shared<HnswImpl<Pool>>(gate_, this->shared_from_this(), std::move(index));
     }
-    auto x = std::make_shared<HnswImpl<Pool>>(gate_, this->shared_from_this(), std::move(*index));
     registry_[std::string(name)] = x;
     return check_hnsw(x, name, create, cfg);
   }
@@ -153,20 +159,34 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     std::lock_guard l(registry_mu_);
     std::shared_ptr<IvfApi> x = registered<IvfApi>(name, "an IVF index");
     if (!x) {
-      using Index = index::BasicIvf<Pool>;
+      using Core = index::BasicIvf<Pool>;
+      using Index = index::BasicMapped<Core>;
       if (exists(name)) {
         make_resident_if_direct(name);
-        Index index = Index::open(*pool_, name);
-        x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name),
-                                            index.dim(), from_metric(index.metric()), index.nlist(),
-                                            std::move(index));
+        Core core = Core::open(*pool_, name);
+        const uint32_t d = core.dim(), nl = core.nlist();
+        const MetricName mn = from_metric(core.metric());
+        if constexpr (kDirect) {  // one space per pool: no id map (ivf_slot_impl.h)
+          x = std::make_shared<IvfSlotImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name), d,
+                                                  mn, nl, std::move(core));
+        } else {
+          // attach() opens the map, or migrates an index without one.
+          x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name), d, mn,
+                                              nl, Index::attach(*pool_, name, std::move(core)));
+        }
       } else if (create) {
         if (dim == 0 || nlist == 0) {
           throw Error(ErrorCode::kInvalidArgument, "ivf '" + std::string(name) + "': dim " + std::to_string(dim) +
                                                        " and nlist " + std::to_string(nlist) + " must be at least 1");
         }
-        x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name), dim,
-                                            metric, nlist, std::nullopt);
+        if constexpr (kDirect) {
+          x = std::make_shared<IvfSlotImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name),
+                                                  dim, metric, nlist, std::nullopt);
+        } else {
+          check_map_name(name);
+          x = std::make_shared<IvfImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name), dim,
+                                              metric, nlist, std::nullopt);
+        }
       } else {
         pool_->open_space(name);  // throws kUnknownSpace naming it
       }
@@ -200,6 +220,18 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
   }
 
  private:
+  // 'direct' maps one space to frames: its vector indexes have no id map (*_slot_impl.h).
+  static constexpr bool kDirect = Pool::TranslationPolicy::kDirect;
+
+  // A new vector index's name must leave room for its id map's space names.
+  static void check_map_name(std::string_view name) {
+    if (name.size() > index::BasicIdMap<Pool>::kMaxIndexName) {
+      throw Error(ErrorCode::kInvalidArgument, "index name '" + std::string(name) + "' is longer than " +
+                                                   std::to_string(index::BasicIdMap<Pool>::kMaxIndexName) +
+                                                   " characters (its id map adds '.slots')");
+    }
+  }
+
   // 'direct' (no translation: the ceiling) reads optimistically from frame block + 1
   // without validation, so a page must be resident before any read: an index opened there
   // has its whole space loaded first (pages allocated later are resident already).

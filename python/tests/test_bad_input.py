@@ -113,12 +113,12 @@ def test_non_contiguous_float64_and_other_types_are_type_errors(filled):
 def test_bad_ids_add_nothing(filled):
     _, h, ivf, _, _, intact = filled
     rows = clustered(3, DIM, seed=13)
-    with pytest.raises(calico.InvalidArgumentError, match="id 4294967295 .* past the largest id"):
-        h.add(rows, ids=np.array([1500, 1501, 2**32 - 1]))
-    with pytest.raises(calico.InvalidArgumentError, match="id 5 .* was added before"):
-        h.add(rows, ids=np.array([1500, 5, 1502]))
-    with pytest.raises(calico.InvalidArgumentError, match="id 1600 .* was added before"):
+    with pytest.raises(calico.InvalidArgumentError, match="id 18446744073709551615 .* the reserved id"):
+        h.add(rows, ids=np.array([1500, 1501, 2**64 - 1], dtype=np.uint64))
+    with pytest.raises(calico.InvalidArgumentError, match="id 1600 .* is given twice"):
         h.add(rows, ids=np.array([1600, 1601, 1600]))
+    with pytest.raises(calico.InvalidArgumentError, match="id 1600 .* is given twice"):
+        ivf.add(rows, ids=np.array([1600, 1601, 1600]))
     with pytest.raises(calico.InvalidArgumentError, match="negative"):
         h.add(rows, ids=np.array([1, -2, 3]))
     with pytest.raises(calico.InvalidArgumentError, match="one id per row"):

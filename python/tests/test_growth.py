@@ -77,6 +77,6 @@ def test_a_batch_that_cannot_fit_adds_nothing(pool):
     index = calico.HnswIndex(pool, "h", dim=4, capacity=10)
     rows = np.ones((2, 4), dtype=np.float32)
     capacity = index.capacity
-    with pytest.raises(calico.InvalidArgumentError, match="past the largest id"):
-        index.add(rows, ids=np.array([3, 2**32 - 1]))
+    with pytest.raises(calico.InvalidArgumentError, match="the reserved id"):
+        index.add(rows, ids=np.array([3, 2**64 - 1], dtype=np.uint64))
     assert len(index) == 0 and index.capacity == capacity

@@ -55,13 +55,18 @@ def test_deleted_rows_are_gone_and_exact_search_matches_brute_force(built):
     assert not np.isin(small, gone).any()
 
 
-def test_a_repeated_id_loses_every_row(built):
+def test_a_repeated_id_replaces_its_row(built):
+    """An id is one row: adding it again replaces its vector (upsert); delete removes it."""
     index, base = built
     extra = clustered(3, DIM, seed=9) + 40.0  # far from everything: their own nearest rows
-    index.add(extra, ids=np.array([7, 7, 8]))  # 7 now has three rows, 8 two
-    assert len(index) == N + 3
-    got, _ = index.search(extra, k=3, nprobe=NLIST)
-    assert 7 in got[0] and 8 in got[2]
+    index.add(extra[:2], ids=np.array([7, 8]))  # 7 and 8 get new vectors
+    assert len(index) == N
+    got, dist = index.search(extra[:2], k=1, nprobe=NLIST)
+    assert got[:, 0].tolist() == [7, 8] and (dist[:, 0] == 0).all()
+    got, _ = index.search(base[7:9], k=K, nprobe=NLIST)
+    assert not np.isin(got[:, 0], [7, 8]).any(), "the old vectors are gone"
+    with pytest.raises(calico.InvalidArgumentError, match="given twice"):
+        index.add(extra, ids=np.array([7, 7, 8]))
     index.delete(np.array([7, 8]))
     assert len(index) == N - 2
     got, _ = index.search(np.concatenate([extra, base[7:9]]), k=K, nprobe=NLIST)
@@ -162,16 +167,16 @@ def test_deletes_persist_across_a_reopen(data_dir):
             index.delete(np.array([0]))
 
 
-def test_auto_ids_after_a_delete_may_repeat_ids(pool):
-    """ids=None numbers from len(self): after deleting low ids, the next rows take ids still in
-    the index (a second row each, as documented), so an index that deletes is given ids."""
+def test_auto_ids_after_a_delete_take_free_ids_only(pool):
+    """ids=None numbers from len(self), skipping ids in the index: after deleting low ids the
+    next rows take the first free ids from there, never an id still in the index."""
     base = clustered(100, DIM, seed=8)
     index = calico.IvfIndex(pool, "auto", dim=DIM, nlist=4)
     index.train(base)
     index.add(base[:50])  # ids 0 .. 49
     index.delete(np.arange(0, 10))
-    index.add(base[50:51])  # id len(self) = 40, which is still in the index
+    index.add(base[50:51])  # len(self) = 40, 40 .. 49 are taken: id 50
     got, _ = index.search(np.concatenate([base[40:41], base[50:51]]), k=1, nprobe=4)
-    assert got[:, 0].tolist() == [40, 40]
-    index.delete(np.array([40]))  # both rows of id 40 go
-    assert len(index) == 39
+    assert got[:, 0].tolist() == [40, 50]
+    index.delete(np.array([40]))
+    assert len(index) == 40

@@ -1,0 +1,306 @@
+// BasicIdMap<Pool>'s member definitions: the declaration and its contract are in
+// include/calico/index/id_map.h, the page format in id_map_layout.h. Included at the end of
+// calico/index/id_map.h (through calico/detail/id_map_impl.h).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "calico/checks.h"
+#include "calico/error.h"
+#include "calico/index/id_map.h"
+#include "index/corrupt_page.h"
+#include "index/id_map/id_map_layout.h"
+
+namespace calico::index {
+
+template <class Pool>
+inline void BasicIdMap<Pool>::check_name(std::string_view index) {
+  if (index.size() > kMaxIndexName) {
+    throw Error(ErrorCode::kInvalidArgument, "index name '" + std::string(index) + "' is longer than " +
+                                                 std::to_string(kMaxIndexName) +
+                                                 " characters: no room for its id map's space names");
+  }
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::exists(const Pool& pool, std::string_view index) {
+  const std::string name = slots_space(index);
+  for (const SpaceInfo& s : pool.spaces()) {
+    if (s.name == name) return true;
+  }
+  return false;
+}
+
+template <class Pool>
+inline auto BasicIdMap<Pool>::create(Pool& pool, std::string_view index) -> BasicIdMap {
+  check_name(index);
+  // The slots space first: its metadata (kMigrating) is what open() and a redone migration
+  // look at; a crash before the tree exists leaves a kMigrating map, which is dropped.
+  const SpaceId slots = pool.create_space(slots_space(index));
+  Meta m{};
+  m.magic = id_map_detail::kMagic;
+  m.format_version = id_map_detail::kFormatVersion;
+  m.page_size = static_cast<uint32_t>(pool.page_size());
+  m.slots_per_page = static_cast<uint32_t>(pool.usable_page_size() / id_map_detail::kEntryBytes);
+  m.state = static_cast<uint32_t>(id_map_detail::MapState::kMigrating);
+  m.reserved_slots = 0;
+  {
+    ExclusiveGuard g = pool.allocate(slots);
+    CALICO_CHECK(g.page_id().block() == 0);
+    std::memcpy(g.data(), &m, sizeof m);
+    g.mark_dirty();
+  }
+  auto tree = std::make_unique<Tree>(Tree::create(pool, ids_space(index)));
+  return BasicIdMap(pool, slots, std::move(tree), m);
+}
+
+template <class Pool>
+inline auto BasicIdMap<Pool>::open(Pool& pool, std::string_view index) -> BasicIdMap {
+  check_name(index);
+  const SpaceId slots = pool.open_space(slots_space(index));
+  if (pool.space_blocks(slots) < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "space '" + slots_space(index) + "' is not an id map (empty)");
+  }
+  Meta m;
+  {
+    SharedGuard g = pool.pin_shared(PageId(slots, 0));
+    std::memcpy(&m, g.data(), sizeof m);
+  }
+  const uint64_t per_page = pool.usable_page_size() / id_map_detail::kEntryBytes;
+  const bool state_ok = m.state == static_cast<uint32_t>(id_map_detail::MapState::kMigrating) ||
+                        m.state == static_cast<uint32_t>(id_map_detail::MapState::kReady);
+  if (m.magic != id_map_detail::kMagic || m.format_version != id_map_detail::kFormatVersion ||
+      m.page_size != pool.page_size() || m.slots_per_page != per_page || !state_ok) {
+    throw Error(ErrorCode::kInvalidArgument, "space '" + slots_space(index) + "' is not an id map of this format",
+                PageId(slots, 0));
+  }
+  // Every slot handed out has its array page (the invariant of id_map_layout.h).
+  const uint64_t pages = pool.space_blocks(slots) - 1;
+  if (m.reserved_slots > pages * per_page + per_page || m.reserved_slots >= kNoSlot) {
+    corrupt_page("id map", "metadata: reserved_slots " + std::to_string(m.reserved_slots) + " past the array's " +
+                               std::to_string(pages) + " pages",
+                 PageId(slots, 0));
+  }
+  auto tree = std::make_unique<Tree>(Tree::open(pool, ids_space(index)));
+  return BasicIdMap(pool, slots, std::move(tree), m);
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::drop(Pool& pool, std::string_view index) {
+  for (const std::string& name : {ids_space(index), slots_space(index)}) {
+    for (const SpaceInfo& s : pool.spaces()) {
+      if (s.name == name) pool.drop_space(pool.open_space(name));
+    }
+  }
+}
+
+template <class Pool>
+inline BasicIdMap<Pool>::BasicIdMap(Pool& pool, SpaceId slots, std::unique_ptr<Tree> tree, const Meta& meta)
+    : pool_(&pool),
+      slots_(slots),
+      per_page_(meta.slots_per_page),
+      tree_(std::move(tree)),
+      alloc_(std::make_unique<Alloc>()),
+      end_(std::make_unique<std::atomic<uint64_t>>(meta.reserved_slots)) {
+  // After a reopen the next slot is the persisted high-water mark: slots of the last chunk
+  // that were never handed out are skipped (see "Slots" in the header).
+  alloc_->next = meta.reserved_slots;
+  alloc_->reserved = meta.reserved_slots;
+}
+
+template <class Pool>
+inline PageId BasicIdMap<Pool>::entry_page(uint32_t slot) const {
+  return PageId(slots_, static_cast<BlockId>(1 + slot / per_page_));
+}
+
+template <class Pool>
+inline uint32_t BasicIdMap<Pool>::entry_offset(uint32_t slot) const {
+  return static_cast<uint32_t>(slot % per_page_ * id_map_detail::kEntryBytes);
+}
+
+template <class Pool>
+inline auto BasicIdMap<Pool>::read_meta() const -> Meta {
+  Meta m;
+  SharedGuard g = pool_->pin_shared(PageId(slots_, 0));
+  std::memcpy(&m, g.data(), sizeof m);
+  return m;
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::write_meta(const Meta& m) {
+  ExclusiveGuard g = pool_->pin_exclusive(PageId(slots_, 0));
+  std::memcpy(g.data(), &m, sizeof m);
+  g.mark_dirty();
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::ready() const {
+  return read_meta().state == static_cast<uint32_t>(id_map_detail::MapState::kReady);
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::mark_ready() {
+  std::lock_guard l(alloc_->mu);
+  Meta m = read_meta();
+  m.state = static_cast<uint32_t>(id_map_detail::MapState::kReady);
+  write_meta(m);
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::slot_of(uint64_t id, uint32_t* slot) const {
+  if (id == kNoId) return false;
+  std::string v;
+  if (!tree_->lookup(id_map_detail::key_of(id), &v)) return false;
+  if (v.size() != 4) {
+    throw Error(ErrorCode::kCorruptPage, "id map: the binding of id " + std::to_string(id) + " has " +
+                                             std::to_string(v.size()) + " bytes, not 4");
+  }
+  std::memcpy(slot, v.data(), 4);
+  return true;
+}
+
+template <class Pool>
+inline uint64_t BasicIdMap<Pool>::id_of(uint32_t slot) const {
+  CALICO_DCHECK(slot < slot_end());
+  const uint32_t off = entry_offset(slot);
+  const uint64_t stored = pool_->optimistic_read(
+      entry_page(slot), [off](const std::byte* page) { return id_map_detail::racy_entry(page, off); }, off);
+  return stored - 1;  // 0 (none) becomes kNoId
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::bind(uint64_t id, uint32_t slot) {
+  CALICO_CHECK(id != kNoId && slot != kNoSlot);
+  return tree_->upsert(id_map_detail::key_of(id), id_map_detail::value_of(slot), nullptr);
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::unbind(uint64_t id) {
+  if (id == kNoId) return false;
+  return tree_->remove(id_map_detail::key_of(id));
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::set_id(uint32_t slot, uint64_t id) {
+  CALICO_CHECK(slot < slot_end());
+  const uint64_t stored = id + 1;  // kNoId -> 0
+  ExclusiveGuard g = pool_->pin_exclusive(entry_page(slot));
+  std::memcpy(g.data() + entry_offset(slot), &stored, sizeof stored);
+  g.mark_dirty();
+}
+
+template <class Pool>
+inline uint32_t BasicIdMap<Pool>::allocate_slot(uint64_t limit) {
+  std::lock_guard l(alloc_->mu);
+  Alloc& a = *alloc_;
+  if (!a.free.empty()) {
+    const uint32_t s = a.free.back();
+    a.free.pop_back();
+    return s;
+  }
+  const uint64_t s = a.next;
+  if (s >= limit || s >= kNoSlot) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "id map: every slot below the index's limit (" + std::to_string(std::min<uint64_t>(limit, kNoSlot)) +
+                    ") is taken");
+  }
+  // The array page of s exists before s is handed out (appended in block order).
+  while (pool_->space_blocks(slots_) < 2 + s / per_page_) pool_->allocate(slots_);
+  if (s >= a.reserved) {
+    Meta m = read_meta();
+    m.reserved_slots = s + kReserveChunk;
+    write_meta(m);
+    a.reserved = m.reserved_slots;
+  }
+  a.next = s + 1;
+  end_->store(a.next, std::memory_order_release);
+  return static_cast<uint32_t>(s);
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::free_slot(uint32_t slot) {
+  std::lock_guard l(alloc_->mu);
+  alloc_->free.push_back(slot);
+}
+
+template <class Pool>
+template <class Unused>
+inline uint64_t BasicIdMap<Pool>::refill_free(Unused&& unused) {
+  std::lock_guard l(alloc_->mu);
+  std::vector<uint32_t> free;
+  const uint64_t end = alloc_->next;
+  for (uint64_t s = end; s-- > 0;) {  // descending: allocate_slot pops the lowest first
+    const auto slot = static_cast<uint32_t>(s);
+    if (id_of(slot) == kNoId && unused(slot)) free.push_back(slot);
+  }
+  alloc_->free = std::move(free);
+  return alloc_->free.size();
+}
+
+template <class Pool>
+inline uint32_t BasicIdMap<Pool>::slot_end() const {
+  return static_cast<uint32_t>(end_->load(std::memory_order_acquire));
+}
+
+template <class Pool>
+inline uint64_t BasicIdMap<Pool>::size() const { return tree_->size(); }
+
+template <class Pool>
+template <class Fn>
+inline void BasicIdMap<Pool>::for_each(Fn&& fn) const {
+  tree_->scan(std::string_view("\0", 1), [&](std::string_view k, std::string_view v) {
+    if (k.size() != 8 || v.size() != 4) {
+      throw Error(ErrorCode::kCorruptPage, "id map: a binding of " + std::to_string(k.size()) + " + " +
+                                               std::to_string(v.size()) + " bytes, not 8 + 4");
+    }
+    uint32_t slot;
+    std::memcpy(&slot, v.data(), 4);
+    fn(id_map_detail::id_of_key(k), slot);
+    return true;
+  });
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::sync() { tree_->sync_metadata(); }
+
+template <class Pool>
+inline void BasicIdMap<Pool>::fail(const std::string& what) {
+  throw std::logic_error("id map: " + what);
+}
+
+template <class Pool>
+inline uint64_t BasicIdMap<Pool>::check() const {
+  const auto shape = tree_->check();
+  const uint32_t end = slot_end();
+  std::unordered_map<uint32_t, uint64_t> bound;  // slot -> id, from the tree
+  uint64_t n = 0;
+  for_each([&](uint64_t id, uint32_t slot) {
+    if (id == kNoId) fail("id 2^64 - 1 (kNoId) is bound");
+    if (slot >= end) fail("id " + std::to_string(id) + " is bound to slot " + std::to_string(slot) +
+                          ", past slot_end " + std::to_string(end));
+    if (!bound.emplace(slot, id).second) {
+      fail("slot " + std::to_string(slot) + " is bound to ids " + std::to_string(bound[slot]) + " and " +
+           std::to_string(id));
+    }
+    if (id_of(slot) != id) {
+      fail("id " + std::to_string(id) + " -> slot " + std::to_string(slot) + ", whose entry names id " +
+           std::to_string(id_of(slot)));
+    }
+    ++n;
+  });
+  if (shape.entries != n) fail("the tree counts " + std::to_string(shape.entries) + " entries, the scan " + std::to_string(n));
+  for (uint32_t s = 0; s < end; ++s) {
+    const uint64_t id = id_of(s);
+    if (id != kNoId && !bound.contains(s)) {
+      fail("slot " + std::to_string(s) + " names id " + std::to_string(id) + ", which is not bound to it");
+    }
+  }
+  return n;
+}
+
+}  // namespace calico::index
