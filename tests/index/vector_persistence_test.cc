@@ -20,7 +20,7 @@ namespace {
 using testing::Data;
 using testing::TempDir;
 
-int run_tool(const std::vector<std::string>& args) { return testing::run_process(CALICO_VECTOR_TOOL, args); }
+int run_tool(const std::vector<std::string>& args) { return testing::run_process(testing::helper_tool("vector_tool"), args); }
 
 constexpr uint64_t kBuilt = 800;  // rows the first process indexes
 constexpr uint64_t kTotal = 1000;  // rows after this process adds the rest

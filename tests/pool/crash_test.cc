@@ -184,7 +184,7 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
 FlushLog run_child(const std::string& dir, uint64_t seed, long delay_us, bool* killed) {
   std::string log_path = dir + ".log";
   std::remove(log_path.c_str());
-  pid_t pid = testing::start_process(CALICO_CRASH_TOOL, {dir, std::to_string(seed), std::to_string(kOps), log_path});
+  pid_t pid = testing::start_process(testing::helper_tool("crash_tool"), {dir, std::to_string(seed), std::to_string(kOps), log_path});
   EXPECT_GT(pid, 0);
   if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
   *killed = delay_us > 0 && ::kill(pid, SIGKILL) == 0;

@@ -13,7 +13,7 @@ namespace {
 using testing::TempDir;
 
 // Runs page_tool (a separate executable) and returns its exit code.
-int run_tool(const std::vector<std::string>& args) { return testing::run_process(CALICO_PAGE_TOOL, args); }
+int run_tool(const std::vector<std::string>& args) { return testing::run_process(testing::helper_tool("page_tool"), args); }
 
 class Persistence : public ::testing::TestWithParam<size_t> {};
 
