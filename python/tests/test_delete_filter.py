@@ -157,7 +157,7 @@ def test_consolidate_frees_deleted_ids_for_new_vectors(built):
 
 def test_auto_consolidate_bounds_tombstones_and_reuses_slots(pool):
     """By default an add or delete that leaves max(1000, 0.2 x len) tombstones consolidates:
-    rounds of upserts keep the capacity where it was and recall where a fresh build has it;
+    rounds of upserts keep the capacity at its first growth and recall where a fresh build has it;
     off (0), every replaced vector stays a tombstone. Bad values raise and change nothing."""
     n = 3000
     base = clustered(n, DIM, seed=21)
@@ -165,15 +165,19 @@ def test_auto_consolidate_bounds_tombstones_and_reuses_slots(pool):
     assert index.auto_consolidate == pytest.approx(0.2)
     ids = np.arange(n, dtype=np.uint64) * 1000 + 7
     index.add(base, ids=ids)
-    capacity = index.capacity
     current = base.copy()
     rng = np.random.default_rng(22)
-    for r in range(6):
+    capacities = []
+    for r in range(8):
         pick = np.sort(rng.choice(n, size=600, replace=False))
         current[pick] = clustered(600, DIM, seed=100 + r)
         index.add(current[pick], ids=ids[pick])  # upserts: the old vectors become tombstones
         assert index.tombstones < max(1000, 0.2 * len(index)), r
-    assert index.capacity == capacity, "freed slots were reused"
+        capacities.append(index.capacity)
+    # Slots in use stay below n + 1000 tombstones + one batch of 600: the first round's
+    # growth (a doubling) holds them all, while the rows ever added (3000 + 8 x 600) would not
+    # fit without consolidation.
+    assert len(set(capacities)) == 1 and capacities[0] < n + 8 * 600, capacities
     queries = clustered(200, DIM, seed=23)
     got, _ = index.search(queries, k=K, ef=64)
     want = ids[brute_force(current, queries, K)]

@@ -93,6 +93,7 @@ class Calico:
         self.pool = self.calico.Pool(self.path, pool_bytes=int(len(rows) * per_row * 2) + (64 << 20))
         self.index = self.calico.HnswIndex(self.pool, "hnsw", dim=rows.shape[1], metric=self.args.metric, M=self.args.M,
                                            ef_construction=self.args.ef_construction, capacity=len(rows))
+        self.index.auto_consolidate = 0  # consolidated by replace(), once per round, as measured
         self.row_of = np.array(row_numbers, dtype=np.int64)  # id -> row number
         self.id_of = {int(r): i for i, r in enumerate(self.row_of)}
         self.index.add(rows, ids=np.arange(len(rows), dtype=np.uint64), num_threads=threads)
