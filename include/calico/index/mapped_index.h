@@ -52,7 +52,8 @@
 // is none (an add between (3) and (4), or one being retired) is dropped; when that leaves
 // fewer than k, the search asks the index for 2k, 4k ... (kMaxFetchRounds).
 //
-// Remove (delete) of ids: all ids' locks are taken (in lock order), every id is checked
+// Remove (delete) of ids: all ids' locks are taken (in lock order; a batch under more than
+// half of them takes the writers mutex exclusively instead), every id is checked
 // (present, not repeated) before anything is written; then per id: the binding is removed
 // (the commit point), the slot's entry cleared, and the slots removed from the index in one
 // call. No grace period: a search that began before may still return the id.

@@ -255,7 +255,6 @@ inline void BasicMapped<Index>::remove(std::span<const uint64_t> ids) {
 
 template <class Index>
 inline void BasicMapped<Index>::remove_rows(std::span<const uint64_t> ids) {
-  std::shared_lock writing(shared_->writers);
   Map& map = shared_->map;
   std::unordered_set<uint64_t> seen;
   std::vector<unsigned> locks;
@@ -268,9 +267,19 @@ inline void BasicMapped<Index>::remove_rows(std::span<const uint64_t> ids) {
   }
   std::sort(locks.begin(), locks.end());
   locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
+  // A batch under more than half of the id locks takes `writers` exclusively instead: no
+  // other add or remove runs then, so it needs no id lock, and a thread never holds more
+  // than a few mutexes (ThreadSanitizer tracks at most 64 held at once by one thread).
+  std::shared_lock shared_hold(shared_->writers, std::defer_lock);
+  std::unique_lock exclusive_hold(shared_->writers, std::defer_lock);
   std::vector<std::unique_lock<std::mutex>> held;  // ascending lock index: the lock order
-  held.reserve(locks.size());
-  for (const unsigned l : locks) held.emplace_back(shared_->id_locks[l]);
+  if (locks.size() > kIdLocks / 2) {
+    exclusive_hold.lock();
+  } else {
+    shared_hold.lock();
+    held.reserve(locks.size());
+    for (const unsigned l : locks) held.emplace_back(shared_->id_locks[l]);
+  }
   // Every id checked under its lock before anything is written.
   std::vector<uint32_t> slots(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
