@@ -48,7 +48,9 @@
 // (check() only at quiescence). The B+tree has its own (optimistic lock coupling); a slot
 // entry is written under its page's exclusive latch and read optimistically; slot
 // allocation (free list, high-water mark, appending array pages, the metadata page) is
-// under one in-process mutex, so one BasicIdMap object per index per pool. The map does not
+// under one in-process mutex, so one BasicIdMap object per index per pool; the label tree
+// is created at most once, under its own mutex, and found through an atomic pointer (a
+// reader that finds none sees no labels). The map does not
 // order its two halves: BasicMapped's per-id locks do (calico/index/mapped_index.h).
 // A thread holds at most one page latch of the map at a time.
 //
