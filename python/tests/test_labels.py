@@ -10,25 +10,10 @@ import numpy as np
 import pytest
 
 import calico
-from conftest import clustered, run_python
+from conftest import clustered, run_python, search_small, small_index
 
 DIM, K = 8, 10
-NLIST = 8
 NO_ID = np.iinfo(np.uint64).max
-
-
-def _make(pool, kind, name="v"):
-    if kind == "hnsw":
-        return calico.HnswIndex(pool, name, dim=DIM, M=8, ef_construction=64, capacity=256)
-    index = calico.IvfIndex(pool, name, dim=DIM, nlist=NLIST)
-    index.train(clustered(400, DIM, seed=9))
-    return index
-
-
-def _search(index, kind, q, k, **kw):
-    if kind == "hnsw":
-        return index.search(q, k=k, ef=128, **kw)
-    return index.search(q, k=k, nprobe=NLIST, **kw)  # exact
 
 
 def _random_label(rng):
@@ -96,7 +81,7 @@ def test_model_of_labeled_upserts_deletes_and_label_filtered_search(data_dir, ki
     searched = {"{0}": 0, "{1, 2}": 0, "rare": 0, "absent": 0, "ids and {0, 1}": 0}
     # 64 pages: the index, its map and its label tree are larger, so pages are evicted all along.
     with calico.Pool(data_dir, pool_bytes=64 * 4096, translation="array") as pool:
-        index = _make(pool, kind)
+        index = small_index(pool, kind)
         for step in range(700):
             dice = rng.integers(100)
             if dice < 35 or len(model.vec) < 40:  # a batch of new ids, labeled or not
@@ -142,7 +127,7 @@ def test_model_of_labeled_upserts_deletes_and_label_filtered_search(data_dir, ki
                 kw = {"labels": arg}
                 if allow is not None:  # with an id that is not in the index (ids are below 2^63)
                     kw["filter"] = np.array(sorted(allow) + [2**63 + 5], dtype=np.uint64)
-                ids, dist = _search(index, kind, q, K, **kw)
+                ids, dist = search_small(index, kind, q, K, **kw)
                 h, w = _check(model, q, ids[0], dist[0], labels, allow, exact=kind == "ivf")
                 hits, wanted = hits + h, wanted + w
                 searched[name] += 1
@@ -161,13 +146,13 @@ def test_model_of_labeled_upserts_deletes_and_label_filtered_search(data_dir, ki
         for i in model.vec:
             assert index.get_label(i) == model.label[i]
         for q in queries[:10]:
-            ids, dist = _search(index, kind, q, K, labels=[1, 2])
+            ids, dist = search_small(index, kind, q, K, labels=[1, 2])
             _check(model, q, ids[0], dist[0], {1, 2}, None, exact=kind == "ivf")
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_bad_labels_raise_naming_labels_and_add_nothing(pool, kind):
-    index = _make(pool, kind)
+    index = small_index(pool, kind)
     rows = clustered(50, DIM, seed=7)
     index.add(rows[:20], ids=np.arange(20), labels=np.full(20, 3))
     before = index.search(rows[:5], k=5, labels=3)

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "calico/index/mapped_index.h"
+#include "support/mapped_kinds.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "support/vector_data.h"
@@ -32,59 +34,16 @@ namespace calico {
 namespace {
 
 using index::AddMode;
-using index::BasicHnsw;
-using index::BasicIvf;
-using index::BasicMapped;
 using index::MappedNeighbor;
 using testing::Data;
 using testing::TempDir;
+using testing::mapped::HnswKind;
+using testing::mapped::IvfKind;
+using testing::mapped::kDim;
 using vector::Metric;
 
-constexpr uint32_t kDim = 8;
 constexpr uint32_t kK = 10;
-constexpr uint32_t kNlist = 8;
 constexpr bool kSlow = testing::kThreadSanitizer || testing::kAddressSanitizer;
-
-template <class Pool>
-struct HnswKind {
-  using Index = BasicHnsw<Pool>;
-  using Mapped = BasicMapped<Index>;
-  static constexpr bool kExact = false;  // approximate unless a filter makes it scan
-  static constexpr bool kConsolidates = true;
-  static Index create(Pool& pool, const std::string& name, const Data&) {
-    index::HnswParams p;
-    p.dim = kDim;
-    p.M = 8;
-    p.ef_construction = 64;
-    return Index::create(pool, name, p, 64);
-  }
-  static Index open(Pool& pool, const std::string& name) { return Index::open(pool, name); }
-  static index::HnswSearchOptions options(uint32_t k) {
-    index::HnswSearchOptions o;
-    o.k = k;
-    o.ef = 96;
-    return o;
-  }
-};
-
-template <class Pool>
-struct IvfKind {
-  using Index = BasicIvf<Pool>;
-  using Mapped = BasicMapped<Index>;
-  static constexpr bool kExact = true;  // nprobe = nlist
-  static constexpr bool kConsolidates = false;
-  static Index create(Pool& pool, const std::string& name, const Data& d) {
-    index::IvfParams p;
-    p.dim = kDim;
-    p.nlist = kNlist;
-    p.train_iters = 4;
-    p.threads = 1;
-    p.train_only = true;
-    return Index::build(pool, name, p, d.rows.data(), 400);
-  }
-  static Index open(Pool& pool, const std::string& name) { return Index::open(pool, name); }
-  static index::IvfSearchOptions options(uint32_t k) { return index::IvfSearchOptions{k, kNlist, true, true}; }
-};
 
 // The model: each id's current vector and label.
 struct Row {
@@ -133,11 +92,8 @@ void expect_admissible(const Model& m, const float* q, const std::vector<uint32_
     ASSERT_NE(it, m.rows.end()) << at << ": id " << got[i].id << " is not in the index";
     ASSERT_TRUE(m.passes(it->first, it->second, labels, ids)) << at << ": id " << got[i].id << " does not match";
     ASSERT_EQ(got[i].distance, m.dist(q, it->second.v, kDim)) << at << ": id " << got[i].id << " with a stale vector";
-    for (size_t j = 0; j < i; ++j) ASSERT_NE(got[j].id, got[i].id) << at << ": an id twice";
-    if (i > 0) {
-      ASSERT_FALSE(got[i] < got[i - 1]) << at << ": not sorted";
-    }
   }
+  testing::mapped::expect_distinct_sorted(got, at);
 }
 
 template <class Mapped>
@@ -214,12 +170,10 @@ void model_test(uint32_t frames) {
         for (size_t i = 0; i < batch.size(); ++i) labels.push_back(random_label(rng).value_or(0));
         x->add(batch, d.row(next_row), 2, AddMode::kUpsert, labels);
         for (size_t i = 0; i < batch.size(); ++i) m.rows[batch[i]] = Row{d.row(next_row++), labels[i]};
-      } else if (dice < 66) {
-        std::vector<uint64_t> batch;
-        for (uint32_t i = 0, want = 1 + rng() % 3; batch.size() < want && i < 20; ++i) {
-          const uint64_t id = some_id();
-          if (std::find(batch.begin(), batch.end(), id) == batch.end()) batch.push_back(id);
-        }
+      } else if (dice < 66) {  // 1-3 distinct present ids
+        std::vector<uint64_t> present, batch;
+        for (const auto& [id, r] : m.rows) present.push_back(id);
+        std::sample(present.begin(), present.end(), std::back_inserter(batch), 1 + rng() % 3, rng);
         x->remove(batch);
         for (uint64_t id : batch) m.rows.erase(id);
       } else if (dice < 70) {
@@ -275,14 +229,7 @@ void model_test(uint32_t frames) {
     expect_labels(*x, m, at);
     if (::testing::Test::HasFatalFailure()) return;
     if (phase == 1) {  // labels survive a flush and a reopen
-      x->sync();
-      pool->flush();
-      st.reset();
-      x.reset();
-      pool.reset();
-      pool = BufferPool::open(opts);
-      x = std::make_unique<Mapped>(Mapped::attach(*pool, "v", Kind::open(*pool, "v")));
-      st = std::make_unique<typename Mapped::State>(*x);
+      testing::mapped::reopen<Kind>(opts, pool, x, st);
       ASSERT_TRUE(x->map().has_labels()) << "the label tree is opened with the map";
       ASSERT_EQ(x->check_structure(), m.rows.size()) << "after the reopen";
       expect_labels(*x, m, "after the reopen");
