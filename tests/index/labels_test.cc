@@ -37,10 +37,8 @@ using index::AddMode;
 using index::MappedNeighbor;
 using testing::Data;
 using testing::TempDir;
-using testing::mapped::HnswKind;
-using testing::mapped::IvfKind;
-using testing::mapped::kDim;
 using vector::Metric;
+using namespace testing::mapped;  // HnswKind, IvfKind, kDim, reopen, expect_distinct_sorted
 
 constexpr uint32_t kK = 10;
 constexpr bool kSlow = testing::kThreadSanitizer || testing::kAddressSanitizer;
@@ -93,7 +91,7 @@ void expect_admissible(const Model& m, const float* q, const std::vector<uint32_
     ASSERT_TRUE(m.passes(it->first, it->second, labels, ids)) << at << ": id " << got[i].id << " does not match";
     ASSERT_EQ(got[i].distance, m.dist(q, it->second.v, kDim)) << at << ": id " << got[i].id << " with a stale vector";
   }
-  testing::mapped::expect_distinct_sorted(got, at);
+  expect_distinct_sorted(got, at);
 }
 
 template <class Mapped>
@@ -229,7 +227,7 @@ void model_test(uint32_t frames) {
     expect_labels(*x, m, at);
     if (::testing::Test::HasFatalFailure()) return;
     if (phase == 1) {  // labels survive a flush and a reopen
-      testing::mapped::reopen<Kind>(opts, pool, x, st);
+      reopen<Kind>(opts, pool, x, st);
       ASSERT_TRUE(x->map().has_labels()) << "the label tree is opened with the map";
       ASSERT_EQ(x->check_structure(), m.rows.size()) << "after the reopen";
       expect_labels(*x, m, "after the reopen");
@@ -255,12 +253,12 @@ TEST(LabelsModel, IvfLabeledUpsertDeleteAndLabelFilteredSearch) { model_test<Ivf
 template <class Kind>
 void bad_labels_test() {
   using Mapped = typename Kind::Mapped;
-  const Data d = testing::clustered(600, kDim, 4, 10, 53);
+  std::vector<uint64_t> ids(40);  // 40 unlabeled ids
+  for (uint64_t i = 0; i < ids.size(); ++i) ids[i] = i * 7919 + (uint64_t{1} << 40);
   TempDir dir;
   auto pool = BufferPool::open(testing::small_options(dir.path(), 32));
+  const Data d = testing::clustered(600, kDim, 4, 10, 53);
   Mapped x = Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
-  std::vector<uint64_t> ids;
-  for (uint64_t i = 0; i < 40; ++i) ids.push_back(i * 7919 + (uint64_t{1} << 40));
   x.add(ids, d.row(0));
   typename Mapped::State st(x);
   std::vector<MappedNeighbor> got;
