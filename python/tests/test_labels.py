@@ -54,20 +54,31 @@ class Model:
         return [ids[j] for j in sorted(range(len(ids)), key=lambda j: (d[j], ids[j]))[:k]]
 
 
+def _fault(model, q, labels, allow, i, d):
+    """Why result (i, d) is wrong for the filter (labels, allow), or None."""
+    if i not in model.vec:
+        return "not in the index"
+    if model.label[i] not in labels:
+        return f"label {model.label[i]}, not one of {sorted(labels)}"
+    if allow is not None and i not in allow:
+        return "not in the allow-list"
+    if not np.isclose(d, ((model.vec[i] - q) ** 2).sum(), rtol=1e-4, atol=1e-4):
+        return "a stale vector"
+    return None
+
+
 def _check(model, q, ids, dist, labels, allow, exact):
+    """One result row against the model: min(k, matching rows) results, padded, each id once
+    and matching at its current distance (exact: the model's top k). Returns (hits, wanted)."""
     want = model.exact(q, K, labels, allow)
     n = len(want)
     assert (ids[:n] != NO_ID).all(), "fewer than min(k, matching rows) results"
     assert (ids[n:] == NO_ID).all() and np.isinf(dist[n:]).all()
     got = [int(i) for i in ids[:n]]
     assert len(set(got)) == n, "an id twice in one row"
-    for i, d in zip(got, dist[:n]):
-        assert i in model.vec, f"id {i} is not in the index"
-        assert model.label[i] in labels, f"id {i} has label {model.label[i]}, not one of {labels}"
-        assert allow is None or i in allow
-        assert np.isclose(d, ((model.vec[i] - q) ** 2).sum(), rtol=1e-4, atol=1e-4), f"id {i}: a stale vector"
-    if exact:
-        assert got == want
+    faults = {i: f for i, d in zip(got, dist[:n]) if (f := _fault(model, q, labels, allow, i, d))}
+    assert not faults, faults
+    assert not exact or got == want
     return len(set(got) & set(want)), n
 
 
