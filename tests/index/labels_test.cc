@@ -331,7 +331,7 @@ TEST(LabelsBadInput, IvfWrongLengthChangesNothing) { bad_labels_test<IvfKind<Buf
 //       "Labels" promises: the measured vector is one the id had with such a label);
 //   (c) the allow-list of every id combined with {kStable}: the stable ids again.
 // Then the structure ((L1), (L2)) and each id's last label. Runs for half of
-// CALICO_STRESS_SECONDS per index (and at most kMaxRounds rounds).
+// CALICO_STRESS_SECONDS per index (at least kMinRounds rounds, at most kMaxRounds).
 template <class Kind>
 void stress_test() {
   using Mapped = typename Kind::Mapped;
@@ -339,6 +339,9 @@ void stress_test() {
   constexpr uint32_t kStableLabel = 1000, kMovingLabels = 4;
   constexpr unsigned kWriters = 2, kReaders = 2;
   constexpr uint64_t kMaxRounds = 150;
+  // Rounds a writer runs even past the deadline (a slow build, e.g. ThreadSanitizer's,
+  // still consolidates a few times), and writer 0 consolidates every kConsolidateEvery.
+  constexpr uint64_t kMinRounds = 6, kConsolidateEvery = 3;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(CALICO_STRESS_SECONDS * 500);
   // Row of id i at round r (round 0: the first add), and its label: pure functions, so
   // readers check results without shared state.
@@ -368,7 +371,8 @@ void stress_test() {
   for (unsigned w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       std::mt19937_64 rng(100 + w);
-      for (uint64_t r = 1; r <= kMaxRounds && (std::chrono::steady_clock::now() < deadline || searches.load() < 20);
+      for (uint64_t r = 1; r <= kMaxRounds && (r <= kMinRounds || std::chrono::steady_clock::now() < deadline ||
+                                                searches.load() < 20);
            ++r) {
         for (uint64_t i = w; i < kIds; i += kWriters) {
           const uint32_t label = label_of(i, r);
@@ -380,7 +384,7 @@ void stress_test() {
           last_round[i] = r;
         }
         if constexpr (Kind::kConsolidates) {
-          if (w == 0 && r % 10 == 0) {
+          if (w == 0 && r % kConsolidateEvery == 0) {
             x.consolidate();
             consolidations.fetch_add(1);
           }
