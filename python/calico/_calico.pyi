@@ -178,7 +178,27 @@ class HnswIndex:
         Repairs the graph around the deleted and replaced vectors (each list that named one gets
         its neighbours instead, pruned as insertion prunes: FreshDiskANN's consolidation) and
         frees their slots for later adds. Returns how many were freed. One pass over the index;
-        adds and deletes wait for it, searches go on.
+        adds and deletes wait for it, searches go on. Runs by itself too: see auto_consolidate.
+        """
+
+    @property
+    def auto_consolidate(self) -> float:
+        """
+        An add or delete that leaves tombstones (deleted and replaced vectors not yet freed) at
+        max(1000, auto_consolidate x len(self)) or more runs consolidate() before it returns, so
+        searches never wade through more dead nodes than that. Default 0.2; 0 turns it off.
+        Not kept in the pool: set it after each open. Raises InvalidArgumentError for a negative
+        or non-finite value.
+        """
+
+    @auto_consolidate.setter
+    def auto_consolidate(self, arg: float, /) -> None: ...
+
+    @property
+    def tombstones(self) -> int:
+        """
+        Deleted and replaced vectors whose nodes consolidate() has not freed yet (right after
+        an open: an upper bound, made exact by the next consolidation).
         """
 
     def __len__(self) -> int:

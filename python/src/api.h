@@ -96,6 +96,12 @@ class HnswApi : public VectorIndexApi {
   // BasicHnsw::consolidate: repairs the graph around deleted ids and frees them; returns
   // how many.
   virtual uint64_t consolidate() = 0;
+  // Automatic consolidation (BasicMapped::set_auto_consolidate): the fraction of len()
+  // that tombstones may reach before a delete or add consolidates (0: off).
+  virtual double auto_consolidate() = 0;
+  virtual void set_auto_consolidate(double fraction) = 0;
+  // Deleted and replaced nodes not yet freed by consolidate().
+  virtual uint64_t tombstones() = 0;
 };
 
 class IvfApi : public VectorIndexApi {

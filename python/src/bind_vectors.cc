@@ -212,7 +212,21 @@ void bind_vectors(nb::module_& m) {
           "Repairs the graph around the deleted and replaced vectors (each list that named one gets\n"
           "its neighbours instead, pruned as insertion prunes: FreshDiskANN's consolidation) and\n"
           "frees their slots for later adds. Returns how many were freed. One pass over the index;\n"
-          "adds and deletes wait for it, searches go on.")
+          "adds and deletes wait for it, searches go on. Runs by itself too: see auto_consolidate.")
+      .def_prop_rw(
+          "auto_consolidate", [](HnswHandle& h) { return h.api->auto_consolidate(); },
+          [](HnswHandle& h, double fraction) {
+            nb::gil_scoped_release release;
+            h.api->set_auto_consolidate(fraction);
+          },
+          "An add or delete that leaves tombstones (deleted and replaced vectors not yet freed) at\n"
+          "max(1000, auto_consolidate x len(self)) or more runs consolidate() before it returns, so\n"
+          "searches never wade through more dead nodes than that. Default 0.2; 0 turns it off.\n"
+          "Not kept in the pool: set it after each open. Raises InvalidArgumentError for a negative\n"
+          "or non-finite value.")
+      .def_prop_ro("tombstones", [](HnswHandle& h) { return h.api->tombstones(); },
+                   "Deleted and replaced vectors whose nodes consolidate() has not freed yet (right after\n"
+                   "an open: an upper bound, made exact by the next consolidation).")
       .def("__len__", [](HnswHandle& h) { return h.api->size(); }, "The number of vectors in the index (added, not deleted).")
       .def(
           "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,

@@ -80,6 +80,18 @@ class HnswImpl final : public HnswApi {
     Use u(*gate_);
     return live().consolidate();
   }
+  double auto_consolidate() override {
+    Use u(*gate_);
+    return live().auto_consolidate_fraction();
+  }
+  void set_auto_consolidate(double fraction) override {
+    Use u(*gate_);
+    live().set_auto_consolidate(fraction);
+  }
+  uint64_t tombstones() override {
+    Use u(*gate_);
+    return live().tombstones();
+  }
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);

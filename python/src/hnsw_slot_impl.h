@@ -148,6 +148,22 @@ class HnswSlotImpl final : public HnswApi {
     Use u(*gate_);
     return live().consolidate();
   }
+  // No id map here, so no automatic consolidation (BasicMapped's): consolidate() by hand.
+  double auto_consolidate() override { return 0.0; }
+  void set_auto_consolidate(double fraction) override {
+    if (fraction != 0.0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "hnsw auto_consolidate: an index on the 'direct' translation has no id map and consolidates "
+                  "only when consolidate() is called (0 is the only value)");
+    }
+  }
+  uint64_t tombstones() override {
+    Use u(*gate_);
+    Index& h = live();
+    uint64_t n = 0;
+    for (uint32_t s = 0, cap = h.capacity(); s < cap; ++s) n += h.removed(s) ? 1 : 0;
+    return n;
+  }
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);

@@ -153,3 +153,42 @@ def test_consolidate_frees_deleted_ids_for_new_vectors(built):
     assert recall(ids, brute_force(current, queries, K)) >= 0.9
     got, dist = index.search(fresh[:20], k=1, ef=64)
     assert got[:, 0].tolist() == gone[:20].tolist() and np.all(dist[:, 0] == 0)
+
+
+def test_auto_consolidate_bounds_tombstones_and_reuses_slots(pool):
+    """By default an add or delete that leaves max(1000, 0.2 x len) tombstones consolidates:
+    rounds of upserts keep the capacity where it was and recall where a fresh build has it;
+    off (0), every replaced vector stays a tombstone. Bad values raise and change nothing."""
+    n = 3000
+    base = clustered(n, DIM, seed=21)
+    index = calico.HnswIndex(pool, "auto", dim=DIM, capacity=n)
+    assert index.auto_consolidate == pytest.approx(0.2)
+    ids = np.arange(n, dtype=np.uint64) * 1000 + 7
+    index.add(base, ids=ids)
+    capacity = index.capacity
+    current = base.copy()
+    rng = np.random.default_rng(22)
+    for r in range(6):
+        pick = np.sort(rng.choice(n, size=600, replace=False))
+        current[pick] = clustered(600, DIM, seed=100 + r)
+        index.add(current[pick], ids=ids[pick])  # upserts: the old vectors become tombstones
+        assert index.tombstones < max(1000, 0.2 * len(index)), r
+    assert index.capacity == capacity, "freed slots were reused"
+    queries = clustered(200, DIM, seed=23)
+    got, _ = index.search(queries, k=K, ef=64)
+    want = ids[brute_force(current, queries, K)]
+    assert recall(got, want) >= 0.9
+    # A big delete is due at once.
+    gone = ids[: n // 2]
+    index.delete(gone)
+    assert index.tombstones == 0 and len(index) == n - len(gone)
+
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(calico.InvalidArgumentError, match="fraction"):
+            index.auto_consolidate = bad
+    assert index.auto_consolidate == pytest.approx(0.2)
+    index.auto_consolidate = 0
+    index.add(current[n // 2:], ids=ids[n // 2:])
+    index.add(current[n // 2:], ids=ids[n // 2:])
+    assert index.tombstones == n  # two rounds of n / 2 replaced, none freed
+    assert index.consolidate() == n and index.tombstones == 0

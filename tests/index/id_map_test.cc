@@ -6,7 +6,8 @@
 // phase and a reopen; upserts racing exact searches never hide an id (the grace period of
 // "Upserts and searches"); bad input changes nothing; ids = None never overwrites; indexes
 // written before the map are migrated (and an interrupted migration redone); consolidate's
-// freed slots are reused.
+// freed slots are reused; automatic consolidation bounds the tombstones under churn, alone
+// and with concurrent upserts and searches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -504,6 +505,213 @@ TEST(IdMapSearchBatch, EqualsSearchPerQuery) {
     EXPECT_EQ(batch[q], one) << "query " << q;
     EXPECT_EQ(one.size(), kK);
   }
+}
+
+// Every id of `m` has exactly its model vector: a filtered search for it alone finds it at
+// distance 0 (an exact scan: the filter allows one slot).
+template <class Mapped, class Model>
+void expect_model(const Mapped& x, const Model& m, const Data& d) {
+  typename Mapped::State st(x);
+  std::vector<MappedNeighbor> got;
+  for (const auto& [id, row] : m) {
+    const index::SlotFilter f = x.filter(std::span<const uint64_t>(&id, 1));
+    x.search(d.row(row), HnswKind<BufferPool>::options(1), st, &got, f);
+    ASSERT_EQ(got.size(), 1u) << "id " << id;
+    EXPECT_EQ(got[0].id, id);
+    EXPECT_EQ(got[0].distance, 0.0f) << "id " << id << " has its last vector";
+  }
+}
+
+// Churn in rounds (delete 10%, insert 10% new, upsert 10%) with automatic consolidation:
+// tombstones never pass the threshold after a call returns, the slots stop growing (freed
+// slots are reused), every id keeps its last vector; deletes alone trigger it too. Off
+// (fraction 0), the same churn keeps every tombstone and grows the slots.
+TEST(IdMapAutoConsolidate, ChurnKeepsTombstonesBoundedAndSlotsReused) {
+  using Kind = HnswKind<BufferPool>;
+  constexpr uint64_t kRows = 400, kMin = 40;
+  constexpr double kFraction = 0.2;
+  const int rounds = kSlow ? 4 : 8;
+  const Data d = testing::clustered(kRows * (2 + 2 * 8), kDim, 6, 10, 97);
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "auto on" : "auto off");
+    TempDir dir;
+    auto pool = BufferPool::open(testing::small_options(dir.path(), 32));
+    Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
+    EXPECT_EQ(x.auto_consolidate_fraction(), Kind::Mapped::kAutoFraction) << "on by default";
+    x.set_auto_consolidate(on ? kFraction : 0.0, kMin);
+    std::map<uint64_t, uint64_t> model;  // id -> row of d
+    std::mt19937_64 rng(5);
+    uint64_t next_row = 0, next_id = 1000;
+    auto add = [&](std::vector<uint64_t> ids) {
+      std::vector<float> rows;
+      for (const uint64_t id : ids) {
+        rows.insert(rows.end(), d.row(next_row), d.row(next_row) + kDim);
+        model[id] = next_row++;
+      }
+      x.add(ids, rows.data());
+    };
+    std::vector<uint64_t> first;
+    for (uint64_t i = 0; i < kRows; ++i) first.push_back(next_id++);
+    add(first);
+    uint32_t max_end = 0;
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<uint64_t> present;
+      for (const auto& [id, row] : model) present.push_back(id);
+      std::shuffle(present.begin(), present.end(), rng);
+      const size_t tenth = present.size() / 10;
+      std::vector<uint64_t> gone(present.begin(), present.begin() + tenth);
+      x.remove(gone);
+      for (const uint64_t id : gone) model.erase(id);
+      std::vector<uint64_t> fresh, again(present.begin() + tenth, present.begin() + 2 * tenth);
+      for (size_t i = 0; i < tenth; ++i) fresh.push_back(next_id++);
+      add(fresh);
+      add(again);  // upserts: their old slots become tombstones
+      if (on) {
+        EXPECT_LT(x.tombstones(), std::max<double>(kMin, kFraction * x.size())) << "round " << r;
+      }
+      max_end = std::max(max_end, x.map().slot_end());
+      ASSERT_EQ(x.check_structure(), model.size()) << "round " << r;
+    }
+    expect_model(x, model, d);
+    // Rows ever added: kRows + 2 x rounds x tenth; with consolidation the slots stay within
+    // the live rows plus one threshold's worth of tombstones plus one call's rows (and the
+    // map's reserve chunk); without it they grow with every add.
+    const uint64_t ever = next_row;
+    if (on) {
+      EXPECT_LE(max_end, kRows + kFraction * kRows + 2 * kRows / 10 + Kind::Mapped::Map::kReserveChunk);
+    } else {
+      EXPECT_GE(max_end, ever) << "no slot was freed";
+      EXPECT_EQ(x.tombstones(), ever - model.size());
+    }
+    // Deletes alone: a quarter of the rows removed at once is past the threshold.
+    std::vector<uint64_t> quarter;
+    for (const auto& [id, row] : model) {
+      if (quarter.size() < model.size() / 4) quarter.push_back(id);
+    }
+    x.remove(quarter);
+    for (const uint64_t id : quarter) model.erase(id);
+    if (on) EXPECT_EQ(x.tombstones(), 0u) << "the delete consolidated";
+    ASSERT_EQ(x.check_structure(), model.size());
+    expect_model(x, model, d);
+  }
+}
+
+// After a reopen, tombstones() starts from the slots handed out and not bound (an upper
+// bound), and the first due call consolidates and makes it exact.
+TEST(IdMapAutoConsolidate, ReopenCountsUnboundSlots) {
+  using Kind = HnswKind<BufferPool>;
+  const Data d = testing::clustered(600, kDim, 4, 10, 98);
+  TempDir dir;
+  const PoolOptions opts = testing::small_options(dir.path(), 32);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 300; ++i) ids.push_back(i * 3 + 1);
+  {
+    auto pool = BufferPool::open(opts);
+    Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
+    x.set_auto_consolidate(0.0);
+    x.add(ids, d.row(0));
+    x.remove(std::span<const uint64_t>(ids.data(), 100));
+    EXPECT_EQ(x.tombstones(), 100u);
+    x.sync();
+    pool->flush();
+  }
+  auto pool = BufferPool::open(opts);
+  Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::open(*pool, "v"));
+  EXPECT_GE(x.tombstones(), 100u);
+  EXPECT_LE(x.tombstones(), 100u + Kind::Mapped::Map::kReserveChunk);
+  x.set_auto_consolidate(0.2, 10);
+  x.remove(std::span<const uint64_t>(&ids[100], 1));
+  EXPECT_EQ(x.tombstones(), 0u);
+  EXPECT_EQ(x.check_structure(), 199u);
+}
+
+TEST(IdMapAutoConsolidate, BadFractionIsRejected) {
+  using Kind = HnswKind<BufferPool>;
+  const Data d = testing::clustered(100, kDim, 2, 2, 99);
+  TempDir dir;
+  auto pool = BufferPool::open(testing::small_options(dir.path(), 32));
+  Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
+  for (const double bad : {-0.1, std::nan(""), HUGE_VAL}) {
+    try {
+      x.set_auto_consolidate(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("fraction"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(x.auto_consolidate_fraction(), Kind::Mapped::kAutoFraction) << "unchanged";
+}
+
+// Writers upsert and delete (each id owned by one writer, so it knows the id's last vector)
+// with a low threshold, so that automatic consolidations run while searchers search:
+// every search returns distinct ids of the id universe, sorted; at the end every present id
+// has its last vector and the structure holds.
+TEST(IdMapAutoConsolidate, ConcurrentChurnAndSearches) {
+  using Kind = HnswKind<BufferPool>;
+  constexpr unsigned kWriters = 2, kReaders = 1;
+  constexpr uint64_t kIds = 120;
+  const int rounds = kSlow ? 6 : 15;
+  const Data d = testing::clustered(kIds * (rounds + 2) + 200, kDim, 6, 20, 43);
+  TempDir dir;
+  auto pool = BufferPool::open(testing::stress_options(testing::small_options(dir.path(), 64)));
+  Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
+  x.set_auto_consolidate(0.1, 8);
+  std::vector<uint64_t> ids(kIds);
+  for (uint64_t i = 0; i < kIds; ++i) ids[i] = (i << 33) + 11;
+  x.add(ids, d.row(0));
+  std::vector<std::map<uint64_t, uint64_t>> models(kWriters);  // writer w's ids -> row
+  for (uint64_t i = 0; i < kIds; ++i) models[i % kWriters][ids[i]] = i;
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  std::atomic<uint64_t> next_row{kIds};
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 1);
+      auto& m = models[w];
+      for (int r = 0; r < rounds; ++r) {
+        for (uint64_t i = w; i < kIds; i += kWriters) {
+          const uint64_t id = ids[i];
+          if (m.count(id) && rng() % 4 == 0) {
+            x.remove(std::span<const uint64_t>(&id, 1));
+            m.erase(id);
+          } else {
+            const uint64_t row = next_row.fetch_add(1);
+            x.add(id, d.row(row));
+            m[id] = row;
+          }
+        }
+      }
+    });
+  }
+  for (unsigned r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&] {
+      Kind::Mapped::State st(x);
+      std::vector<MappedNeighbor> got;
+      for (uint64_t q = 0; !done.load(); q = (q + 1) % d.num_queries()) {
+        x.search(d.query(q), Kind::options(kK), st, &got);
+        std::vector<uint64_t> seen;
+        for (size_t j = 0; j < got.size(); ++j) {
+          seen.push_back(got[j].id);
+          if ((got[j].id - 11) % (uint64_t{1} << 33) != 0 || (got[j].id >> 33) >= kIds) failures.fetch_add(1);
+          if (j > 0 && got[j] < got[j - 1]) failures.fetch_add(1);
+        }
+        std::sort(seen.begin(), seen.end());
+        if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (unsigned w = 0; w < kWriters; ++w) threads[w].join();
+  done.store(true);
+  for (size_t t = kWriters; t < threads.size(); ++t) threads[t].join();
+  EXPECT_EQ(failures.load(), 0);
+  std::map<uint64_t, uint64_t> all;
+  for (const auto& m : models) all.insert(m.begin(), m.end());
+  ASSERT_EQ(x.check_structure(), all.size());
+  EXPECT_LT(x.tombstones(), std::max<double>(8, 0.1 * x.size()) + kWriters) << "bounded after the last call";
+  EXPECT_LE(x.map().slot_end(), kIds * 2 + Kind::Mapped::Map::kReserveChunk) << "freed slots were reused";
+  expect_model(x, all, d);
 }
 
 }  // namespace

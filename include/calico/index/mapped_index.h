@@ -22,6 +22,7 @@
 //   search(q, options, state, &out[, filter])   k results as (distance, id), each id once
 //   search_batch(queries, options, states, outs)  HNSW's interleaved searches, mapped
 //   consolidate()                 HNSW: consolidate, then the freed slots are reused
+//   set_auto_consolidate(f, min)  HNSW: consolidate when tombstones reach a fraction of size()
 //   contains(id), size(), check_structure()
 //
 // Ids and slots. id -> slot is a B+tree lookup (add, remove, filter); slot -> id is one read
@@ -93,6 +94,22 @@
 // lookup per id; filter_labels a descent per label plus one entry per matching
 // slot; the search itself is the index's filtered search (k results when k rows match).
 //
+// Automatic consolidation (HNSW). Removed and replaced slots stay in the graph as tombstones
+// until consolidate() relinks around them and frees them ([FreshDiskANN] Algorithm 4). The
+// object counts them (tombstones()); an add() or remove() that leaves at least
+// max(min, fraction x size()) of them consolidates before it returns (defaults
+// kAutoFraction, kAutoMinTombstones; fraction 0 turns it off). Each consolidation is one
+// pass over the index after fraction x size() removals, so its cost per removal is O(1 /
+// fraction) node visits, and searches never traverse more than that fraction of dead
+// nodes. It runs on the calling thread after the call's own writes committed: it takes the
+// writers mutex exclusively once the call released its shared hold (so it waits for the
+// other writers' calls), checks again that it is still due (another call may have run it),
+// and consolidates. An error there is thrown as the call's error, marked as coming after
+// the call's rows committed; the index stays searchable and the next due call retries.
+// After attach(), tombstones() starts from the slots handed out and not bound, which also
+// counts free slots not yet on the free list: the first due call's consolidate() makes it
+// exact (and fills the free list).
+//
 // ids = None (add_numbered): ids from size() up that are not present, handed out under
 // one mutex and added with AddMode::kInsert, so an id that another add takes meanwhile
 // fails that row (kInvalidArgument naming it) instead of overwriting it.
@@ -109,8 +126,8 @@
 // remove in flight (the pool writes pages, not structures: docs/design/atomic_flush.md).
 //
 // Concurrency and locking rule: add, add_numbered, remove, search, filter, contains and
-// size may run from any number of threads at once; consolidate excludes add and remove (a
-// shared mutex: they hold it shared); check_structure only at quiescence. Lock order:
+// size may run from any number of threads at once; consolidate (called, or automatic)
+// excludes add and remove (a shared mutex: they hold it shared); check_structure only at quiescence. Lock order:
 // numbering mutex -> writers (shared) -> id locks in ascending lock index -> the index's
 // and the map's own latches. A thread never waits for a grace period while it is inside a
 // read section: do not call add() or consolidate() while holding a SlotFilter of the same
@@ -125,6 +142,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -217,6 +235,9 @@ class BasicMapped {
   // A search whose results held duplicates or unmapped slots asks for 2k, 4k, ... up to
   // this many rounds (each round only when the previous one came back short).
   static constexpr uint32_t kMaxFetchRounds = 4;
+  // Automatic consolidation's defaults (see "Automatic consolidation").
+  static constexpr double kAutoFraction = 0.2;
+  static constexpr uint64_t kAutoMinTombstones = 1000;
 
   // `index` (opened or created on `pool` under `name`) with its id map (see the header
   // comment: opened, created empty, or migrated). Errors: see the header comment; a failed
@@ -255,6 +276,15 @@ class BasicMapped {
   // then the free slots go to the map's free list. Returns the slots the index freed.
   uint32_t consolidate()
     requires Core::kConsolidates;
+  // HNSW: consolidate automatically once tombstones() >= max(min_tombstones, fraction x
+  // size()) (see "Automatic consolidation"); fraction 0 turns it off. Errors:
+  // kInvalidArgument for a fraction that is negative or not finite.
+  void set_auto_consolidate(double fraction, uint64_t min_tombstones = kAutoMinTombstones)
+    requires Core::kConsolidates;
+  double auto_consolidate_fraction() const { return shared_->auto_fraction.load(std::memory_order_relaxed); }
+  // HNSW: removed and replaced slots not yet freed by consolidate() (an upper bound right
+  // after attach(); see "Automatic consolidation"). Racy while writers run.
+  uint64_t tombstones() const { return shared_->tombstones.load(std::memory_order_relaxed); }
 
   // The label of id: none when id is not present or has no label. Thread-safe.
   std::optional<uint32_t> label(uint64_t id) const;
@@ -300,6 +330,11 @@ class BasicMapped {
     std::array<std::mutex, kIdLocks> id_locks;
     std::shared_mutex writers;  // add/remove shared, consolidate exclusive
     std::mutex numbering;       // add_numbered, one at a time
+    // Automatic consolidation: tombstones counted by retire() and remove() under `writers`
+    // shared, zeroed by consolidate under it exclusive.
+    std::atomic<uint64_t> tombstones{0};
+    std::atomic<double> auto_fraction{kAutoFraction};
+    std::atomic<uint64_t> auto_min{kAutoMinTombstones};
   };
 
   // A slot replaced by an upsert, with the label entry it had.
@@ -312,8 +347,14 @@ class BasicMapped {
   static void migrate(Index& index, Map& map);
   static unsigned lock_of(uint64_t id);
   void check_rows(std::span<const uint64_t> ids, const float* rows, std::span<const uint32_t> labels) const;
+  void add_rows(std::span<const uint64_t> ids, const float* rows, unsigned threads, AddMode mode,
+                std::span<const uint32_t> labels);
+  void remove_rows(std::span<const uint64_t> ids);
   std::optional<Replaced> upsert_row(uint64_t id, const float* v, AddMode mode, std::optional<uint32_t> label);
   void retire(std::vector<Replaced>& replaced);
+  uint32_t consolidate_locked();
+  bool consolidation_due() const;
+  void maybe_consolidate(const char* op);
   void search_in(const float* q, const Options& opt, State& st, std::vector<MappedNeighbor>* out,
                  const vector::IdFilter* filter) const;
   bool collect(const std::vector<vector::Neighbor>& slots, uint32_t k, uint32_t asked,

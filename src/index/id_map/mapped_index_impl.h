@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -86,7 +87,14 @@ inline void BasicMapped<Index>::migrate(Index& index, Map& map) {
 
 template <class Index>
 inline BasicMapped<Index>::BasicMapped(Index index, Map map)
-    : index_(std::move(index)), shared_(std::make_unique<Shared>(std::move(map))) {}
+    : index_(std::move(index)), shared_(std::make_unique<Shared>(std::move(map))) {
+  if constexpr (Core::kConsolidates) {
+    // Slots handed out and not bound: the tombstones, and free slots not yet listed (an
+    // upper bound; see "Automatic consolidation").
+    const uint64_t end = shared_->map.slot_end(), bound = shared_->map.size();
+    shared_->tombstones.store(end > bound ? end - bound : 0, std::memory_order_relaxed);
+  }
+}
 
 template <class Index>
 inline uint32_t BasicMapped<Index>::dim() const { return Core::dim(index_); }
@@ -190,6 +198,7 @@ inline void BasicMapped<Index>::retire(std::vector<Replaced>& replaced) {
     slots.push_back(r.slot);
   }
   Core::remove(index_, slots);
+  if constexpr (Core::kConsolidates) shared_->tombstones.fetch_add(slots.size(), std::memory_order_relaxed);
   replaced.clear();
 }
 
@@ -198,6 +207,13 @@ inline void BasicMapped<Index>::add(std::span<const uint64_t> ids, const float* 
                                     std::span<const uint32_t> labels) {
   check_rows(ids, rows, labels);
   if (ids.empty()) return;
+  add_rows(ids, rows, threads, mode, labels);
+  maybe_consolidate("add");
+}
+
+template <class Index>
+inline void BasicMapped<Index>::add_rows(std::span<const uint64_t> ids, const float* rows, unsigned threads,
+                                         AddMode mode, std::span<const uint32_t> labels) {
   std::shared_lock writing(shared_->writers);
   const uint32_t d = dim();
   std::vector<Replaced> replaced;
@@ -254,6 +270,12 @@ inline std::vector<uint64_t> BasicMapped<Index>::add_numbered(const float* rows,
 
 template <class Index>
 inline void BasicMapped<Index>::remove(std::span<const uint64_t> ids) {
+  remove_rows(ids);
+  maybe_consolidate("delete");
+}
+
+template <class Index>
+inline void BasicMapped<Index>::remove_rows(std::span<const uint64_t> ids) {
   std::shared_lock writing(shared_->writers);
   Map& map = shared_->map;
   std::unordered_set<uint64_t> seen;
@@ -285,7 +307,9 @@ inline void BasicMapped<Index>::remove(std::span<const uint64_t> ids) {
     map.set_id(slots[i], kNoId);
     if (bound[i].label) map.erase_label(*bound[i].label, slots[i]);  // before the slot goes
   }
-  if (!slots.empty()) Core::remove(index_, slots);
+  if (slots.empty()) return;
+  Core::remove(index_, slots);
+  if constexpr (Core::kConsolidates) shared_->tombstones.fetch_add(slots.size(), std::memory_order_relaxed);
 }
 
 template <class Index>
@@ -293,13 +317,62 @@ inline uint32_t BasicMapped<Index>::consolidate()
   requires Core::kConsolidates
 {
   std::unique_lock writing(shared_->writers);
+  return consolidate_locked();
+}
+
+// Pre: `writers` held exclusively, so every tombstone is counted and none is added meanwhile.
+template <class Index>
+inline uint32_t BasicMapped<Index>::consolidate_locked() {
   const uint32_t freed = Core::consolidate(index_);
+  shared_->tombstones.store(0, std::memory_order_relaxed);  // consolidate freed them all
   // A label filter made before may hold a bit of a slot freed here: it must not name
   // another id while the filter lives ("Labels" in the header), so the freed slots are
-  // handed out only after the sections that began before now have ended.
+  // handed out only after the sections that began before now have ended (the caller is in
+  // no read section: consolidate() and maybe_consolidate() are called outside one).
   shared_->sections.wait_for_earlier();
   shared_->map.refill_free([&](uint32_t s) { return Core::unused(index_, s); });
   return freed;
+}
+
+template <class Index>
+inline void BasicMapped<Index>::set_auto_consolidate(double fraction, uint64_t min_tombstones)
+  requires Core::kConsolidates
+{
+  if (!(fraction >= 0) || !std::isfinite(fraction)) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(Core::kKind) + " auto consolidate: fraction " +
+                                                 std::to_string(fraction) + " is not a finite number >= 0");
+  }
+  shared_->auto_fraction.store(fraction, std::memory_order_relaxed);
+  shared_->auto_min.store(min_tombstones, std::memory_order_relaxed);
+}
+
+template <class Index>
+inline bool BasicMapped<Index>::consolidation_due() const {
+  const double fraction = shared_->auto_fraction.load(std::memory_order_relaxed);
+  if (fraction <= 0) return false;
+  const uint64_t t = shared_->tombstones.load(std::memory_order_relaxed);
+  return t > 0 && t >= shared_->auto_min.load(std::memory_order_relaxed) &&
+         static_cast<double>(t) >= fraction * static_cast<double>(size());
+}
+
+// The end of a successful add() or remove() (`op` names it), with no lock of this object
+// held: see "Automatic consolidation".
+template <class Index>
+inline void BasicMapped<Index>::maybe_consolidate(const char* op) {
+  if constexpr (Core::kConsolidates) {
+    if (!consolidation_due()) return;
+    std::unique_lock writing(shared_->writers);
+    if (!consolidation_due()) return;  // another call consolidated meanwhile
+    try {
+      consolidate_locked();
+    } catch (const Error& e) {
+      throw Error(e.code(),
+                  std::string(Core::kKind) + " " + op +
+                      ": the call's rows committed, but the automatic consolidate() after it failed (the index "
+                      "stays searchable; the next due call retries): " + mapped_detail::message_of(e),
+                  e.page());
+    }
+  }
 }
 
 template <class Index>
