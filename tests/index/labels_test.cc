@@ -341,7 +341,7 @@ void stress_test() {
   constexpr uint64_t kMaxRounds = 150;
   // Rounds a writer runs even past the deadline (a slow build, e.g. ThreadSanitizer's,
   // still consolidates a few times), and writer 0 consolidates every kConsolidateEvery.
-  constexpr uint64_t kMinRounds = 6, kConsolidateEvery = 3;
+  constexpr uint64_t kMinRounds = 3, kConsolidateEvery = 3;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(CALICO_STRESS_SECONDS * 500);
   // Row of id i at round r (round 0: the first add), and its label: pure functions, so
   // readers check results without shared state.
@@ -372,7 +372,7 @@ void stress_test() {
     threads.emplace_back([&, w] {
       std::mt19937_64 rng(100 + w);
       for (uint64_t r = 1; r <= kMaxRounds && (r <= kMinRounds || std::chrono::steady_clock::now() < deadline ||
-                                                searches.load() < 20);
+                                                searches.load() < 10);
            ++r) {
         for (uint64_t i = w; i < kIds; i += kWriters) {
           const uint32_t label = label_of(i, r);
