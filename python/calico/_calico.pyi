@@ -2,7 +2,7 @@
 Calico: vector indexes and a B+tree on an array-translated buffer pool.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Optional
 
 import numpy as np
@@ -12,6 +12,8 @@ from numpy.typing import NDArray
 Vectors = NDArray[np.float32]
 # ids: a 1-D array of any integer dtype, no negative value.
 Ids = NDArray[np.integer]
+# labels: integers 0 .. 2^32 - 1, one per row (a 1-D integer array or a list).
+Labels = NDArray[np.integer] | Sequence[int]
 SearchResult = tuple[NDArray[np.uint64], NDArray[np.float32]]
 
 
@@ -118,14 +120,18 @@ class HnswIndex:
         none, InvalidArgumentError when the space holds another kind of index.
         """
 
-    def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
+    def add(self, vectors: Vectors, ids: Optional[Ids] = None, labels: Optional[Labels] = None, num_threads: int = 0) -> None:
         """
         Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers,
         uint64 for ids of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self)
         up that are not in the index) on ``num_threads`` C++ threads (0: one per core). An id in
         the index gets the new vector (upsert): a search meanwhile sees the old or the new one.
-        The batch is checked first (dim, NaN/inf, ids: none twice, not 2^64 - 1, one per row),
-        so a bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.
+        ``labels``: one integer label (0 to 2^32 - 1: a tenant, a user, a category) per row, as a
+        1-D integer array or a list, stored with the row for search(labels=...); None: the rows
+        are unlabeled (an upsert writes the row whole, label included). The batch is checked
+        first (dim, NaN/inf, ids: none twice, not 2^64 - 1, one per row; labels: one per row,
+        integers in range), so a bad batch adds nothing. Raises TypeError (dtype/layout),
+        InvalidArgumentError.
         """
 
     def search(
@@ -136,6 +142,7 @@ class HnswIndex:
         num_threads: int = 0,
         in_flight: int = 1,
         filter: Optional[NDArray[np.integer] | NDArray[np.bool_]] = None,
+        labels: Optional[int | Labels] = None,
     ) -> SearchResult:
         """
         The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or
@@ -150,8 +157,11 @@ class HnswIndex:
         appears at most once per row. A filter allowing few ids is answered by an exact
         scan of them, otherwise by a graph search that keeps only allowed ids; either way each
         row holds min(k, allowed ids in the index) results (in_flight is 1 with a filter).
-        Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),
-        NaN/inf, in_flight, a negative filter id).
+        ``labels``: only rows whose label (add(labels=...)) is ``labels`` (an int) or one of
+        ``labels`` (integers); with ``filter``, both must hold; the same guarantee of
+        min(k, matching rows) results. Raises TypeError (dtype/layout), InvalidArgumentError
+        (dim, k = 0, k > len(self), NaN/inf, in_flight, a negative filter id, a label out of
+        range).
         """
 
     def delete(self, ids: Ids) -> None:
@@ -196,6 +206,9 @@ class HnswIndex:
 
     def __contains__(self, id: int) -> bool:
         """Whether ``id`` is in the index (added and not deleted)."""
+
+    def get_label(self, id: int) -> Optional[int]:
+        """The label ``id`` was added with (an int), or None when it has none or is not in the index."""
 
     @property
     def name(self) -> str:
@@ -276,12 +289,13 @@ class IvfIndex:
     def is_trained(self) -> bool:
         """Whether train() ran."""
 
-    def add(self, vectors: Vectors, ids: Optional[Ids] = None, num_threads: int = 0) -> None:
+    def add(self, vectors: Vectors, ids: Optional[Ids] = None, labels: Optional[Labels] = None, num_threads: int = 0) -> None:
         """
         Adds float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (1-D integers, uint64 for ids
         of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self) up that are
         not in the index) on ``num_threads`` C++ threads. An id in the index gets the new
-        vector (upsert; a search meanwhile sees the old or the new one). The batch is checked
+        vector (upsert; a search meanwhile sees the old or the new one). ``labels``: one
+        integer label (0 to 2^32 - 1) per row, as for HnswIndex.add. The batch is checked
         first; a bad batch adds nothing. Upserts remove the replaced rows in one pass over the
         index per call: upsert in batches.
         """
@@ -293,6 +307,7 @@ class IvfIndex:
         nprobe: int = 8,
         num_threads: int = 0,
         filter: Optional[NDArray[np.integer] | NDArray[np.bool_]] = None,
+        labels: Optional[int | Labels] = None,
     ) -> SearchResult:
         """
         The k nearest rows among the ``nprobe`` nearest lists of each query: (ids uint64 [n, k],
@@ -301,9 +316,10 @@ class IvfIndex:
         integer array of ids or a boolean mask over ids (element i allows id i). A filtered
         search scans the nprobe nearest lists, then further lists (nearest first) while it has
         fewer than k allowed rows, so each row holds min(k, allowed rows in the index) results;
-        a filter allowing few rows may scan the whole index. Raises TypeError,
-        InvalidArgumentError (dim, k = 0, k > len(self), nprobe = 0, NaN/inf, not trained, a
-        negative filter id).
+        a filter allowing few rows may scan the whole index. ``labels``: only rows whose label
+        is ``labels`` (an int) or one of ``labels`` (integers), with ``filter`` both; searched
+        the same way. Raises TypeError, InvalidArgumentError (dim, k = 0, k > len(self),
+        nprobe = 0, NaN/inf, not trained, a negative filter id, a label out of range).
         """
 
     def delete(self, ids: Ids) -> None:
@@ -321,6 +337,9 @@ class IvfIndex:
 
     def __contains__(self, id: int) -> bool:
         """Whether ``id`` is in the index (added and not deleted)."""
+
+    def get_label(self, id: int) -> Optional[int]:
+        """The label ``id`` was added with (an int), or None when it has none or is not in the index."""
 
     @property
     def name(self) -> str:

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -60,6 +61,9 @@ struct SearchKnobs {
   unsigned threads = 0;  // 0: one per core (at most one per 8 queries)
   uint32_t in_flight = 1;  // HNSW: queries in flight per thread (BasicHnsw::search_batch)
   const std::vector<uint64_t>* allowed_ids = nullptr;  // an allow-list of user ids (nullptr: no filter)
+  // A label filter: rows whose label is one of these (nullptr: no label filter). With
+  // allowed_ids, both must hold.
+  const std::vector<uint32_t>* labels = nullptr;
 };
 
 class VectorIndexApi : public IndexApi {
@@ -68,10 +72,13 @@ class VectorIndexApi : public IndexApi {
   virtual MetricName metric() = 0;
   virtual uint64_t size() = 0;
   // Upserts rows with ids ids[i] (nullptr: the first free ids from size() up, never a
-  // present one). Threads as in SearchKnobs. The batch is checked whole first (ids not
-  // 2^64 - 1, none twice; rows finite, non-zero for cosine); then throws calico::Error of
-  // the first failing row, with the rows committed before it kept.
-  virtual void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) = 0;
+  // present one) and labels labels[i] (nullptr: unlabeled rows). Threads as in
+  // SearchKnobs. The batch is checked whole first (ids not 2^64 - 1, none twice; rows
+  // finite, non-zero for cosine); then throws calico::Error of the first failing row, with
+  // the rows committed before it kept. Labels need an id map: kInvalidArgument on 'direct'.
+  virtual void add(const VectorBatch& v, const uint64_t* ids, unsigned threads, const uint32_t* labels) = 0;
+  // The label of id (none: not present, or unlabeled).
+  virtual std::optional<uint32_t> label(uint64_t id) = 0;
   // Fills ids[n x k] (user ids) and dist[n x k]; rows with fewer than k results are padded
   // with (UINT64_MAX, +inf).
   virtual void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) = 0;

@@ -6,6 +6,9 @@
 //   dim is calico.InvalidArgumentError (a ValueError).
 //   ids are a 1-D integer array (any integer dtype, no negative value; uint64 for ids of
 //   2^63 and up) of one per row, copied once into uint64 (small next to the vectors).
+//   labels are integers 0 .. 2^32 - 1: a 1-D integer array, or a list, tuple or int
+//   (converted by numpy.asarray), copied into uint32; a float, bool or other dtype is a
+//   TypeError, a negative or too large label calico.InvalidArgumentError, naming `labels`.
 //   Outputs are new NumPy arrays (numpy.empty) that the search fills in place.
 #pragma once
 
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -117,6 +121,51 @@ inline std::vector<uint64_t> ids_of(const nb::object& ids, uint64_t rows) {
     throw Error(ErrorCode::kInvalidArgument, "ids must be 1-D with one id per row (" + std::to_string(rows) + ")");
   }
   return integers_of(a, "ids");
+}
+
+// Labels (see the header comment) as u32; `what` names the argument in errors. Arrays are
+// read as they are; other objects go through numpy.asarray (an int becomes one label).
+inline std::vector<uint32_t> labels_of(nb::handle obj, const char* what) {
+  const std::string kinds = std::string(what) + " must be integers from 0 to 2^32 - 1 (a 1-D integer array, a list of ints, or an int)";
+  if (PyBool_Check(obj.ptr())) throw nb::type_error(kinds.c_str());
+  AnyArray a;
+  nb::object converted;
+  if (!nb::try_cast(obj, a, false) || a.ndim() == 0) {
+    static const nb::object* asarray = new nb::object(nb::module_::import_("numpy").attr("asarray"));
+    try {
+      converted = (*asarray)(obj).attr("reshape")(-1);
+    } catch (const nb::python_error&) {
+      throw nb::type_error(kinds.c_str());
+    }
+    if (!nb::try_cast(converted, a, false)) throw nb::type_error(kinds.c_str());
+  }
+  if (a.ndim() == 1 && a.shape(0) == 0) return {};  // numpy.asarray([]) is float64: no label either way
+  const nb::dlpack::dtype t = a.dtype();
+  if (t.code != static_cast<uint8_t>(nb::dlpack::dtype_code::Int) &&
+      t.code != static_cast<uint8_t>(nb::dlpack::dtype_code::UInt)) {
+    throw nb::type_error(kinds.c_str());
+  }
+  const std::vector<uint64_t> wide = integers_of(a, what);
+  std::vector<uint32_t> out(wide.size());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] > std::numeric_limits<uint32_t>::max()) {
+      throw Error(ErrorCode::kInvalidArgument, std::string(what) + "[" + std::to_string(i) + "] is " +
+                                                   std::to_string(wide[i]) + ", past the largest label 2^32 - 1");
+    }
+    out[i] = static_cast<uint32_t>(wide[i]);
+  }
+  return out;
+}
+
+// Labels of an add (None: empty), one per row.
+inline std::vector<uint32_t> row_labels_of(const nb::object& labels, uint64_t rows) {
+  if (labels.is_none()) return {};
+  std::vector<uint32_t> out = labels_of(labels, "labels");
+  if (out.size() != rows) {
+    throw Error(ErrorCode::kInvalidArgument, "labels must be 1-D with one label per row (" + std::to_string(rows) +
+                                                 " rows, " + std::to_string(out.size()) + " labels)");
+  }
+  return out;
 }
 
 // A search filter as the list of allowed ids: a 1-D integer array of ids (any integer

@@ -53,12 +53,27 @@ using HnswHandle = VectorHandle<HnswApi>;
 using IvfHandle = VectorHandle<IvfApi>;
 
 template <class Api>
-void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, unsigned threads) {
+void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, const nb::object& labels,
+              unsigned threads) {
   FloatRows rows(vectors, h.api->dim(), "vectors");
   const VectorBatch& v = rows.batch();
   const std::vector<uint64_t> id = ids_of(ids, v.rows);
+  const std::vector<uint32_t> label = row_labels_of(labels, v.rows);
   nb::gil_scoped_release release;
-  h.api->add(v, id.empty() ? nullptr : id.data(), threads);
+  h.api->add(v, id.empty() ? nullptr : id.data(), threads, labels.is_none() ? nullptr : label.data());
+}
+
+// get_label(id): the id's label, None when it has none or is not in the index.
+template <class Api>
+std::optional<uint32_t> label_of_id(VectorHandle<Api>& h, uint64_t id) {
+  nb::gil_scoped_release release;
+  return h.api->label(id);
+}
+
+// The label filter of search(labels=...): None, an int (==) or integers (in).
+inline std::optional<std::vector<uint32_t>> label_filter_of(const nb::object& labels) {
+  if (labels.is_none()) return std::nullopt;
+  return labels_of(labels, "labels");
 }
 
 // delete(ids): a 1-D integer array, converted whole before the GIL is released.
@@ -74,10 +89,12 @@ void delete_ids(VectorHandle<Api>& h, const nb::object& ids) {
 // k checked against the index's size: k above it is an error (results would be padded).
 template <class Api>
 nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads,
-                      uint32_t in_flight = 1, const std::vector<uint64_t>* allowed = nullptr) {
+                      uint32_t in_flight = 1, const std::vector<uint64_t>* allowed = nullptr,
+                      const std::vector<uint32_t>* labels = nullptr) {
   FloatRows rows(queries, h.api->dim(), "queries");
   const VectorBatch& q = rows.batch();
-  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed};  // allowed: user ids
+  // allowed: user ids; labels: a label filter (both: both hold)
+  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed, labels};
   if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
   OutArray<uint64_t> ids(q.rows, k);
   OutArray<float> dist(q.rows, k);
@@ -134,28 +151,34 @@ void bind_vectors(nb::module_& m) {
           "pool"_a, "name"_a,
           "Opens the index written earlier under ``name``. Raises UnknownSpaceError when there is\n"
           "none, InvalidArgumentError when the space holds another kind of index.")
-      .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
+      .def("add", &add_rows<HnswApi>, "vectors"_a, "ids"_a = nb::none(), "labels"_a = nb::none(),
+           "num_threads"_a = 0,
            "Adds float32 C-contiguous ``vectors`` [n, dim] (or one [dim]) with ``ids`` (1-D integers,\n"
            "uint64 for ids of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self)\n"
            "up that are not in the index) on ``num_threads`` C++ threads (0: one per core). An id in\n"
            "the index gets the new vector (upsert): a search meanwhile sees the old or the new one.\n"
-           "The batch is checked first (dim, NaN/inf, ids: none twice, not 2^64 - 1, one per row),\n"
-           "so a bad batch adds nothing. Raises TypeError (dtype/layout), InvalidArgumentError.")
+           "``labels``: one integer label (0 to 2^32 - 1: a tenant, a user, a category) per row, as a\n"
+           "1-D integer array or a list, stored with the row for search(labels=...); None: the rows\n"
+           "are unlabeled (an upsert writes the row whole, label included). The batch is checked\n"
+           "first (dim, NaN/inf, ids: none twice, not 2^64 - 1, one per row; labels: one per row,\n"
+           "integers in range), so a bad batch adds nothing. Raises TypeError (dtype/layout),\n"
+           "InvalidArgumentError.")
       .def(
           "search",
           [](HnswHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, unsigned threads, uint32_t in_flight,
-             const nb::object& filter) {
+             const nb::object& filter, const nb::object& labels) {
             if (in_flight < 1 || in_flight > kMaxInFlight) {
               throw Error(ErrorCode::kInvalidArgument, "search: in_flight must be 1 to " + std::to_string(kMaxInFlight) +
                                                            " (got " + std::to_string(in_flight) + ")");
             }
             std::optional<std::vector<uint64_t>> allowed;
             if (!filter.is_none()) allowed = allowed_ids_of(filter);
+            const std::optional<std::vector<uint32_t>> wanted = label_filter_of(labels);
             return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(50, k)), threads, in_flight,
-                               allowed ? &*allowed : nullptr);
+                               allowed ? &*allowed : nullptr, wanted ? &*wanted : nullptr);
           },
           "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "num_threads"_a = 0, "in_flight"_a = 1,
-          "filter"_a = nb::none(),
+          "filter"_a = nb::none(), "labels"_a = nb::none(),
           "The k approximate nearest neighbours of each float32 C-contiguous query [n, dim] (or\n"
           "one [dim]): (ids uint64 [n, k], distances float32 [n, k]), ascending by distance. ``ef``\n"
           "is the beam width (None: max(50, k); raised to k). ``in_flight`` (1 to 64): queries each\n"
@@ -168,8 +191,11 @@ void bind_vectors(nb::module_& m) {
           "appears at most once per row. A filter allowing few ids is answered by an exact\n"
           "scan of them, otherwise by a graph search that keeps only allowed ids; either way each\n"
           "row holds min(k, allowed ids in the index) results (in_flight is 1 with a filter).\n"
-          "Raises TypeError (dtype/layout), InvalidArgumentError (dim, k = 0, k > len(self),\n"
-          "NaN/inf, in_flight, a negative filter id).")
+          "``labels``: only rows whose label (add(labels=...)) is ``labels`` (an int) or one of\n"
+          "``labels`` (integers); with ``filter``, both must hold; the same guarantee of\n"
+          "min(k, matching rows) results. Raises TypeError (dtype/layout), InvalidArgumentError\n"
+          "(dim, k = 0, k > len(self), NaN/inf, in_flight, a negative filter id, a label out of\n"
+          "range).")
       .def(
           "delete", &delete_ids<HnswApi>, "ids"_a,
           "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked first\n"
@@ -205,6 +231,8 @@ void bind_vectors(nb::module_& m) {
       .def(
           "__contains__", [](HnswHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
           "Whether ``id`` is in the index (added and not deleted).")
+      .def("get_label", &label_of_id<HnswApi>, "id"_a,
+           "The label ``id`` was added with (an int), or None when it has none or is not in the index.")
       .def_prop_ro("name", [](HnswHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](HnswHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](HnswHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
@@ -269,31 +297,37 @@ void bind_vectors(nb::module_& m) {
           "least nlist rows; none of them is stored) and writes the empty index. Raises\n"
           "InvalidArgumentError (trained already, too few rows, NaN/inf), SpaceExistsError.")
       .def_prop_ro("is_trained", [](IvfHandle& h) { return h.api->trained(); }, "Whether train() ran.")
-      .def("add", &add_rows<IvfApi>, "vectors"_a, "ids"_a = nb::none(), "num_threads"_a = 0,
+      .def("add", &add_rows<IvfApi>, "vectors"_a, "ids"_a = nb::none(), "labels"_a = nb::none(),
+           "num_threads"_a = 0,
            "Adds float32 C-contiguous ``vectors`` [n, dim] with ``ids`` (1-D integers, uint64 for ids\n"
            "of 2^63 and up; any value but 2^64 - 1; None: the first ids from len(self) up that are\n"
            "not in the index) on ``num_threads`` C++ threads. An id in the index gets the new\n"
-           "vector (upsert; a search meanwhile sees the old or the new one). The batch is checked\n"
+           "vector (upsert; a search meanwhile sees the old or the new one). ``labels``: one\n"
+           "integer label (0 to 2^32 - 1) per row, as for HnswIndex.add. The batch is checked\n"
            "first; a bad batch adds nothing. Upserts remove the replaced rows in one pass over the\n"
            "index per call: upsert in batches.")
       .def(
           "search",
-          [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads, const nb::object& filter) {
+          [](IvfHandle& h, nb::handle q, uint32_t k, uint32_t nprobe, unsigned threads, const nb::object& filter,
+             const nb::object& labels) {
             if (!h.api->trained()) throw Error(ErrorCode::kInvalidArgument, "ivf search: '" + h.name + "' is not trained");
             std::optional<std::vector<uint64_t>> allowed;
             if (!filter.is_none()) allowed = allowed_ids_of(filter);
-            return search_rows(h, q, k, nprobe, threads, 1, allowed ? &*allowed : nullptr);
+            const std::optional<std::vector<uint32_t>> wanted = label_filter_of(labels);
+            return search_rows(h, q, k, nprobe, threads, 1, allowed ? &*allowed : nullptr, wanted ? &*wanted : nullptr);
           },
           "queries"_a, "k"_a = 10, "nprobe"_a = 8, "num_threads"_a = 0, "filter"_a = nb::none(),
+          "labels"_a = nb::none(),
           "The k nearest rows among the ``nprobe`` nearest lists of each query: (ids uint64 [n, k],\n"
           "distances float32 [n, k]); rows with fewer than k candidates are padded with\n"
           "(2^64 - 1, inf). ``filter``: only rows with these ids may be returned, given as a 1-D\n"
           "integer array of ids or a boolean mask over ids (element i allows id i). A filtered\n"
           "search scans the nprobe nearest lists, then further lists (nearest first) while it has\n"
           "fewer than k allowed rows, so each row holds min(k, allowed rows in the index) results;\n"
-          "a filter allowing few rows may scan the whole index. Raises TypeError,\n"
-          "InvalidArgumentError (dim, k = 0, k > len(self), nprobe = 0, NaN/inf, not trained, a\n"
-          "negative filter id).")
+          "a filter allowing few rows may scan the whole index. ``labels``: only rows whose label\n"
+          "is ``labels`` (an int) or one of ``labels`` (integers), with ``filter`` both; searched\n"
+          "the same way. Raises TypeError, InvalidArgumentError (dim, k = 0, k > len(self),\n"
+          "nprobe = 0, NaN/inf, not trained, a negative filter id, a label out of range).")
       .def(
           "delete", &delete_ids<IvfApi>, "ids"_a,
           "Removes ``ids`` (1-D integers): no search returns them again. The batch is checked\n"
@@ -306,6 +340,8 @@ void bind_vectors(nb::module_& m) {
       .def(
           "__contains__", [](IvfHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
           "Whether ``id`` is in the index (added and not deleted).")
+      .def("get_label", &label_of_id<IvfApi>, "id"_a,
+           "The label ``id`` was added with (an int), or None when it has none or is not in the index.")
       .def_prop_ro("name", [](IvfHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](IvfHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](IvfHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")

@@ -20,6 +20,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
+#include "mapped_filter.h"
 #include "calico/index/hnsw.h"
 #include "calico/index/mapped_index.h"
 #include "vector_checks.h"
@@ -48,12 +49,13 @@ class HnswImpl final : public HnswApi {
   uint32_t M() override { return use()->index().params().M; }
   uint32_t ef_construction() override { return use()->index().params().ef_construction; }
   bool contains(uint64_t id) override { return use()->contains(id); }
+  std::optional<uint32_t> label(uint64_t id) override { return use()->label(id); }
   // Under the gate (PoolApi::flush and close hold it): the map's B+tree count.
   void sync() override {
     if (index_) index_->sync();
   }
 
-  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) override {
+  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads, const uint32_t* labels) override {
     Use u(*gate_);
     Index& h = live();
     check_rows(v, h.dim(), h.index().params().metric, "hnsw add");
@@ -61,10 +63,11 @@ class HnswImpl final : public HnswApi {
     std::unique_lock serial(direct_add_mu_, std::defer_lock);
     if constexpr (kDirectAdds) serial.lock();
     const unsigned n = kDirectAdds ? 1 : threads_for(v.rows, threads, 1);
+    const auto label_span = labels ? std::span<const uint32_t>(labels, v.rows) : std::span<const uint32_t>();
     if (ids) {
-      h.add(std::span<const uint64_t>(ids, v.rows), v.data, n);
+      h.add(std::span<const uint64_t>(ids, v.rows), v.data, n, index::AddMode::kUpsert, label_span);
     } else {
-      h.add_numbered(v.data, v.rows, n);
+      h.add_numbered(v.data, v.rows, n, label_span);
     }
   }
 
@@ -94,10 +97,9 @@ class HnswImpl final : public HnswApi {
     Use u(*gate_);
     Index& h = live();
     check_rows(q, h.dim(), h.index().params().metric, "hnsw search");
-    // The allow-list as slots, built once for the call; it holds a read section until the
-    // call returns (an upsert's retirement waits for it: calico/index/mapped_index.h).
-    const std::optional<index::SlotFilter> filter =
-        knobs.allowed_ids ? std::optional<index::SlotFilter>(h.filter(*knobs.allowed_ids)) : std::nullopt;
+    // The allow-list and labels as slots, built once for the call; it holds a read section
+    // until the call returns (an upsert's retirement waits for it: calico/index/mapped_index.h).
+    const std::optional<index::SlotFilter> filter = slot_filter_of(h, knobs);
     index::HnswSearchOptions opt;
     opt.k = knobs.k;
     opt.ef = knobs.param;

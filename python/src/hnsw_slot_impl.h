@@ -25,6 +25,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
+#include "mapped_filter.h"
 #include "calico/index/hnsw.h"
 #include "vector_checks.h"
 
@@ -56,9 +57,16 @@ class HnswSlotImpl final : public HnswApi {
     Index& h = live();
     return id < h.capacity() && h.contains(static_cast<uint32_t>(id));
   }
-
-  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) override {
+  // No id map, so no labels: every id is unlabeled.
+  std::optional<uint32_t> label(uint64_t) override {
     Use u(*gate_);
+    live();
+    return std::nullopt;
+  }
+
+  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads, const uint32_t* labels) override {
+    Use u(*gate_);
+    if (labels) no_labels("hnsw add");
     Index& h = live();
     check_rows(v, h.dim(), h.params().metric, "hnsw add");
     // ids = None: the first unused ids from size() up (an id is used while it is in the
@@ -159,6 +167,7 @@ class HnswSlotImpl final : public HnswApi {
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);
+    if (knobs.labels) no_labels("hnsw search");
     Index& h = live();
     check_rows(q, h.dim(), h.params().metric, "hnsw search");
     const std::vector<uint64_t> words = slot_words(knobs.allowed_ids);

@@ -17,6 +17,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
+#include "mapped_filter.h"
 #include "calico/index/ivf.h"
 #include "calico/index/mapped_index.h"
 #include "vector_checks.h"
@@ -74,6 +75,12 @@ class IvfImpl final : public IvfApi {
     std::lock_guard l(train_mu_);
     return index_ && index_->contains(id);
   }
+  std::optional<uint32_t> label(uint64_t id) override {
+    Use u(*gate_);
+    check_open();
+    std::lock_guard l(train_mu_);
+    return index_ ? index_->label(id) : std::nullopt;
+  }
 
   void train(const VectorBatch& v, uint32_t iters, uint64_t seed, unsigned threads) override {
     Use u(*gate_);
@@ -91,7 +98,7 @@ class IvfImpl final : public IvfApi {
     index_.emplace(Index::attach(*pool_, name_, Core::build(*pool_, name_, p, v.data, v.rows)));
   }
 
-  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) override {
+  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads, const uint32_t* labels) override {
     Use u(*gate_);
     Index& x = trained_index("add");
     check_rows(v, dim_, to_metric(metric_), "ivf add");
@@ -99,10 +106,11 @@ class IvfImpl final : public IvfApi {
     std::unique_lock serial(direct_add_mu_, std::defer_lock);
     if constexpr (Pool::TranslationPolicy::kDirect) serial.lock();
     const unsigned n = Pool::TranslationPolicy::kDirect ? 1 : threads_for(v.rows, threads, 64);
+    const auto label_span = labels ? std::span<const uint32_t>(labels, v.rows) : std::span<const uint32_t>();
     if (ids) {
-      x.add(std::span<const uint64_t>(ids, v.rows), v.data, n);
+      x.add(std::span<const uint64_t>(ids, v.rows), v.data, n, index::AddMode::kUpsert, label_span);
     } else {
-      x.add_numbered(v.data, v.rows, n);
+      x.add_numbered(v.data, v.rows, n, label_span);
     }
   }
 
@@ -119,10 +127,9 @@ class IvfImpl final : public IvfApi {
     Use u(*gate_);
     Index& x = trained_index("search");
     check_rows(q, dim_, to_metric(metric_), "ivf search");
-    // The allow-list as slots, built once for the call (it holds a read section until the
-    // call returns: calico/index/mapped_index.h).
-    const std::optional<index::SlotFilter> filter =
-        knobs.allowed_ids ? std::optional<index::SlotFilter>(x.filter(*knobs.allowed_ids)) : std::nullopt;
+    // The allow-list and labels as slots, built once for the call (it holds a read section
+    // until the call returns: calico/index/mapped_index.h).
+    const std::optional<index::SlotFilter> filter = slot_filter_of(x, knobs);
     index::IvfSearchOptions opt;
     opt.k = knobs.k;
     opt.nprobe = knobs.param;

@@ -22,6 +22,7 @@
 #include "api.h"
 #include "batch.h"
 #include "gate.h"
+#include "mapped_filter.h"
 #include "calico/index/ivf.h"
 #include "vector_checks.h"
 
@@ -80,6 +81,13 @@ class IvfSlotImpl final : public IvfApi {
     return false;
   }
 
+  // No id map, so no labels: every id is unlabeled.
+  std::optional<uint32_t> label(uint64_t) override {
+    Use u(*gate_);
+    check_open();
+    return std::nullopt;
+  }
+
   void train(const VectorBatch& v, uint32_t iters, uint64_t seed, unsigned threads) override {
     Use u(*gate_);
     check_open();
@@ -96,8 +104,9 @@ class IvfSlotImpl final : public IvfApi {
     index_.emplace(Index::build(*pool_, name_, p, v.data, v.rows));
   }
 
-  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads) override {
+  void add(const VectorBatch& v, const uint64_t* ids, unsigned threads, const uint32_t* labels) override {
     Use u(*gate_);
+    if (labels) no_labels("ivf add");
     Index& x = trained_index("add");
     check_rows(v, dim_, to_metric(metric_), "ivf add");
     std::unique_lock numbering(auto_ids_mu_, std::defer_lock);  // as in HnswImpl::add
@@ -136,6 +145,7 @@ class IvfSlotImpl final : public IvfApi {
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
     Use u(*gate_);
+    if (knobs.labels) no_labels("ivf search");
     Index& x = trained_index("search");
     check_rows(q, dim_, to_metric(metric_), "ivf search");
     const std::vector<uint64_t> words = slot_words(knobs.allowed_ids);

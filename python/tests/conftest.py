@@ -57,6 +57,23 @@ def brute_force(base: np.ndarray, queries: np.ndarray, k: int, metric: str = "l2
     return np.argsort(d, axis=1, kind="stable")[:, :k]
 
 
+def small_index(pool, kind: str, name: str = "v", dim: int = 8, nlist: int = 8):
+    """A small index of `kind` ('hnsw': M 8, ef_construction 64, capacity 256; 'ivf': `nlist`
+    lists trained on 400 clustered rows), for the model tests of ids and labels."""
+    if kind == "hnsw":
+        return calico.HnswIndex(pool, name, dim=dim, M=8, ef_construction=64, capacity=256)
+    index = calico.IvfIndex(pool, name, dim=dim, nlist=nlist)
+    index.train(clustered(400, dim, seed=9))
+    return index
+
+
+def search_small(index, kind: str, q, k: int, **kw):
+    """search() of a small_index: HNSW with ef 128, IVF exact (every list probed)."""
+    if kind == "hnsw":
+        return index.search(q, k=k, ef=128, **kw)
+    return index.search(q, k=k, nprobe=index.nlist, **kw)
+
+
 def recall(got: np.ndarray, want: np.ndarray) -> float:
     hits = sum(len(set(g.tolist()) & set(w.tolist())) for g, w in zip(got, want))
     return hits / want.size

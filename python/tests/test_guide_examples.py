@@ -22,6 +22,7 @@ def test_the_guide_has_its_examples():
     codes = examples()
     assert len(codes) >= 2
     assert any("ids=doc_ids" in c and "filter=" in c and "delete(" in c for c in codes)
+    assert any("labels=owner" in c and "labels=7" in c and "get_label(" in c for c in codes)
 
 
 @pytest.mark.parametrize("i", range(len(examples())))

@@ -13,25 +13,10 @@ import numpy as np
 import pytest
 
 import calico
-from conftest import clustered, run_python
+from conftest import clustered, run_python, search_small, small_index
 
 DIM, K = 8, 10
-NLIST = 8
 NO_ID = np.iinfo(np.uint64).max
-
-
-def _make(pool, kind, name="v"):
-    if kind == "hnsw":
-        return calico.HnswIndex(pool, name, dim=DIM, M=8, ef_construction=64, capacity=256)
-    index = calico.IvfIndex(pool, name, dim=DIM, nlist=NLIST)
-    index.train(clustered(400, DIM, seed=9))
-    return index
-
-
-def _search(index, kind, q, k, **kw):
-    if kind == "hnsw":
-        return index.search(q, k=k, ef=128, **kw)
-    return index.search(q, k=k, nprobe=NLIST, **kw)  # exact
 
 
 def _exact(model, q, k, allow=None):
@@ -77,7 +62,7 @@ def test_model_of_upsert_delete_and_filtered_search(data_dir, kind):
     hits = wanted = upserts = 0
     # A pool of 64 pages: the index and its map are larger, so pages are evicted all along.
     with calico.Pool(data_dir, pool_bytes=64 * 4096, translation="array") as pool:
-        index = _make(pool, kind)
+        index = small_index(pool, kind)
         for step in range(600):
             dice = rng.integers(100)
             if dice < 35 or len(model) < 2 * K:  # a batch of new ids
@@ -118,7 +103,7 @@ def test_model_of_upsert_delete_and_filtered_search(data_dir, kind):
                 elif f == 2:
                     allow = {i for i in model if rng.random() < 0.33}
                 kw = {} if allow is None else {"filter": np.array(sorted(allow), dtype=np.uint64)}
-                ids, dist = _search(index, kind, q, K, **kw)
+                ids, dist = search_small(index, kind, q, K, **kw)
                 h, w = _check_row(model, q, ids[0], dist[0], allow, kind == "ivf", K)
                 hits, wanted = hits + h, wanted + w
             assert len(index) == len(model), f"step {step}"
@@ -131,20 +116,20 @@ def test_model_of_upsert_delete_and_filtered_search(data_dir, kind):
         small = sorted(i for i in model if i < 5000)[:5]
         mask = np.zeros(5000, dtype=bool)
         mask[small] = True
-        ids, _ = _search(index, kind, rows[0], K, filter=mask)
+        ids, _ = search_small(index, kind, rows[0], K, filter=mask)
         assert set(int(i) for i in ids[0] if i != NO_ID) == set(small)
         saved = {i: v.copy() for i, v in model.items()}
     with calico.Pool(data_dir, pool_bytes=64 * 4096) as pool:
         index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
         assert len(index) == len(saved)
         for q in rows[:20]:
-            ids, dist = _search(index, kind, q, K)
+            ids, dist = search_small(index, kind, q, K)
             _check_row(saved, q, ids[0], dist[0], None, kind == "ivf", K)
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_upserts_never_hide_an_id_from_a_concurrent_search(pool, kind):
-    index = _make(pool, kind)
+    index = small_index(pool, kind)
     ids = (np.arange(16, dtype=np.uint64) << np.uint64(40)) + np.uint64(3)
     rows = clustered(16 * 40, DIM, seed=4)
     index.add(rows[:16], ids=ids)
@@ -158,26 +143,26 @@ def test_upserts_never_hide_an_id_from_a_concurrent_search(pool, kind):
     t = threading.Thread(target=upsert)
     t.start()
     while not stop.is_set():
-        got, _ = _search(index, kind, rows[:8], 16, filter=ids)
+        got, _ = search_small(index, kind, rows[:8], 16, filter=ids)
         if not all(sorted(int(i) for i in row) == sorted(int(i) for i in ids) for row in got):
             bad.append(got)
     t.join()
     assert not bad, "a search missed an id being upserted, or returned one twice"
-    got, dist = _search(index, kind, rows[16 * 39:], 1, filter=ids)
+    got, dist = search_small(index, kind, rows[16 * 39:], 1, filter=ids)
     assert (got[:, 0] == ids).all() and (dist[:, 0] == 0).all(), "each id has its last vector"
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_bad_ids_raise_and_change_nothing(pool, kind):
-    index = _make(pool, kind)
+    index = small_index(pool, kind)
     rows = clustered(200, DIM, seed=5)
     ids = np.arange(100, dtype=np.uint64) * np.uint64(1 << 57)  # up to 2^64 - 2^57
     index.add(rows[:100], ids=ids)
-    before = _search(index, kind, rows[100:110], K)
+    before = search_small(index, kind, rows[100:110], K)
 
     def unchanged():
         assert len(index) == 100
-        after = _search(index, kind, rows[100:110], K)
+        after = search_small(index, kind, rows[100:110], K)
         assert (after[0] == before[0]).all() and (after[1] == before[1]).all()
 
     with pytest.raises(calico.InvalidArgumentError, match="2\\^64 - 1"):
@@ -209,17 +194,17 @@ def test_bad_ids_raise_and_change_nothing(pool, kind):
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_ids_none_skips_user_ids(pool, kind):
-    index = _make(pool, kind)
+    index = small_index(pool, kind)
     rows = clustered(20, DIM, seed=6)
     index.add(rows[:2], ids=np.array([2, 3], dtype=np.uint64))
     index.add(rows[2:5])  # len() is 2: ids 2 and 3 are taken, so 4, 5, 6
     assert [i in index for i in range(8)] == [False, False, True, True, True, True, True, False]
-    got, dist = _search(index, kind, rows[0], 1, filter=np.array([2], dtype=np.uint64))
+    got, dist = search_small(index, kind, rows[0], 1, filter=np.array([2], dtype=np.uint64))
     assert got[0, 0] == 2 and dist[0, 0] == 0, "id 2 keeps the user's vector"
 
 
 def test_hnsw_consolidate_frees_replaced_slots(pool):
-    index = _make(pool, "hnsw")
+    index = small_index(pool, "hnsw")
     rows = clustered(600, DIM, seed=8)
     ids = np.arange(200, dtype=np.uint64) + np.uint64(1 << 63)
     index.add(rows[:200], ids=ids)
@@ -236,7 +221,7 @@ def test_reopen_in_a_new_process(data_dir):
     ids = np.arange(300, dtype=np.uint64) * np.uint64(61_000_000_000_000_001)
     with calico.Pool(data_dir, pool_bytes=1 << 22) as pool:
         for kind in ("hnsw", "ivf"):
-            index = _make(pool, kind, name=kind)
+            index = small_index(pool, kind, name=kind)
             index.add(rows, ids=ids)
             index.add(rows[:10] + 1, ids=ids[:10])  # upserts
             index.delete(ids[10:20])
@@ -257,20 +242,20 @@ def test_reopen_in_a_new_process(data_dir):
 def test_an_index_without_a_map_opens_with_its_ids(data_dir, kind):
     rows = clustered(300, DIM, seed=12)
     with calico.Pool(data_dir, pool_bytes=16 << 20, translation="direct") as pool:
-        index = _make(pool, kind)
+        index = small_index(pool, kind)
         index.add(rows)  # ids 0 .. 299, slots = ids
         index.delete(np.arange(0, 300, 10))
         assert pool.spaces() == ["v"], "no map on 'direct'"
-        before = _search(index, kind, rows[:20], K)
+        before = search_small(index, kind, rows[:20], K)
     with calico.Pool(data_dir, pool_bytes=16 << 20) as pool:
         index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
         assert sorted(pool.spaces()) == ["v", "v.ids", "v.slots"]
         assert len(index) == 270 and 5 in index and 10 not in index
-        after = _search(index, kind, rows[:20], K)
+        after = search_small(index, kind, rows[:20], K)
         assert (after[0] == before[0]).all() and (after[1] == before[1]).all(), "the ids the index had"
         index.add(rows[:2] + 1, ids=np.array([5, 2**63], dtype=np.uint64))  # an upsert, a 64-bit id
         assert len(index) == 271
     with calico.Pool(data_dir, pool_bytes=16 << 20) as pool:  # the map is kept, not built again
         index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
-        got, dist = _search(index, kind, rows[:2] + 1, 1)
+        got, dist = search_small(index, kind, rows[:2] + 1, 1)
         assert got[:, 0].tolist() == [5, 2**63] and (dist[:, 0] == 0).all()

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "calico/index/mapped_index.h"
+#include "support/mapped_kinds.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "support/vector_data.h"
@@ -28,63 +29,18 @@ namespace calico {
 namespace {
 
 using index::AddMode;
-using index::BasicHnsw;
-using index::BasicIvf;
 using index::BasicMapped;
 using index::MappedNeighbor;
 using testing::Data;
 using testing::TempDir;
+using testing::mapped::HnswKind;
+using testing::mapped::IvfKind;
+using testing::mapped::kDim;
 using vector::Metric;
 
-constexpr uint32_t kDim = 8;
 constexpr uint32_t kK = 10;
-constexpr uint32_t kNlist = 8;
 constexpr uint64_t kNoId = UINT64_MAX;
 constexpr bool kSlow = testing::kThreadSanitizer || testing::kAddressSanitizer;
-
-// How each index is made, searched exactly, and checked; the tests are written once.
-template <class Pool>
-struct HnswKind {
-  using Index = BasicHnsw<Pool>;
-  using Mapped = BasicMapped<Index>;
-  static constexpr bool kExact = false;  // approximate unless a filter makes it scan
-  static Index create(Pool& pool, const std::string& name, const Data&) {
-    index::HnswParams p;
-    p.dim = kDim;
-    p.M = 8;
-    p.ef_construction = 64;
-    return Index::create(pool, name, p, 64);
-  }
-  static Index open(Pool& pool, const std::string& name) { return Index::open(pool, name); }
-  static index::HnswSearchOptions options(uint32_t k) {
-    index::HnswSearchOptions o;
-    o.k = k;
-    o.ef = 96;
-    return o;
-  }
-  static void add_legacy(Index& x, uint32_t id, const float* v) { x.add(id, v); }
-  static void remove_legacy(Index& x, uint32_t id) { x.remove(id); }
-};
-
-template <class Pool>
-struct IvfKind {
-  using Index = BasicIvf<Pool>;
-  using Mapped = BasicMapped<Index>;
-  static constexpr bool kExact = true;  // nprobe = nlist
-  static Index create(Pool& pool, const std::string& name, const Data& d) {
-    index::IvfParams p;
-    p.dim = kDim;
-    p.nlist = kNlist;
-    p.train_iters = 4;
-    p.threads = 1;
-    p.train_only = true;
-    return Index::build(pool, name, p, d.rows.data(), 400);
-  }
-  static Index open(Pool& pool, const std::string& name) { return Index::open(pool, name); }
-  static index::IvfSearchOptions options(uint32_t k) { return index::IvfSearchOptions{k, kNlist, true, true}; }
-  static void add_legacy(Index& x, uint32_t id, const float* v) { x.add(id, v); }
-  static void remove_legacy(Index& x, uint32_t id) { x.remove(&id, 1); }
-};
 
 // The model: each id's current vector.
 struct Model {
@@ -115,13 +71,8 @@ void expect_admissible(const Model& m, const float* q, const std::vector<uint64_
     if (allow) {
       ASSERT_NE(std::find(allow->begin(), allow->end(), got[i].id), allow->end()) << at;
     }
-    for (size_t j = 0; j < i; ++j) {
-      ASSERT_NE(got[j].id, got[i].id) << at << ": an id twice";
-    }
-    if (i > 0) {
-      ASSERT_FALSE(got[i] < got[i - 1]) << at << ": not sorted";
-    }
   }
+  testing::mapped::expect_distinct_sorted(got, at);
 }
 
 template <class Fn>
@@ -227,14 +178,7 @@ void model_test(uint32_t frames) {
     ASSERT_EQ(x->size(), m.rows.size()) << "phase " << phase;
     ASSERT_EQ(x->check_structure(), m.rows.size()) << "phase " << phase;
     if (phase == 1) {  // everything survives a flush and a reopen
-      x->sync();
-      pool->flush();
-      st.reset();
-      x.reset();
-      pool.reset();
-      pool = Pool::open(opts);
-      x = std::make_unique<Mapped>(Mapped::attach(*pool, "v", Kind::open(*pool, "v")));
-      st = std::make_unique<typename Mapped::State>(*x);
+      testing::mapped::reopen<Kind>(opts, pool, x, st);
       ASSERT_EQ(x->size(), m.rows.size());
       ASSERT_EQ(x->check_structure(), m.rows.size());
       for (const auto& [id, v] : m.rows) ASSERT_TRUE(x->contains(id)) << id;

@@ -10,8 +10,11 @@
 //   BasicIdMap::open(pool, index)     the map written earlier
 //   slot_of(id, &slot)                id -> slot: a B+tree lookup (optimistic descent)
 //   id_of(slot)                       slot -> id: one optimistic read of a slot-array page
-//   bind(id, slot) / unbind(id)       write id -> slot (the B+tree)
+//   binding_of(id, &b)                id -> (slot, label): the same lookup, with the label
+//   bind(id, slot[, label]) / unbind(id)   write id -> (slot, label) (the B+tree)
 //   set_id(slot, id)                  write slot -> id (the array)
+//   add_label(label, slot) / erase_label(label, slot)   the label tree's entries
+//   for_each_slot_of(label, fn)       the slots of a label: one range scan
 //   allocate_slot(limit)              a free slot (the free list, else the next one)
 //   check(), size(), slot_end()
 //
@@ -21,6 +24,18 @@
 // computation away, so mapping a search's k results costs k reads of a few hot pages.
 // Neither changes the index's own pages. Names: the index's name plus at most 6
 // characters, so an index whose name is longer than kMaxIndexName characters has no map.
+//
+// Labels. A binding may carry a label, a u32 chosen by the user (a tenant, a user, a
+// category): the id B+tree's value is then the slot and the label (an unlabeled binding
+// keeps the 4-byte value of maps written before labels existed). A second B+tree, space
+// `<index>.label`, keyed by (label, slot) big-endian, lists the slots of each label in one
+// key range, so that the slots of a label cost a descent plus one entry per slot. It is
+// created by the first add_label and opened with the map when its space exists. The map
+// writes the two trees separately (one B+tree operation each); BasicMapped keeps them in
+// step under its per-id locks (calico/index/mapped_index.h, "Labels"). At quiescence:
+//   (L1) every labeled binding id -> (slot, label) has exactly one entry (label, slot);
+//   (L2) every entry (label, slot) names a bound slot whose binding carries that label.
+// check() checks both.
 //
 // Slots. allocate_slot hands out slots from an in-memory free list (refilled by
 // refill_free, which BasicMapped calls after HNSW's consolidate) or else the next slot
@@ -33,7 +48,9 @@
 // (check() only at quiescence). The B+tree has its own (optimistic lock coupling); a slot
 // entry is written under its page's exclusive latch and read optimistically; slot
 // allocation (free list, high-water mark, appending array pages, the metadata page) is
-// under one in-process mutex, so one BasicIdMap object per index per pool. The map does not
+// under one in-process mutex, so one BasicIdMap object per index per pool; the label tree
+// is created at most once, under its own mutex, and found through an atomic pointer (a
+// reader that finds none sees no labels). The map does not
 // order its two halves: BasicMapped's per-id locks do (calico/index/mapped_index.h).
 // A thread holds at most one page latch of the map at a time.
 //
@@ -43,9 +60,11 @@
 // (each write is one B+tree operation or one entry under one latch).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,21 +86,30 @@ class BasicIdMap {
   // slots are skipped by a reopen; one metadata write per this many new slots.
   static constexpr uint32_t kReserveChunk = 64;
   // The longest index name with a map: space names are at most 64 characters, and the map
-  // adds ".slots".
+  // adds ".slots" (and ".label": also 6).
   static constexpr size_t kMaxIndexName = 58;
 
   static std::string ids_space(std::string_view index) { return std::string(index) + ".ids"; }
   static std::string slots_space(std::string_view index) { return std::string(index) + ".slots"; }
+  static std::string labels_space(std::string_view index) { return std::string(index) + ".label"; }
+
+  // What the id B+tree holds for an id.
+  struct Binding {
+    uint32_t slot = kNoSlot;
+    std::optional<uint32_t> label;  // none: an unlabeled id
+  };
 
   // Whether index `index` has a map space (`<index>.slots`), complete or not.
   static bool exists(const Pool& pool, std::string_view index);
   // Creates both spaces, empty, in state kMigrating (mark_ready() makes it usable for
   // reopening). Errors: kInvalidArgument (name too long), kSpaceExists, pool errors.
   static BasicIdMap create(Pool& pool, std::string_view index);
-  // Opens both spaces. Errors: kUnknownSpace; kInvalidArgument when block 0 of the slots
-  // space is not a map of this format and page size.
+  // Opens both spaces, and the label tree when its space exists. Errors: kUnknownSpace;
+  // kInvalidArgument when block 0 of the slots space is not a map of this format and page
+  // size, or the label space is not a B+tree.
   static BasicIdMap open(Pool& pool, std::string_view index);
-  // Drops both spaces where they exist (a migration that did not finish is redone).
+  // Drops the map's spaces (the label tree's too) where they exist (a migration that did
+  // not finish is redone).
   static void drop(Pool& pool, std::string_view index);
 
   BasicIdMap(BasicIdMap&&) noexcept = default;
@@ -91,16 +119,32 @@ class BasicIdMap {
   bool ready() const;
   void mark_ready();
 
-  // id -> slot: true and *slot when id is bound. Thread-safe.
+  // id -> slot: true and *slot when id is bound. Thread-safe. Errors: kCorruptPage for a
+  // binding of neither 4 nor 8 bytes.
   bool slot_of(uint64_t id, uint32_t* slot) const;
+  // id -> (slot, label): true and *b when id is bound. Thread-safe; errors as slot_of.
+  bool binding_of(uint64_t id, Binding* b) const;
   // slot -> id: the entry of slot (kNoId when it holds none). Pre: slot < slot_end().
   uint64_t id_of(uint32_t slot) const;
-  // Binds id -> slot (inserts or replaces; true when id was not bound). id != kNoId.
-  bool bind(uint64_t id, uint32_t slot);
+  // Binds id -> (slot, label) (inserts or replaces; true when id was not bound). The label
+  // tree is not touched. id != kNoId.
+  bool bind(uint64_t id, uint32_t slot, std::optional<uint32_t> label = std::nullopt);
   // Removes id's binding; false when it had none.
   bool unbind(uint64_t id);
   // Writes slot's entry (kNoId clears it). Pre: slot < slot_end().
   void set_id(uint32_t slot, uint64_t id);
+
+  // Inserts the label tree's entry (label, slot), creating the tree (space `<index>.label`)
+  // at the first call. Errors: pool errors (of the creation too: the next call tries again).
+  void add_label(uint32_t label, uint32_t slot);
+  // Removes the entry (label, slot); false when it was absent (or there is no label tree).
+  bool erase_label(uint32_t label, uint32_t slot);
+  // Calls fn(slot) for every entry (label, slot) in slot order (a range scan of the label
+  // tree: a concurrent writer may or may not be seen). Nothing when there is no label tree.
+  template <class Fn>
+  void for_each_slot_of(uint32_t label, Fn&& fn) const;
+  // Whether the label tree exists (a labeled binding was ever written, or its space found).
+  bool has_labels() const;
 
   // A slot no one holds: the free list's, else slot_end() (the array page is appended when
   // needed). Errors: kInvalidArgument when slot_end() reached `limit` (naming it); pool
@@ -120,12 +164,15 @@ class BasicIdMap {
   // may not be seen).
   template <class Fn>
   void for_each(Fn&& fn) const;
-  // Writes the B+tree's count to its metadata page (flush the pool after it).
+  // Calls fn(id, const Binding&) for every binding in id order (as for_each).
+  template <class Fn>
+  void for_each_binding(Fn&& fn) const;
+  // Writes the B+trees' counts to their metadata pages (flush the pool after it).
   void sync();
-  // Whole-map check at quiescence: the B+tree's invariants, and the two halves are one
+  // Whole-map check at quiescence: the B+trees' invariants, the two halves are one
   // bijection (every binding's slot is below slot_end() and its entry names the id; every
-  // non-empty entry's id is bound to that slot). Returns the number of bindings. Throws
-  // std::logic_error naming the first violation.
+  // non-empty entry's id is bound to that slot), and (L1), (L2) of "Labels". Returns the
+  // number of bindings. Throws std::logic_error naming the first violation.
   uint64_t check() const;
 
  private:
@@ -140,7 +187,17 @@ class BasicIdMap {
     std::vector<uint32_t> free;
   };
 
-  BasicIdMap(Pool& pool, SpaceId slots, std::unique_ptr<Tree> tree, const Meta& meta);
+  // The label tree, created at most once (under mu); `tree` is read without the mutex.
+  struct Labels {
+    std::mutex mu;
+    std::unique_ptr<Tree> owned;
+    std::atomic<Tree*> tree{nullptr};
+  };
+
+  BasicIdMap(Pool& pool, std::string_view index, SpaceId slots, std::unique_ptr<Tree> tree,
+             std::unique_ptr<Tree> labels, const Meta& meta);
+  static bool space_exists(const Pool& pool, const std::string& name);
+  static bool decode_binding(uint64_t id, std::string_view v, Binding* b);
   static void check_name(std::string_view index);
   PageId entry_page(uint32_t slot) const;
   uint32_t entry_offset(uint32_t slot) const;
@@ -149,10 +206,12 @@ class BasicIdMap {
   [[noreturn]] static void fail(const std::string& what);
 
   Pool* pool_;
+  std::string index_;
   SpaceId slots_;
   uint32_t per_page_;
   std::unique_ptr<Tree> tree_;  // lookups are logically const (the tree caches a frame)
   std::unique_ptr<Alloc> alloc_;
+  std::unique_ptr<Labels> labels_;
   std::unique_ptr<std::atomic<uint64_t>> end_;  // slot_end(), read without the mutex
 };
 

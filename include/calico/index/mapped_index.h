@@ -10,11 +10,15 @@
 //   BasicMapped::attach(pool, name, index)  the index with its map: opens `<name>.ids` and
 //                                 `<name>.slots`, or creates them (a new index: empty; an
 //                                 index written before maps existed: migrated, below)
-//   add(ids, rows, threads, mode) upserts rows (or inserts only: AddMode::kInsert)
+//   add(ids, rows, threads, mode[, labels])  upserts rows (or inserts only: AddMode::kInsert),
+//                                 each with its label when labels are given
 //   add(id, v)                    upserts one row
-//   add_numbered(rows, n, threads)  rows with the first free ids from size() up
+//   add_numbered(rows, n, threads[, labels])  rows with the first free ids from size() up
 //   remove(ids)                   removes ids; all checked first
+//   label(id)                     the id's label, if it has one
 //   filter(ids)                   an allow-list of ids as a slot bitmap (SlotFilter)
+//   filter_labels(labels)         the rows whose label is one of labels (== is a set of one)
+//   filter(ids, labels)           both: the ids whose label is one of labels
 //   search(q, options, state, &out[, filter])   k results as (distance, id), each id once
 //   search_batch(queries, options, states, outs)  HNSW's interleaved searches, mapped
 //   consolidate()                 HNSW: consolidate, then the freed slots are reused
@@ -26,19 +30,23 @@
 // lowest freed slot (HNSW, after consolidate) or the next one; so HNSW's level-0 region
 // grows with the rows ever added until consolidate() frees slots, whatever the ids are.
 //
-// Add (upsert) of id X with vector v, under X's lock (one of kIdLocks mutexes by hash):
-//   (1) s0 = X's slot, if any; (2) s = a free slot; (3) index.add(s, v); (4) slot s -> X;
-//   (5) X -> s in the B+tree: the commit point; (6) after a grace period (the searches
+// Add (upsert) of id X with vector v and label L (or none), under X's lock (one of kIdLocks
+//   mutexes by hash): (1) s0, L0 = X's binding, if any; (2) s = a free slot;
+//   (3) index.add(s, v); (3L) with a label: the label entry (L, s); (4) slot s -> X;
+//   (5) X -> (s, L) in the B+tree: the commit point; (6) after a grace period (the searches
 //   that began before (5) have ended: ReadSections, src/index/id_map/read_sections.h),
-//   slot s0 -> none and index.remove(s0). A batch does (1)-(5) row by row, then one grace
-//   period and one removal of all replaced slots (IVF's remove reads the whole index once
-//   per call). An error in (3) leaves nothing bound (the slot is reused unless the index
-//   kept a failed add there); in (4)-(5) the row is taken out again (entry cleared, slot
-//   removed); so a failed row changes no binding, and the rows of the batch before it
-//   stay committed. AddMode::kInsert fails a row whose id is present at (1). An error in
-//   (6) (a pool error) comes after the commit: the old slot's entry is cleared first, so a
-//   slot whose removal failed stays in the index unmapped, hidden from every result, its
-//   space not reclaimed.
+//   slot s0 -> none, the label entry (L0, s0) removed (when L0), and index.remove(s0). A
+//   batch does (1)-(5) row by row, then one grace period and one removal of all replaced
+//   slots (IVF's remove reads the whole index once per call). An error in (3) leaves
+//   nothing bound (the slot is reused unless the index kept a failed add there); in
+//   (3L)-(5) the row is taken out again (entry cleared, label entry (L, s) removed, slot
+//   removed, in that order); so a failed row changes no binding and no label entry, and
+//   the rows of the batch before it stay committed. AddMode::kInsert fails a row whose id
+//   is present at (1). An error in (6) (a pool error) comes after the commit: the old
+//   slot's entry is cleared first, then its label entry removed, then the slot removed, so
+//   a slot whose label entry or removal failed stays in the index unmapped, hidden from
+//   every result (its entry is none), never handed out again, its space not reclaimed
+//   (check_structure then reports it).
 //
 // Upserts and searches: a search sees, for each id, its old vector or its new one, never
 // neither. Every search (and every SlotFilter) runs inside a read section. From before (5)
@@ -55,8 +63,37 @@
 // Remove (delete) of ids: all ids' locks are taken (in lock order; a batch under more than
 // half of them takes the writers mutex exclusively instead), every id is checked
 // (present, not repeated) before anything is written; then per id: the binding is removed
-// (the commit point), the slot's entry cleared, and the slots removed from the index in one
-// call. No grace period: a search that began before may still return the id.
+// (the commit point), the slot's entry cleared, its label entry removed; and the slots
+// removed from the index in one call. No grace period: a search that began before may
+// still return the id. A pool error midway leaves the ids before it removed and the slots
+// not yet removed from the index unmapped (hidden, as in (6)).
+//
+// Labels. A row may carry a label, a u32 (a tenant, a user, a category), stored in its
+// binding, with an entry (label, slot) in the map's label tree (calico/index/id_map.h,
+// "Labels"). add() writes the row whole: an upsert without a label leaves the id
+// unlabeled. At quiescence (check_structure): (L1) every labeled binding has exactly one
+// label entry (label, slot), and (L2) every label entry names a bound slot whose binding
+// carries that label. Between, they are kept in step by the steps above under X's lock:
+// X's current binding's entry exists from before its commit (3L) until its slot is
+// retired after the next commit's grace period (6) or removed (remove).
+// filter_labels(S) scans the entries of each label of S into a slot bitmap inside the
+// filter's read section. What its searches guarantee:
+//   - a result X came from a slot s whose entry (L, s), L in S, the scan saw, and whose
+//     slot entry named X: so the vector measured is one that X had with a label in S (X
+//     may have been relabeled since; a search sees each id's old row or its new one, as
+//     for vectors). A slot keeps one owner while the filter lives: a retired slot is
+//     handed out again only after consolidate(), which waits for the sections that began
+//     before it, and the scan saw s's entry before s was retired;
+//   - an id whose binding carried a label in S when the section began is allowed (unless
+//     removed meanwhile): that binding's slot, entry and label entry stay until the filter
+//     is destroyed, since the next commit of X comes after the section began and its (6)
+//     waits for the section;
+//   - a bit of a slot retired meanwhile (its replacement committed before the section
+//     began) is dropped by the search (its entry is none).
+// filter(ids, labels) reads each id's binding (slot and label) inside the section, as
+// filter(ids) does, and keeps those with a label in the set. Cost: filter(ids) a B+tree
+// lookup per id; filter_labels a descent per label plus one entry per matching
+// slot; the search itself is the index's filtered search (k results when k rows match).
 //
 // Automatic consolidation (HNSW). Removed and replaced slots stay in the graph as tombstones
 // until consolidate() relinks around them and frees them ([FreshDiskANN] Algorithm 4). The
@@ -94,11 +131,12 @@
 // excludes add and remove (a shared mutex: they hold it shared); check_structure only at quiescence. Lock order:
 // numbering mutex -> writers (shared) -> id locks in ascending lock index -> the index's
 // and the map's own latches. A thread never waits for a grace period while it is inside a
-// read section: do not call add() while holding a SlotFilter of the same index. One
+// read section: do not call add() or consolidate() while holding a SlotFilter of the same
+// index. One
 // BasicMapped object per index per pool (the index's and the map's in-process state).
 //
 // Errors (calico::Error; kInvalidArgument unless noted): id kNoId; an id twice in one add or
-// remove batch; remove of an id not present (naming the first, nothing removed); a vector
+// remove batch; labels given but not one per row (naming `labels`); remove of an id not present (naming the first, nothing removed); a vector
 // with NaN or infinity, or zero for cosine (the batch is checked before any row is
 // written); kInsert of a present id; the index's errors for a slot, prefixed with the id;
 // attach: a name longer than BasicIdMap::kMaxIndexName; pool errors pass through.
@@ -109,6 +147,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -163,13 +202,20 @@ class SlotFilter {
     if (sections_) sections_->leave(ticket_);
   }
   vector::IdFilter slots() const { return vector::IdFilter{words_}; }
-  // Allowed ids found in the map (each one slot).
+  // Slots allowed: for filter(ids), the allowed ids found in the map (each one slot); for
+  // filter_labels, the label entries seen (an id being upserted may count twice).
   uint64_t allowed() const { return allowed_; }
 
  private:
   template <class>
   friend class BasicMapped;
   explicit SlotFilter(ReadSections& s) : sections_(&s), ticket_(s.enter()) {}
+  void allow(uint32_t slot) {
+    if (slot / 64 >= words_.size()) words_.resize(slot / 64 + 1, 0);
+    const uint64_t bit = uint64_t{1} << (slot % 64);
+    if ((words_[slot / 64] & bit) == 0) ++allowed_;
+    words_[slot / 64] |= bit;
+  }
   ReadSections* sections_;
   ReadSections::Ticket ticket_;
   std::vector<uint64_t> words_;
@@ -212,14 +258,18 @@ class BasicMapped {
   bool contains(uint64_t id) const;
 
   // Upserts rows[i * dim() ..] as ids[i] on `threads` threads (1: the caller's), then retires
-  // the replaced slots (one grace period, one removal). Errors: see the header comment; ids
-  // and rows are checked before any row is written; a row's error stops the batch, and the
-  // rows committed before it stay (their replaced slots are retired before the throw).
-  void add(std::span<const uint64_t> ids, const float* rows, unsigned threads = 1, AddMode mode = AddMode::kUpsert);
+  // the replaced slots (one grace period, one removal). `labels`: empty (the rows are
+  // unlabeled) or labels[i] for row i (see "Labels"). Errors: see the header comment; ids,
+  // labels and rows are checked before any row is written; a row's error stops the batch,
+  // and the rows committed before it stay (their replaced slots are retired before the
+  // throw).
+  void add(std::span<const uint64_t> ids, const float* rows, unsigned threads = 1, AddMode mode = AddMode::kUpsert,
+           std::span<const uint32_t> labels = {});
   void add(uint64_t id, const float* v) { add(std::span<const uint64_t>(&id, 1), v); }
-  // Adds n rows with the first n ids >= size() that are not present (AddMode::kInsert);
-  // returns them. Such adds run one at a time.
-  std::vector<uint64_t> add_numbered(const float* rows, uint64_t n, unsigned threads = 1);
+  // Adds n rows with the first n ids >= size() that are not present (AddMode::kInsert),
+  // labels as for add(); returns them. Such adds run one at a time.
+  std::vector<uint64_t> add_numbered(const float* rows, uint64_t n, unsigned threads = 1,
+                                     std::span<const uint32_t> labels = {});
   // Removes ids: every id present and none repeated, else kInvalidArgument naming the
   // first offender (element i) and nothing is removed.
   void remove(std::span<const uint64_t> ids);
@@ -237,9 +287,17 @@ class BasicMapped {
   // after attach(); see "Automatic consolidation"). Racy while writers run.
   uint64_t tombstones() const { return shared_->tombstones.load(std::memory_order_relaxed); }
 
+  // The label of id: none when id is not present or has no label. Thread-safe.
+  std::optional<uint32_t> label(uint64_t id) const;
+
   // The slots of ids (ids not present allow nothing), inside a read section that lasts
   // as long as the filter.
   SlotFilter filter(std::span<const uint64_t> ids) const;
+  // The slots whose label is in `labels` (any order, repeats allowed; empty: nothing), as
+  // "Labels" states, inside a read section that lasts as long as the filter.
+  SlotFilter filter_labels(std::span<const uint32_t> labels) const;
+  // The slots of those ids whose label is in `labels` (both conditions), likewise.
+  SlotFilter filter(std::span<const uint64_t> ids, std::span<const uint32_t> labels) const;
   // The index's search in terms of ids: min(k, rows) results (fewer only when the index
   // returns fewer), sorted by (distance, id), each id once.
   void search(const float* q, const Options& opt, State& st, std::vector<MappedNeighbor>* out) const;
@@ -255,9 +313,10 @@ class BasicMapped {
                     std::span<std::vector<MappedNeighbor>> out) const
     requires Core::kBatches;
 
-  // Whole-structure check at quiescence: the index's check, the map's check, and that the
-  // index's live slots are exactly the bound slots (HNSW failed adds aside). Returns the
-  // number of ids. Throws std::logic_error naming the first violation.
+  // Whole-structure check at quiescence: the index's check, the map's check (with (L1) and
+  // (L2) of "Labels"), and that the index's live slots are exactly the bound slots (HNSW
+  // failed adds aside). Returns the number of ids. Throws std::logic_error naming the first
+  // violation.
   uint64_t check_structure() const;
   // Writes the map's B+tree count (BasicIdMap::sync).
   void sync() { shared_->map.sync(); }
@@ -279,14 +338,21 @@ class BasicMapped {
     std::atomic<uint64_t> auto_min{kAutoMinTombstones};
   };
 
+  // A slot replaced by an upsert, with the label entry it had.
+  struct Replaced {
+    uint32_t slot;
+    std::optional<uint32_t> label;
+  };
+
   BasicMapped(Index index, Map map);
   static void migrate(Index& index, Map& map);
   static unsigned lock_of(uint64_t id);
-  void check_rows(std::span<const uint64_t> ids, const float* rows) const;
-  void add_rows(std::span<const uint64_t> ids, const float* rows, unsigned threads, AddMode mode);
+  void check_rows(std::span<const uint64_t> ids, const float* rows, std::span<const uint32_t> labels) const;
+  void add_rows(std::span<const uint64_t> ids, const float* rows, unsigned threads, AddMode mode,
+                std::span<const uint32_t> labels);
   void remove_rows(std::span<const uint64_t> ids);
-  uint32_t upsert_row(uint64_t id, const float* v, AddMode mode);
-  void retire(std::vector<uint32_t>& slots);
+  std::optional<Replaced> upsert_row(uint64_t id, const float* v, AddMode mode, std::optional<uint32_t> label);
+  void retire(std::vector<Replaced>& replaced);
   uint32_t consolidate_locked();
   bool consolidation_due() const;
   void maybe_consolidate(const char* op);

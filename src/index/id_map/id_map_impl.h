@@ -28,12 +28,16 @@ inline void BasicIdMap<Pool>::check_name(std::string_view index) {
 }
 
 template <class Pool>
-inline bool BasicIdMap<Pool>::exists(const Pool& pool, std::string_view index) {
-  const std::string name = slots_space(index);
+inline bool BasicIdMap<Pool>::space_exists(const Pool& pool, const std::string& name) {
   for (const SpaceInfo& s : pool.spaces()) {
     if (s.name == name) return true;
   }
   return false;
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::exists(const Pool& pool, std::string_view index) {
+  return space_exists(pool, slots_space(index));
 }
 
 template <class Pool>
@@ -56,7 +60,7 @@ inline auto BasicIdMap<Pool>::create(Pool& pool, std::string_view index) -> Basi
     g.mark_dirty();
   }
   auto tree = std::make_unique<Tree>(Tree::create(pool, ids_space(index)));
-  return BasicIdMap(pool, slots, std::move(tree), m);
+  return BasicIdMap(pool, index, slots, std::move(tree), nullptr, m);
 }
 
 template <class Pool>
@@ -87,12 +91,14 @@ inline auto BasicIdMap<Pool>::open(Pool& pool, std::string_view index) -> BasicI
                  PageId(slots, 0));
   }
   auto tree = std::make_unique<Tree>(Tree::open(pool, ids_space(index)));
-  return BasicIdMap(pool, slots, std::move(tree), m);
+  std::unique_ptr<Tree> labels;
+  if (space_exists(pool, labels_space(index))) labels = std::make_unique<Tree>(Tree::open(pool, labels_space(index)));
+  return BasicIdMap(pool, index, slots, std::move(tree), std::move(labels), m);
 }
 
 template <class Pool>
 inline void BasicIdMap<Pool>::drop(Pool& pool, std::string_view index) {
-  for (const std::string& name : {ids_space(index), slots_space(index)}) {
+  for (const std::string& name : {labels_space(index), ids_space(index), slots_space(index)}) {
     for (const SpaceInfo& s : pool.spaces()) {
       if (s.name == name) pool.drop_space(pool.open_space(name));
     }
@@ -100,13 +106,18 @@ inline void BasicIdMap<Pool>::drop(Pool& pool, std::string_view index) {
 }
 
 template <class Pool>
-inline BasicIdMap<Pool>::BasicIdMap(Pool& pool, SpaceId slots, std::unique_ptr<Tree> tree, const Meta& meta)
+inline BasicIdMap<Pool>::BasicIdMap(Pool& pool, std::string_view index, SpaceId slots, std::unique_ptr<Tree> tree,
+                                    std::unique_ptr<Tree> labels, const Meta& meta)
     : pool_(&pool),
+      index_(index),
       slots_(slots),
       per_page_(meta.slots_per_page),
       tree_(std::move(tree)),
       alloc_(std::make_unique<Alloc>()),
+      labels_(std::make_unique<Labels>()),
       end_(std::make_unique<std::atomic<uint64_t>>(meta.reserved_slots)) {
+  labels_->owned = std::move(labels);
+  labels_->tree.store(labels_->owned.get(), std::memory_order_release);
   // After a reopen the next slot is the persisted high-water mark: slots of the last chunk
   // that were never handed out are skipped (see "Slots" in the header).
   alloc_->next = meta.reserved_slots;
@@ -151,16 +162,37 @@ inline void BasicIdMap<Pool>::mark_ready() {
   write_meta(m);
 }
 
+// A binding's value (id_map_layout.h): 4 bytes (slot) or 8 (slot, label); anything else
+// is a corrupt page.
 template <class Pool>
-inline bool BasicIdMap<Pool>::slot_of(uint64_t id, uint32_t* slot) const {
+inline bool BasicIdMap<Pool>::decode_binding(uint64_t id, std::string_view v, Binding* b) {
+  if (v.size() != id_map_detail::kBindingBytes && v.size() != id_map_detail::kLabeledBindingBytes) {
+    throw Error(ErrorCode::kCorruptPage, "id map: the binding of id " + std::to_string(id) + " has " +
+                                             std::to_string(v.size()) + " bytes, not 4 or 8");
+  }
+  std::memcpy(&b->slot, v.data(), 4);
+  b->label.reset();
+  if (v.size() == id_map_detail::kLabeledBindingBytes) {
+    uint32_t label;
+    std::memcpy(&label, v.data() + 4, 4);
+    b->label = label;
+  }
+  return true;
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::binding_of(uint64_t id, Binding* b) const {
   if (id == kNoId) return false;
   std::string v;
   if (!tree_->lookup(id_map_detail::key_of(id), &v)) return false;
-  if (v.size() != 4) {
-    throw Error(ErrorCode::kCorruptPage, "id map: the binding of id " + std::to_string(id) + " has " +
-                                             std::to_string(v.size()) + " bytes, not 4");
-  }
-  std::memcpy(slot, v.data(), 4);
+  return decode_binding(id, v, b);
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::slot_of(uint64_t id, uint32_t* slot) const {
+  Binding b;
+  if (!binding_of(id, &b)) return false;
+  *slot = b.slot;
   return true;
 }
 
@@ -174,9 +206,9 @@ inline uint64_t BasicIdMap<Pool>::id_of(uint32_t slot) const {
 }
 
 template <class Pool>
-inline bool BasicIdMap<Pool>::bind(uint64_t id, uint32_t slot) {
+inline bool BasicIdMap<Pool>::bind(uint64_t id, uint32_t slot, std::optional<uint32_t> label) {
   CALICO_CHECK(id != kNoId && slot != kNoSlot);
-  return tree_->upsert(id_map_detail::key_of(id), id_map_detail::value_of(slot), nullptr);
+  return tree_->upsert(id_map_detail::key_of(id), id_map_detail::value_of(slot, label ? &*label : nullptr), nullptr);
 }
 
 template <class Pool>
@@ -192,6 +224,50 @@ inline void BasicIdMap<Pool>::set_id(uint32_t slot, uint64_t id) {
   ExclusiveGuard g = pool_->pin_exclusive(entry_page(slot));
   std::memcpy(g.data() + entry_offset(slot), &stored, sizeof stored);
   g.mark_dirty();
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::add_label(uint32_t label, uint32_t slot) {
+  Tree* t = labels_->tree.load(std::memory_order_acquire);
+  if (!t) {
+    std::lock_guard l(labels_->mu);
+    if (!labels_->owned) {
+      // A space left by a creation that failed after create_space is opened, not created.
+      const std::string name = labels_space(index_);
+      labels_->owned = std::make_unique<Tree>(space_exists(*pool_, name) ? Tree::open(*pool_, name)
+                                                                         : Tree::create(*pool_, name));
+      labels_->tree.store(labels_->owned.get(), std::memory_order_release);
+    }
+    t = labels_->owned.get();
+  }
+  t->upsert(id_map_detail::label_key(label, slot), std::string_view(), nullptr);
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::erase_label(uint32_t label, uint32_t slot) {
+  Tree* t = labels_->tree.load(std::memory_order_acquire);
+  return t && t->remove(id_map_detail::label_key(label, slot));
+}
+
+template <class Pool>
+inline bool BasicIdMap<Pool>::has_labels() const {
+  return labels_->tree.load(std::memory_order_acquire) != nullptr;
+}
+
+template <class Pool>
+template <class Fn>
+inline void BasicIdMap<Pool>::for_each_slot_of(uint32_t label, Fn&& fn) const {
+  Tree* t = labels_->tree.load(std::memory_order_acquire);
+  if (!t) return;
+  t->scan(id_map_detail::label_key(label, 0), [&](std::string_view k, std::string_view v) {
+    if (k.size() != id_map_detail::kLabelKeyBytes || !v.empty()) {
+      throw Error(ErrorCode::kCorruptPage, "id map: a label entry of " + std::to_string(k.size()) + " + " +
+                                               std::to_string(v.size()) + " bytes, not 8 + 0");
+    }
+    if (id_map_detail::be32_at(k, 0) != label) return false;  // past the label's range
+    fn(id_map_detail::be32_at(k, 4));
+    return true;
+  });
 }
 
 template <class Pool>
@@ -252,21 +328,30 @@ inline uint64_t BasicIdMap<Pool>::size() const { return tree_->size(); }
 
 template <class Pool>
 template <class Fn>
-inline void BasicIdMap<Pool>::for_each(Fn&& fn) const {
+inline void BasicIdMap<Pool>::for_each_binding(Fn&& fn) const {
   tree_->scan(std::string_view("\0", 1), [&](std::string_view k, std::string_view v) {
-    if (k.size() != 8 || v.size() != 4) {
-      throw Error(ErrorCode::kCorruptPage, "id map: a binding of " + std::to_string(k.size()) + " + " +
-                                               std::to_string(v.size()) + " bytes, not 8 + 4");
+    if (k.size() != 8) {
+      throw Error(ErrorCode::kCorruptPage, "id map: a binding key of " + std::to_string(k.size()) + " bytes, not 8");
     }
-    uint32_t slot;
-    std::memcpy(&slot, v.data(), 4);
-    fn(id_map_detail::id_of_key(k), slot);
+    const uint64_t id = id_map_detail::id_of_key(k);
+    Binding b;
+    decode_binding(id, v, &b);
+    fn(id, static_cast<const Binding&>(b));
     return true;
   });
 }
 
 template <class Pool>
-inline void BasicIdMap<Pool>::sync() { tree_->sync_metadata(); }
+template <class Fn>
+inline void BasicIdMap<Pool>::for_each(Fn&& fn) const {
+  for_each_binding([&](uint64_t id, const Binding& b) { fn(id, b.slot); });
+}
+
+template <class Pool>
+inline void BasicIdMap<Pool>::sync() {
+  tree_->sync_metadata();
+  if (Tree* t = labels_->tree.load(std::memory_order_acquire)) t->sync_metadata();
+}
 
 template <class Pool>
 inline void BasicIdMap<Pool>::fail(const std::string& what) {
@@ -278,8 +363,11 @@ inline uint64_t BasicIdMap<Pool>::check() const {
   const auto shape = tree_->check();
   const uint32_t end = slot_end();
   std::unordered_map<uint32_t, uint64_t> bound;  // slot -> id, from the tree
+  std::unordered_map<uint32_t, uint32_t> labeled;  // slot -> label, of the labeled bindings
   uint64_t n = 0;
-  for_each([&](uint64_t id, uint32_t slot) {
+  for_each_binding([&](uint64_t id, const Binding& b) {
+    const uint32_t slot = b.slot;
+    if (b.label) labeled.emplace(slot, *b.label);
     if (id == kNoId) fail("id 2^64 - 1 (kNoId) is bound");
     if (slot >= end) fail("id " + std::to_string(id) + " is bound to slot " + std::to_string(slot) +
                           ", past slot_end " + std::to_string(end));
@@ -299,6 +387,34 @@ inline uint64_t BasicIdMap<Pool>::check() const {
     if (id != kNoId && !bound.contains(s)) {
       fail("slot " + std::to_string(s) + " names id " + std::to_string(id) + ", which is not bound to it");
     }
+  }
+  // (L2) each entry is its slot's binding's label; with the counts equal, (L1) too (a
+  // slot's binding has one label, so no two entries match one binding).
+  Tree* labels = labels_->tree.load(std::memory_order_acquire);
+  if (!labels) {
+    if (!labeled.empty()) fail(std::to_string(labeled.size()) + " labeled bindings and no label tree");
+    return n;
+  }
+  const auto label_shape = labels->check();
+  uint64_t entries = 0;
+  labels->scan(std::string_view("\0", 1), [&](std::string_view k, std::string_view v) {
+    if (k.size() != id_map_detail::kLabelKeyBytes || !v.empty()) {
+      fail("a label entry of " + std::to_string(k.size()) + " + " + std::to_string(v.size()) + " bytes");
+    }
+    const uint32_t label = id_map_detail::be32_at(k, 0), slot = id_map_detail::be32_at(k, 4);
+    const auto it = labeled.find(slot);
+    if (it == labeled.end() || it->second != label) {
+      fail("label entry (" + std::to_string(label) + ", slot " + std::to_string(slot) + "): slot " +
+           std::to_string(slot) + (bound.contains(slot) ? " is bound with another label or none" : " is not bound"));
+    }
+    ++entries;
+    return true;
+  });
+  if (entries != label_shape.entries) {
+    fail("the label tree counts " + std::to_string(label_shape.entries) + " entries, the scan " + std::to_string(entries));
+  }
+  if (entries != labeled.size()) {
+    fail(std::to_string(labeled.size()) + " labeled bindings but " + std::to_string(entries) + " label entries");
   }
   return n;
 }

@@ -115,7 +115,13 @@ inline unsigned BasicMapped<Index>::lock_of(uint64_t id) {
 }
 
 template <class Index>
-inline void BasicMapped<Index>::check_rows(std::span<const uint64_t> ids, const float* rows) const {
+inline void BasicMapped<Index>::check_rows(std::span<const uint64_t> ids, const float* rows,
+                                           std::span<const uint32_t> labels) const {
+  if (!labels.empty() && labels.size() != ids.size()) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(Core::kKind) + " add: labels holds " +
+                                                 std::to_string(labels.size()) + " labels for " +
+                                                 std::to_string(ids.size()) + " rows (one per row, or none)");
+  }
   const uint32_t d = dim();
   const bool cosine = Core::metric(index_) == vector::Metric::kCosine;
   std::unordered_set<uint64_t> seen;
@@ -132,13 +138,15 @@ inline void BasicMapped<Index>::check_rows(std::span<const uint64_t> ids, const 
   }
 }
 
-// Steps (1)-(5) of an upsert (see the header comment); returns the replaced slot or kNoSlot.
+// Steps (1)-(5) of an upsert (see the header comment); returns the replaced slot and its
+// label, if id was present.
 template <class Index>
-inline uint32_t BasicMapped<Index>::upsert_row(uint64_t id, const float* v, AddMode mode) {
+inline auto BasicMapped<Index>::upsert_row(uint64_t id, const float* v, AddMode mode, std::optional<uint32_t> label)
+    -> std::optional<Replaced> {
   Map& map = shared_->map;
   std::lock_guard lock(shared_->id_locks[lock_of(id)]);
-  uint32_t old = Map::kNoSlot;
-  const bool present = map.slot_of(id, &old);  // (1)
+  typename Map::Binding old;
+  const bool present = map.binding_of(id, &old);  // (1)
   if (present && mode == AddMode::kInsert) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string(Core::kKind) + " add: id " + std::to_string(id) + " is in the index (insert only)");
@@ -157,47 +165,58 @@ inline uint32_t BasicMapped<Index>::upsert_row(uint64_t id, const float* v, AddM
                 e.page());
   }
   try {
-    map.set_id(s, id);  // (4)
-    map.bind(id, s);    // (5): the commit point
+    if (label) map.add_label(*label, s);  // (3L)
+    map.set_id(s, id);                    // (4)
+    map.bind(id, s, label);               // (5): the commit point
   } catch (...) {
     // Take the row out again: no binding changed. A second error here leaves the slot
-    // live in the index; its entry, if cleared, hides it from every search.
+    // live in the index (never handed out again); its entry, if cleared, hides it from
+    // every search. The label entry goes before the slot (see "Labels").
     try {
       map.set_id(s, kNoId);
+      if (label) map.erase_label(*label, s);
       Core::remove(index_, std::span<const uint32_t>(&s, 1));
     } catch (const std::exception&) {
     }
     throw;
   }
-  return present ? old : Map::kNoSlot;
+  if (!present) return std::nullopt;
+  return Replaced{old.slot, old.label};
 }
 
-// Step (6): after a grace period, the replaced slots' entries are cleared and the slots
-// removed from the index (one call).
+// Step (6): after a grace period, the replaced slots' entries are cleared, their label
+// entries removed, and the slots removed from the index (one call).
 template <class Index>
-inline void BasicMapped<Index>::retire(std::vector<uint32_t>& slots) {
-  if (slots.empty()) return;
+inline void BasicMapped<Index>::retire(std::vector<Replaced>& replaced) {
+  if (replaced.empty()) return;
   shared_->sections.wait_for_earlier();
-  for (const uint32_t s : slots) shared_->map.set_id(s, kNoId);
+  std::vector<uint32_t> slots;
+  slots.reserve(replaced.size());
+  for (const Replaced& r : replaced) {
+    shared_->map.set_id(r.slot, kNoId);
+    if (r.label) shared_->map.erase_label(*r.label, r.slot);
+    slots.push_back(r.slot);
+  }
   Core::remove(index_, slots);
   if constexpr (Core::kConsolidates) shared_->tombstones.fetch_add(slots.size(), std::memory_order_relaxed);
-  slots.clear();
+  replaced.clear();
 }
 
 template <class Index>
-inline void BasicMapped<Index>::add(std::span<const uint64_t> ids, const float* rows, unsigned threads, AddMode mode) {
-  check_rows(ids, rows);
+inline void BasicMapped<Index>::add(std::span<const uint64_t> ids, const float* rows, unsigned threads, AddMode mode,
+                                    std::span<const uint32_t> labels) {
+  check_rows(ids, rows, labels);
   if (ids.empty()) return;
-  add_rows(ids, rows, threads, mode);
+  add_rows(ids, rows, threads, mode, labels);
   maybe_consolidate("add");
 }
 
 template <class Index>
 inline void BasicMapped<Index>::add_rows(std::span<const uint64_t> ids, const float* rows, unsigned threads,
-                                         AddMode mode) {
+                                         AddMode mode, std::span<const uint32_t> labels) {
   std::shared_lock writing(shared_->writers);
   const uint32_t d = dim();
-  std::vector<uint32_t> replaced;
+  std::vector<Replaced> replaced;
   std::mutex replaced_mu;
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -205,10 +224,11 @@ inline void BasicMapped<Index>::add_rows(std::span<const uint64_t> ids, const fl
   auto work = [&] {
     try {
       for (size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < ids.size();) {
-        const uint32_t old = upsert_row(ids[i], rows + i * d, mode);
-        if (old != Map::kNoSlot) {
+        const std::optional<uint32_t> label = labels.empty() ? std::nullopt : std::optional(labels[i]);
+        const std::optional<Replaced> old = upsert_row(ids[i], rows + i * d, mode, label);
+        if (old) {
           std::lock_guard l(replaced_mu);
-          replaced.push_back(old);
+          replaced.push_back(*old);
         }
       }
     } catch (...) {
@@ -233,7 +253,8 @@ inline void BasicMapped<Index>::add_rows(std::span<const uint64_t> ids, const fl
 }
 
 template <class Index>
-inline std::vector<uint64_t> BasicMapped<Index>::add_numbered(const float* rows, uint64_t n, unsigned threads) {
+inline std::vector<uint64_t> BasicMapped<Index>::add_numbered(const float* rows, uint64_t n, unsigned threads,
+                                                              std::span<const uint32_t> labels) {
   std::lock_guard numbering(shared_->numbering);
   std::vector<uint64_t> ids;
   for (uint64_t next = size(); ids.size() < n; ++next) {
@@ -243,7 +264,7 @@ inline std::vector<uint64_t> BasicMapped<Index>::add_numbered(const float* rows,
     }
     if (!contains(next)) ids.push_back(next);
   }
-  add(ids, rows, threads, AddMode::kInsert);
+  add(ids, rows, threads, AddMode::kInsert, labels);
   return ids;
 }
 
@@ -281,16 +302,19 @@ inline void BasicMapped<Index>::remove_rows(std::span<const uint64_t> ids) {
     for (const unsigned l : locks) held.emplace_back(shared_->id_locks[l]);
   }
   // Every id checked under its lock before anything is written.
+  std::vector<typename Map::Binding> bound(ids.size());
   std::vector<uint32_t> slots(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (!map.slot_of(ids[i], &slots[i])) {
+    if (!map.binding_of(ids[i], &bound[i])) {
       throw Error(ErrorCode::kInvalidArgument, std::string(Core::kKind) + " delete: id " + std::to_string(ids[i]) +
                                                    " (element " + std::to_string(i) + ") is not in the index");
     }
+    slots[i] = bound[i].slot;
   }
   for (size_t i = 0; i < ids.size(); ++i) {
     map.unbind(ids[i]);  // the commit point of the id's removal
     map.set_id(slots[i], kNoId);
+    if (bound[i].label) map.erase_label(*bound[i].label, slots[i]);  // before the slot goes
   }
   if (slots.empty()) return;
   Core::remove(index_, slots);
@@ -310,6 +334,11 @@ template <class Index>
 inline uint32_t BasicMapped<Index>::consolidate_locked() {
   const uint32_t freed = Core::consolidate(index_);
   shared_->tombstones.store(0, std::memory_order_relaxed);  // consolidate freed them all
+  // A label filter made before may hold a bit of a slot freed here: it must not name
+  // another id while the filter lives ("Labels" in the header), so the freed slots are
+  // handed out only after the sections that began before now have ended (the caller is in
+  // no read section: consolidate() and maybe_consolidate() are called outside one).
+  shared_->sections.wait_for_earlier();
   shared_->map.refill_free([&](uint32_t s) { return Core::unused(index_, s); });
   return freed;
 }
@@ -356,15 +385,42 @@ inline void BasicMapped<Index>::maybe_consolidate(const char* op) {
 }
 
 template <class Index>
+inline std::optional<uint32_t> BasicMapped<Index>::label(uint64_t id) const {
+  typename Map::Binding b;
+  if (!shared_->map.binding_of(id, &b)) return std::nullopt;
+  return b.label;
+}
+
+template <class Index>
 inline SlotFilter BasicMapped<Index>::filter(std::span<const uint64_t> ids) const {
   SlotFilter f(shared_->sections);  // the section first: the slots read below stay live
   for (const uint64_t id : ids) {
     uint32_t s;
-    if (!shared_->map.slot_of(id, &s)) continue;
-    if (s / 64 >= f.words_.size()) f.words_.resize(s / 64 + 1, 0);
-    const uint64_t bit = uint64_t{1} << (s % 64);
-    if ((f.words_[s / 64] & bit) == 0) ++f.allowed_;
-    f.words_[s / 64] |= bit;
+    if (shared_->map.slot_of(id, &s)) f.allow(s);
+  }
+  return f;
+}
+
+template <class Index>
+inline SlotFilter BasicMapped<Index>::filter_labels(std::span<const uint32_t> labels) const {
+  std::vector<uint32_t> wanted(labels.begin(), labels.end());
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  SlotFilter f(shared_->sections);  // the section first: see "Labels" in the header
+  for (const uint32_t l : wanted) shared_->map.for_each_slot_of(l, [&](uint32_t s) { f.allow(s); });
+  return f;
+}
+
+template <class Index>
+inline SlotFilter BasicMapped<Index>::filter(std::span<const uint64_t> ids, std::span<const uint32_t> labels) const {
+  std::vector<uint32_t> wanted(labels.begin(), labels.end());
+  std::sort(wanted.begin(), wanted.end());
+  SlotFilter f(shared_->sections);
+  for (const uint64_t id : ids) {
+    typename Map::Binding b;
+    if (shared_->map.binding_of(id, &b) && b.label && std::binary_search(wanted.begin(), wanted.end(), *b.label)) {
+      f.allow(b.slot);
+    }
   }
   return f;
 }
