@@ -590,7 +590,9 @@ TEST(IdMapAutoConsolidate, ChurnKeepsTombstonesBoundedAndSlotsReused) {
     }
     x.remove(quarter);
     for (const uint64_t id : quarter) model.erase(id);
-    if (on) EXPECT_EQ(x.tombstones(), 0u) << "the delete consolidated";
+    if (on) {
+      EXPECT_EQ(x.tombstones(), 0u) << "the delete consolidated";
+    }
     ASSERT_EQ(x.check_structure(), model.size());
     expect_model(x, model, d);
   }

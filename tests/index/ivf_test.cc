@@ -19,6 +19,7 @@
 #include "support/test_util.h"
 #include "support/vector_data.h"
 #include "support/variants.h"
+#include "vector/kmeans.h"
 
 namespace calico {
 namespace {

@@ -187,8 +187,8 @@ class alignas(64) HnswSearchState {
   template <class Pool>
   explicit HnswSearchState(const BasicHnsw<Pool>& index);
 
-  const HnswSearchStats& stats() const;
-  void reset_stats();
+  const HnswSearchStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
 
  private:
   template <class>
@@ -253,8 +253,9 @@ class BasicHnsw {
 
   // Move-only (the in-process state moves with it); a moved-from index may only be
   // destroyed or assigned to.
-  BasicHnsw(BasicHnsw&&) noexcept = default;
-  BasicHnsw& operator=(BasicHnsw&&) noexcept = default;
+  BasicHnsw(BasicHnsw&&) noexcept;
+  BasicHnsw& operator=(BasicHnsw&&) noexcept;
+  ~BasicHnsw();
 
   // What create() was given (ef_construction as raised to M), and where every node lives
   // (src/index/hnsw/hnsw_layout.h). Immutable.
@@ -442,5 +443,10 @@ class BasicHnsw {
 
 }  // namespace calico::index
 
-// The member definitions (src/index/hnsw/hnsw_impl.h).
+// The member definitions (src/index/hnsw/hnsw_impl.h) are compiled into the library once per translation
+// (cmake/variants.cmake) and are not included here: a user links them rather than
+// compiling them again (src/index/README.md, "Compiled once"). The fuzz build, which
+// compiles no variant, instantiates them where they are used.
+#ifdef CALICO_IMPLICIT_INSTANTIATION
 #include "calico/detail/hnsw_impl.h"
+#endif

@@ -217,5 +217,10 @@ class BasicIdMap {
 
 }  // namespace calico::index
 
-// The member definitions (src/index/id_map/id_map_impl.h).
+// The member definitions (src/index/id_map/id_map_impl.h) are compiled into the library once per translation
+// (cmake/variants.cmake) and are not included here: a user links them rather than
+// compiling them again (src/index/README.md, "Compiled once"). The fuzz build, which
+// compiles no variant, instantiates them where they are used.
+#ifdef CALICO_IMPLICIT_INSTANTIATION
 #include "calico/detail/id_map_impl.h"
+#endif

@@ -343,5 +343,10 @@ class BasicIvf : public IvfFormat {
 
 }  // namespace calico::index
 
-// The member definitions (src/index/ivf/ivf_impl.h).
+// The member definitions (src/index/ivf/ivf_impl.h) are compiled into the library once per translation
+// (cmake/variants.cmake) and are not included here: a user links them rather than
+// compiling them again (src/index/README.md, "Compiled once"). The fuzz build, which
+// compiles no variant, instantiates them where they are used.
+#ifdef CALICO_IMPLICIT_INSTANTIATION
 #include "calico/detail/ivf_impl.h"
+#endif

@@ -353,7 +353,8 @@ class BasicMapped {
   void remove_rows(std::span<const uint64_t> ids);
   std::optional<Replaced> upsert_row(uint64_t id, const float* v, AddMode mode, std::optional<uint32_t> label);
   void retire(std::vector<Replaced>& replaced);
-  uint32_t consolidate_locked();
+  uint32_t consolidate_locked()
+    requires Core::kConsolidates;
   bool consolidation_due() const;
   void maybe_consolidate(const char* op);
   void search_in(const float* q, const Options& opt, State& st, std::vector<MappedNeighbor>* out,
@@ -372,5 +373,10 @@ using MappedIvf = BasicMapped<BasicIvf<Pool>>;
 
 }  // namespace calico::index
 
-// The member definitions (src/index/id_map/mapped_index_impl.h).
+// The member definitions (src/index/id_map/mapped_index_impl.h) are compiled into the library once per translation
+// (cmake/variants.cmake) and are not included here: a user links them rather than
+// compiling them again (src/index/README.md, "Compiled once"). The fuzz build, which
+// compiles no variant, instantiates them where they are used.
+#ifdef CALICO_IMPLICIT_INSTANTIATION
 #include "calico/detail/mapped_index_impl.h"
+#endif

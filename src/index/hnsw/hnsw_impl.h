@@ -37,10 +37,6 @@ template <class Pool>
 inline HnswSearchState::HnswSearchState(const BasicHnsw<Pool>& index)
     : HnswSearchState(index.layout(), index.shared_.get(), index.capacity()) {}
 
-inline const HnswSearchStats& HnswSearchState::stats() const { return stats_; }
-
-inline void HnswSearchState::reset_stats() { stats_ = {}; }
-
 inline HnswSearchState::HnswSearchState(const HnswLayout& l, const void* owner, uint32_t capacity)
     : owner_(owner),
       capacity_(capacity),
@@ -906,6 +902,14 @@ inline void BasicHnsw<Pool>::check_structure() const {
     }
   }
 }
+
+// Defined where Shared is complete (the unique_ptr's deleter needs it).
+template <class Pool>
+inline BasicHnsw<Pool>::BasicHnsw(BasicHnsw&&) noexcept = default;
+template <class Pool>
+inline BasicHnsw<Pool>& BasicHnsw<Pool>::operator=(BasicHnsw&&) noexcept = default;
+template <class Pool>
+inline BasicHnsw<Pool>::~BasicHnsw() = default;
 
 template <class Pool>
 inline BasicHnsw<Pool>::BasicHnsw(Pool& pool, SpaceId space, const HnswParams& p, const HnswLayout& l,

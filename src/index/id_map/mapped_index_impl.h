@@ -331,7 +331,9 @@ inline uint32_t BasicMapped<Index>::consolidate()
 
 // Pre: `writers` held exclusively, so every tombstone is counted and none is added meanwhile.
 template <class Index>
-inline uint32_t BasicMapped<Index>::consolidate_locked() {
+inline uint32_t BasicMapped<Index>::consolidate_locked()
+  requires Core::kConsolidates
+{
   const uint32_t freed = Core::consolidate(index_);
   shared_->tombstones.store(0, std::memory_order_relaxed);  // consolidate freed them all
   // A label filter made before may hold a bit of a slot freed here: it must not name
