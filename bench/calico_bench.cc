@@ -6,6 +6,7 @@
 //   vector HNSW / IVF vector search on the pool, in memory and larger than memory (bench/vector/vector.h)
 //   vector-filtered  filtered HNSW search: graph against exact scan, and where they cross (bench/vector/filtered.h)
 //   vector-codes  RaBitQ and PQ codes: size, encode and estimate speed, recall after re-ranking (bench/vector/codes.h)
+//   vector-coded  larger than memory: the coded HNSW (codes resident) against the full-vector HNSW (bench/vector/coded.h)
 //   tpcc   TPC-C on the B+trees, per translation, and on the peers (bench/tpcc/tpcc.h)
 //   tier-calibrate  the emulated far tier's latency and bandwidth, measured (bench/tiers/tier_calibrate.h)
 #include <CLI/CLI.hpp>
@@ -24,6 +25,7 @@
 #include "calico/variants.h"
 #include "vector/filtered.h"
 #include "vector/codes.h"
+#include "vector/coded.h"
 #include "vector/vector.h"
 #include "ycsb/ycsb.h"
 
@@ -252,6 +254,30 @@ CLI::App* add_vector_codes_command(CLI::App& app, calico::bench::VectorCodesConf
   v->add_option("--json", vc.json_path, "append one JSON line per quantiser to this file");
   return v;
 }
+// `calico_bench vector-coded` and its options (vector/coded.h).
+CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConfig& vc) {
+  CLI::App* v = app.add_subcommand("vector-coded", "larger than memory: the coded HNSW (RaBitQ codes resident, re-rank as one "
+                                                   "group read) against the full-vector HNSW with the same memory");
+  v->add_option("--n", vc.n, "base vectors (clustered set)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 31));
+  v->add_option("--dim", vc.dim, "dimensions")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", vc.clusters, "generator clusters")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--queries", vc.queries, "query vectors")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--data-seed", vc.data_seed, "seed of the generator")->capture_default_str();
+  v->add_option("--cache-dir", vc.cache_dir, "where generated datasets and ground truth are cached")->capture_default_str();
+  v->add_option("--dir", vc.dir, "scratch directory for the built indexes (removed at the end)")->capture_default_str();
+  v->add_option("--pool-fraction", vc.pool_fraction, "pool bytes as a fraction of the full-vector HNSW's bytes")->capture_default_str()->check(CLI::Range(0.001, 4.0));
+  v->add_option("--M", vc.M, "graph degree (lists hold 2M on level 0)")->capture_default_str()->check(CLI::Range(2u, 256u));
+  v->add_option("--ef-construction", vc.ef_construction, "insertion beam")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--bits", vc.bits, "RaBitQ bits per dimension (1, 2, 4)")->capture_default_str()->check(CLI::IsMember({1u, 2u, 4u}));
+  v->add_option("--build-threads", vc.build_threads, "threads adding rows")->capture_default_str()->check(CLI::Range(1u, 64u));
+  v->add_option("--hnsw-ef", vc.hnsw_ef, "ef values of the full-vector HNSW (comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--coded-ef", vc.coded_ef, "ef values of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--rerank", vc.rerank, "re-rank depths of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--k", vc.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
+  v->add_option("--seconds", vc.seconds, "timed region per setting")->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+  v->add_option("--json", vc.json_path, "append one JSON line per setting to this file");
+  return v;
+}
 // `calico_bench tpcc` and its options (tpcc/tpcc.h).
 CLI::App* add_tpcc_command(CLI::App& app, calico::bench::TpccConfig& tpcc) {
   CLI::App* tp = app.add_subcommand("tpcc", "TPC-C (five transactions, spec mix, consistency checks) on the B+trees, "
@@ -313,6 +339,8 @@ int main(int argc, char** argv) {
   CLI::App* vfc = add_vector_filtered_command(app, vf);
   calico::bench::VectorCodesConfig vcodes;
   CLI::App* vc = add_vector_codes_command(app, vcodes);
+  calico::bench::VectorCodedConfig vcoded;
+  CLI::App* vcd = add_vector_coded_command(app, vcoded);
   calico::bench::TpccConfig tpcc;
   CLI::App* tp = add_tpcc_command(app, tpcc);
   calico::bench::TierCalibrateConfig tc;
@@ -345,6 +373,7 @@ int main(int argc, char** argv) {
       }
       return calico::bench::run_vector_codes(vcodes);
     }
+    if (vcd->parsed()) return calico::bench::run_vector_coded(vcoded);
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
     if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
   } catch (const std::exception& e) {

@@ -1,0 +1,10 @@
+// For the declaration of calico/index/coded_hnsw.h: the page format
+// (src/index/coded_hnsw/coded_hnsw_layout.h) its private members name, and the quantiser
+// interface, vector kernels and results of its API (src/vector/).
+// Only calico/detail/ reaches into src/.
+#pragma once
+
+#include "index/coded_hnsw/coded_hnsw_layout.h"
+#include "vector/distance.h"
+#include "vector/neighbor.h"
+#include "vector/quantizer.h"

@@ -1,0 +1,323 @@
+// BasicCodedHnsw<Pool>: a graph index for vectors larger than memory that navigates on
+// compressed codes kept resident and re-ranks the best candidates with their full vectors,
+// read from pool pages as one group. The declaration and its contract; the page format is in
+// src/index/coded_hnsw/coded_hnsw_layout.h, the member definitions in
+// src/index/coded_hnsw/coded_hnsw_impl.h.
+//
+// Why. Larger than memory, every node BasicHnsw visits is a page read (its level-0 pages hold
+// vector and links together). DiskANN (Subramanya et al., NeurIPS 2019) keeps a compressed
+// code of every vector in memory, navigates on code distances and reads full vectors only to
+// re-rank; this index does the same on the pool.
+//
+// Principal entry points:
+//   BasicCodedHnsw::create(pool, name, params, sample, n, capacity, budget_bytes)
+//                                   a new, empty index; the code model is trained on the sample
+//   BasicCodedHnsw::open(pool, name, budget_bytes)   an index written earlier (any process)
+//   add(id, v)                      inserts vector v as slot id (growing the capacity); thread-safe
+//   search(q, options, state, &out) the k approximate nearest neighbours; thread-safe
+//   memory()                        resident bytes: codes, model, pool frames, translation
+//   size(), capacity(), dim(), code_bytes(), check_structure()
+//
+// Design.
+//   - Codes: RaBitQ (vector/rabitq.h), 1 bit per dimension by default. Why RaBitQ and not PQ,
+//     from docs/results/vector_codes.md: the same recall per code bit as PQ at every re-rank
+//     depth on both measured sets, no training (a code depends on the sample's mean and a
+//     seed only, so vectors added later are coded as well as the sample, where PQ's codebooks
+//     go stale), 4-27x faster encoding, and an error bound per code. 1 bit re-ranked 50 deep
+//     reached recall 0.995; 2 bits (CodedHnswParams::bits) need 20.
+//   - Three spaces (coded_hnsw_layout.h): <name>.codes holds the metadata, the model blob and
+//     every code; <name>.graph the level-0 lists, compact (132 B per node at M = 16, 30 per
+//     4 KB page: the hot graph stays resident); <name>.vectors the full vectors, read only to
+//     re-rank. Every page carries the index's uuid and its block; a code page a CRC32C of its
+//     codes; a vector row the CRC32C of its node's code.
+//   - Codes stay resident: open() reads every code page (checking header and CRC) into one
+//     array in memory, add() writes a code to the array and through to its page. The budget
+//     (budget_bytes) must hold the codes of the whole capacity plus the model plus the pool's
+//     frames; growth past it is refused.
+//   - The graph is HNSW's level 0 only (2M links per node, the paper's heuristic
+//     Algorithm 4 choosing M of them): flat graphs search as well as the hierarchy on
+//     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
+//     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
+//     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes.
+//   - Search: a beam of width ef on level 0 scored by code estimates (no vector read); the
+//     link pages of candidates that enter the beam are prefetched (pool.prefetch_group).
+//     Then the best `rerank` by estimate have their vector pages requested as one group
+//     (pool.read_group: one batch of asynchronous reads for the evicted ones), are scored
+//     exactly, and the best k returned.
+//   - add: code and vector written first; then a search on codes with ef_construction whose
+//     results are re-ranked exactly, the heuristic picks M, the node's own list is written,
+//     then back links; a list that overflows 2M is cut back by the heuristic around its owner
+//     from exact distances (its members' vectors read as one group).
+//
+// Concurrency and latching. A thread holds at most one page latch at a time:
+//   - add() claims its slot (an in-memory state word per slot, CAS absent -> claimed), writes
+//     the vector row and the code (memory, then its page under the page's exclusive latch),
+//     marks the slot coded (release), and only then writes any list that names it; so a
+//     search that reads a link (a validated optimistic read or a pin: acquire) finds the code;
+//   - each list update latches the list's page exclusive, merges, releases; an overflow is
+//     shrunk from a snapshot without a latch and written only if the list is unchanged, else
+//     redone (at most kMaxLinkAttempts);
+//   - searches read link rows optimistically (racy_copy, validate; pinned after
+//     Pool::kOptimisticAttempts failures) and vector rows the same way;
+//   - Shared::codes_mutex (shared_mutex): a search or an add holds it shared from start to
+//     end (the code array and slot states do not move under it); a growth holds it exclusive
+//     to reallocate them, and raises Shared::growing meanwhile so that new readers wait
+//     instead of starving it. Lock order: codes_mutex before any page latch; a growth takes
+//     it holding no latch. The entry sample has its own mutex (innermost). One
+//     BasicCodedHnsw object per index per pool (the in-process state above).
+//
+// Errors (calico::Error; kInvalidArgument naming the parameter unless noted):
+//   create: dim 0, bits not 1/2/4, M < 2 or > 256, metric out of range, an empty or
+//     non-finite sample, capacity 0, a name too long, rows that do not fit a page,
+//     budget_bytes below the codes of the capacity plus the model plus the pool's frames;
+//     kSpaceExists;
+//   open: kUnknownSpace; kCorruptPage naming the page when a header (magic, kind, format,
+//     uuid, block) or a code page's CRC disagrees, or the metadata is malformed;
+//     budget_bytes as create;
+//   add: an id past kMaxCapacity, an id added before, a non-finite vector, a zero cosine
+//     vector, a growth past budget_bytes; pool errors;
+//   search: k 0, rerank 0, a state of another index, a non-finite query; kCorruptPage when a
+//     validated link row breaks the format or a vector row's code CRC disagrees with the
+//     resident code (the code or the vector is wrong: neither is used).
+// A failed add leaves the index searchable: a node whose code was written is reachable by
+// whatever links were written, is not counted in size(), and its id cannot be added again.
+//
+// Missing: deletes, updates, filtered search, search_batch, the upper levels of HNSW, a
+// Python binding.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "calico/buffer_pool.h"
+#include "calico/detail/coded_hnsw.h"
+#include "calico/page_id.h"
+
+namespace calico::index {
+
+struct CodedHnswParams {
+  uint32_t dim = 0;
+  vector::Metric metric = vector::Metric::kL2;
+  uint32_t bits = 1;               // RaBitQ bits per dimension: 1, 2 or 4
+  // RaBitQ centroids (k-means of the sample; 1: its mean). Codes are residuals to the
+  // nearest, so data of well-separated clusters estimates better with K ~ the clusters.
+  uint32_t clusters = 1;
+  uint32_t M = 16;                 // links chosen per node; lists hold up to 2M
+  uint32_t ef_construction = 100;  // beam width of insertion (raised to M)
+  uint64_t seed = 42;              // the rotation, the entry sample
+  // About 1 node in entry_rate (by a hash of seed and id) is a search start, all of them
+  // scored on codes first: the flat graph's substitute for HNSW's upper levels.
+  uint32_t entry_rate = 64;
+};
+
+struct CodedHnswSearchOptions {
+  uint32_t k = 10;
+  uint32_t ef = 100;      // beam width on codes (raised to max(k, rerank))
+  // Candidates re-ranked with their full vectors (one group read). 50 with 1-bit codes and
+  // 20 with 2 bits gave recall 0.99 over exact code ranking (docs/results/vector_codes.md);
+  // coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults.
+  uint32_t rerank = 50;
+  bool prefetch = true;   // prefetch the link pages of candidates entering the beam
+};
+
+// Counters of one CodedHnswSearchState. Cumulative until reset.
+struct CodedHnswSearchStats {
+  uint64_t searches = 0;
+  uint64_t estimates = 0;     // codes scored
+  uint64_t expanded = 0;      // link rows read
+  uint64_t reranked = 0;      // exact distances (vector rows read)
+  uint64_t group_reads = 0;   // vector page reads the re-rank groups submitted
+  uint64_t retries = 0;       // optimistic reads that failed validation
+};
+
+// Resident memory of the index (bytes).
+struct CodedHnswMemory {
+  uint64_t codes = 0;        // the code array (capacity x code_bytes) and slot states
+  uint64_t model = 0;        // the quantiser's model
+  uint64_t pool_frames = 0;  // the pool's frames (every space's: the pool is shared)
+  uint64_t translation = 0;  // the pool's translation memory (private bytes)
+  uint64_t total() const { return codes + model + pool_frames + translation; }
+};
+
+template <class Pool>
+class BasicCodedHnsw;
+
+// A search's scratch space; one per thread, reused. Made for one index.
+class CodedHnswSearchState {
+ public:
+  template <class Pool>
+  explicit CodedHnswSearchState(const BasicCodedHnsw<Pool>& index);
+  const CodedHnswSearchStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+ private:
+  template <class>
+  friend class BasicCodedHnsw;
+  const void* owner_ = nullptr;
+  std::unique_ptr<vector::QueryState> query_state_;
+  std::vector<uint16_t> visited_;  // visited_[s] == epoch_: seen in this search
+  uint16_t epoch_ = 0;
+  std::vector<float> query_;       // the (normalised) query
+  std::vector<vector::Neighbor> candidates_, results_;  // min-heap, max-heap (ef)
+  std::vector<uint32_t> links_, fresh_;
+  std::vector<uint8_t> codes_;     // gathered codes of fresh_
+  std::vector<float> est_;
+  std::vector<PageId> group_;
+  std::vector<uint32_t> offsets_;
+  std::vector<OptimisticRead> reads_;
+  std::vector<float> rows_;        // re-ranked vectors, rerank x dim (add: the heuristic's rows)
+  std::vector<vector::Neighbor> exact_;  // re-rank: {exact distance, index of the input id}
+  std::vector<uint32_t> row_of_;         // exact_[j]'s row in rows_
+  CodedHnswSearchStats stats_;
+};
+
+// Thread safety: add and search may run from any number of threads at once (each search
+// with its own state); check_structure only at quiescence.
+template <class Pool>
+class BasicCodedHnsw {
+ public:
+  static constexpr uint32_t kMaxLinkAttempts = 10000;
+  static constexpr uint64_t kMaxCapacity = UINT32_MAX - 1;
+  static constexpr size_t kMaxNameBytes = 56;  // + ".vectors" fits a space name (64)
+
+  // Creates the three spaces; trains RaBitQ on sample[0 .. n * dim) (the sample's mean and
+  // a rotation: vector/rabitq.h); allocates pages for `capacity` slots. Errors: see the file
+  // comment.
+  static BasicCodedHnsw create(Pool& pool, std::string_view name, const CodedHnswParams& params, const float* sample,
+                               uint64_t n, uint32_t capacity, uint64_t budget_bytes);
+  // Opens an index written earlier and loads its codes. Errors: see the file comment.
+  static BasicCodedHnsw open(Pool& pool, std::string_view name, uint64_t budget_bytes);
+
+  BasicCodedHnsw(BasicCodedHnsw&&) noexcept = default;
+  BasicCodedHnsw& operator=(BasicCodedHnsw&&) noexcept = default;
+
+  uint32_t dim() const { return params_.dim; }
+  const CodedHnswParams& params() const { return params_; }
+  const CodedLayout& layout() const { return layout_; }
+  size_t code_bytes() const { return layout_.code_bytes; }
+  const vector::Quantizer& quantizer() const { return *model_; }
+  // Slots with pages (ids below it may be added without growth). Only grows.
+  uint32_t capacity() const { return shared_->capacity.load(std::memory_order_acquire); }
+  // Completed adds. Racy while adds run.
+  uint32_t size() const { return shared_->size.load(std::memory_order_relaxed); }
+  // The bytes codes, model and slot states of `capacity` slots take in memory.
+  uint64_t codes_bytes(uint64_t capacity) const;
+  CodedHnswMemory memory() const;
+
+  // Grows the capacity to at least n slots (doubling): pages in all three spaces, the code
+  // array. Errors: n past kMaxCapacity, a growth past budget_bytes (kInvalidArgument
+  // "budget_bytes"); pool errors.
+  void reserve(uint64_t n);
+  // Inserts v[0 .. dim) as slot id (reserve(id + 1) first when needed). Thread-safe.
+  void add(uint32_t id, const float* v);
+  // Whether slot id holds a node (its code is written). Errors: id >= capacity.
+  bool contains(uint32_t id) const;
+  // The k (or fewer) approximate nearest neighbours of q with exact distances, ascending
+  // by (distance, id), into *out (replaced).
+  void search(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
+              std::vector<vector::Neighbor>* out) const;
+
+  // Whole-structure check for tests, at quiescence: the invariants of coded_hnsw_layout.h,
+  // reading every page pinned. Throws std::logic_error naming the first violation.
+  void check_structure() const;
+
+ private:
+  friend class CodedHnswSearchState;
+  // Slot states (in memory): absent -> claimed (add running) -> coded (code and vector
+  // written: links may name it) -> complete (linked and counted).
+  enum SlotState : uint8_t { kAbsent = 0, kClaimed = 1, kCoded = 2, kComplete = 3 };
+
+  struct Shared {
+    std::atomic<uint32_t> capacity{0};
+    std::atomic<uint32_t> size{0};
+    // codes_mutex: shared to read or write codes / slot states, exclusive to reallocate them.
+    mutable std::shared_mutex codes_mutex;
+    // Set while a growth waits for codes_mutex exclusive: new readers wait for it to clear
+    // (shared_mutex may prefer readers, and searches back to back would starve a growth).
+    std::atomic<bool> growing{false};
+    std::vector<uint8_t> codes;                         // capacity x code_bytes
+    std::unique_ptr<std::atomic<uint8_t>[]> states;     // capacity SlotStates
+    std::mutex grow_mutex;                              // one growth at a time
+    mutable std::mutex entries_mutex;
+    std::vector<uint32_t> entries;                      // search starts (complete nodes)
+    std::atomic<uint32_t> entry{CodedMeta::kNone};      // the first node (coded before published)
+    uint64_t budget_bytes = 0;
+    std::mutex spare_mutex;                             // add()'s scratch states
+    std::vector<std::unique_ptr<CodedHnswSearchState>> spare;
+  };
+
+  // A scratch state borrowed from Shared::spare for one add() (so that an add allocates no
+  // visited marks once the spares have grown).
+  struct Lease {
+    explicit Lease(const BasicCodedHnsw& index) : shared(index.shared_.get()) {
+      {
+        std::lock_guard lock(shared->spare_mutex);
+        if (!shared->spare.empty()) {
+          state = std::move(shared->spare.back());
+          shared->spare.pop_back();
+        }
+      }
+      if (!state) state = std::make_unique<CodedHnswSearchState>(index);
+    }
+    ~Lease() {
+      std::lock_guard lock(shared->spare_mutex);
+      shared->spare.push_back(std::move(state));
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Shared* shared;
+    std::unique_ptr<CodedHnswSearchState> state;
+  };
+
+  BasicCodedHnsw(Pool& pool, std::string name, const CodedHnswParams& p, std::unique_ptr<vector::Quantizer> model,
+                 uint64_t uuid, const CodedLayout& l, uint64_t model_bytes);
+
+  static void check_budget(Pool& pool, uint64_t budget, uint64_t codes_bytes, const char* what);
+  static CodedPageHeader header_of(const std::byte* page);
+  static void write_header(std::byte* page, CodedPageHeader::Kind kind, uint64_t uuid, uint32_t block);
+  void check_header(const std::byte* page, PageId pid, CodedPageHeader::Kind kind) const;
+  void load_codes(uint32_t capacity);
+  // codes_mutex shared, after any pending growth (see Shared::growing).
+  std::shared_lock<std::shared_mutex> lock_codes() const;
+  void grow_pages(uint32_t new_capacity);
+  bool sampled(uint32_t id) const;
+  void prepare_vector(const float* v, float* out, const char* what) const;
+  uint8_t state_of(uint32_t id) const;
+  const uint8_t* code_of(uint32_t id) const { return shared_->codes.data() + size_t{id} * layout_.code_bytes; }
+  template <class Copy>
+  void read_row(PageId pid, uint32_t off, const OptimisticRead* started, CodedHnswSearchState& st, Copy&& copy) const;
+  uint32_t read_links(uint32_t id, CodedHnswSearchState& st, uint32_t* out) const;
+  void read_vector(uint32_t id, const OptimisticRead* started, CodedHnswSearchState& st, float* out) const;
+  // Beam search on codes; leaves st.results_ sorted ascending by estimate.
+  void beam(uint32_t ef, bool prefetch, CodedHnswSearchState& st) const;
+  // Exact distances from q to ids (one group read) into st.exact_ (ascending), vectors in st.rows_.
+  void rerank(const float* q, const uint32_t* ids, uint32_t n, CodedHnswSearchState& st) const;
+  void select_heuristic(uint32_t m, CodedHnswSearchState& st, std::vector<uint32_t>* out) const;
+  void link_back(uint32_t node, uint32_t id, CodedHnswSearchState& st);
+  uint32_t first_complete() const;
+
+  Pool* pool_;
+  std::string name_;
+  SpaceId codes_space_, graph_space_, vectors_space_;
+  CodedHnswParams params_;
+  std::unique_ptr<vector::Quantizer> model_;
+  uint64_t uuid_;
+  CodedLayout layout_;
+  uint64_t model_bytes_;
+  vector::DistanceFn dist_;
+  std::unique_ptr<Shared> shared_;
+};
+
+}  // namespace calico::index
+
+// The member definitions (src/index/coded_hnsw/coded_hnsw_impl.h) are compiled into the
+// library once per translation (cmake/variants.cmake; src/index/README.md, "Compiled once").
+#ifdef CALICO_IMPLICIT_INSTANTIATION
+#include "calico/detail/coded_hnsw_impl.h"
+#endif

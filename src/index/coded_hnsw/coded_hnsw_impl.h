@@ -1,0 +1,890 @@
+// The member definitions of BasicCodedHnsw (include/calico/index/coded_hnsw.h); the page
+// format is in coded_hnsw_layout.h. Entry points in file order: the search state, create /
+// open (with the code load), growth, add (claim, write, link, back links), search (beam on
+// codes, re-rank as one group read), check_structure.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "calico/error.h"
+#include "calico/index/coded_hnsw.h"
+#include "index/corrupt_page.h"
+#include "index/hnsw/hnsw_layout.h"  // hnsw_detail::hnsw_racy_copy: the optimistic copy
+#include "io/checksum.h"
+#include "vector/model_blob.h"
+#include "vector/rabitq.h"
+
+namespace calico::index {
+
+namespace coded_detail {
+
+inline constexpr std::string_view kKind = "coded hnsw";
+
+[[noreturn]] inline void invalid(const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, "coded hnsw: " + what);
+}
+
+// splitmix64's finaliser: the entry sample's hash of (seed, id) and the uuid.
+inline uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace coded_detail
+
+template <class Pool>
+CodedHnswSearchState::CodedHnswSearchState(const BasicCodedHnsw<Pool>& index)
+    : owner_(index.shared_.get()), query_state_(index.model_->new_query()), query_(index.dim()) {}
+
+// --- pages -----------------------------------------------------------------------------------
+
+template <class Pool>
+inline CodedPageHeader BasicCodedHnsw<Pool>::header_of(const std::byte* page) {
+  CodedPageHeader h;
+  std::memcpy(&h, page, sizeof h);
+  return h;
+}
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::write_header(std::byte* page, CodedPageHeader::Kind kind, uint64_t uuid,
+                                               uint32_t block) {
+  const CodedPageHeader h{CodedPageHeader::kMagic, kind, CodedPageHeader::kFormat, uuid, block, 0};
+  std::memcpy(page, &h, sizeof h);
+}
+
+// Pre: page is pinned, latched or a validated copy. Errors: kCorruptPage naming pid.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::check_header(const std::byte* page, PageId pid, CodedPageHeader::Kind kind) const {
+  const CodedPageHeader h = header_of(page);
+  if (h.magic != CodedPageHeader::kMagic || h.format != CodedPageHeader::kFormat) {
+    corrupt_page(coded_detail::kKind, "page header (magic or format)", pid);
+  }
+  if (h.kind != kind) corrupt_page(coded_detail::kKind, "page kind " + std::to_string(h.kind), pid);
+  if (h.uuid != uuid_) corrupt_page(coded_detail::kKind, "page of another index (uuid)", pid);
+  if (h.block != pid.block()) corrupt_page(coded_detail::kKind, "page header naming block " + std::to_string(h.block), pid);
+}
+
+template <class Pool>
+inline uint64_t BasicCodedHnsw<Pool>::codes_bytes(uint64_t capacity) const {
+  return capacity * (layout_.code_bytes + 1) + model_bytes_;
+}
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::check_budget(Pool& pool, uint64_t budget, uint64_t codes, const char* what) {
+  const uint64_t frames = uint64_t{pool.num_frames()} * pool.page_size();
+  if (budget < codes) {
+    coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) +
+                          " is below the codes' size " + std::to_string(codes) + " (capacity x (code + state) + model)");
+  }
+  if (budget - codes < frames) {
+    coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) + " is below the codes (" +
+                          std::to_string(codes) + ") plus the pool's frames (" + std::to_string(frames) + ")");
+  }
+}
+
+// --- create / open -----------------------------------------------------------------------------
+
+template <class Pool>
+inline BasicCodedHnsw<Pool>::BasicCodedHnsw(Pool& pool, std::string name, const CodedHnswParams& p,
+                                            std::unique_ptr<vector::Quantizer> model, uint64_t uuid,
+                                            const CodedLayout& l, uint64_t model_bytes)
+    : pool_(&pool),
+      name_(std::move(name)),
+      codes_space_(pool.open_space(name_ + ".codes")),
+      graph_space_(pool.open_space(name_ + ".graph")),
+      vectors_space_(pool.open_space(name_ + ".vectors")),
+      params_(p),
+      model_(std::move(model)),
+      uuid_(uuid),
+      layout_(l),
+      model_bytes_(model_bytes),
+      dist_(vector::distance_kernel(p.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct : p.metric)),
+      shared_(std::make_unique<Shared>()) {}
+
+template <class Pool>
+inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string_view name,
+                                                         const CodedHnswParams& params, const float* sample,
+                                                         uint64_t n, uint32_t capacity, uint64_t budget_bytes) {
+  using coded_detail::invalid;
+  if (name.empty() || name.size() > kMaxNameBytes) invalid("name: 1 to 56 characters");
+  if (params.dim == 0) invalid("dim is 0");
+  if (params.bits != 1 && params.bits != 2 && params.bits != 4) invalid("bits must be 1, 2 or 4");
+  if (params.M < 2 || params.M > HnswLayout::kMaxM) invalid("M must be in [2, 256]");
+  if (static_cast<uint32_t>(params.metric) > static_cast<uint32_t>(vector::Metric::kCosine)) invalid("metric out of range");
+  if (capacity == 0 || capacity > kMaxCapacity) invalid("capacity must be in [1, 2^32 - 2]");
+  if (params.entry_rate == 0) invalid("entry_rate is 0");
+  if (sample == nullptr || n == 0) invalid("sample is empty (the code model trains on it)");
+  CodedHnswParams p = params;
+  p.ef_construction = std::max(p.ef_construction, p.M);
+  vector::RabitqParams rp;
+  rp.bits = p.bits;
+  rp.metric = p.metric;
+  rp.seed = p.seed;
+  rp.clusters = p.clusters;
+  auto model = std::make_unique<vector::RabitqQuantizer>(vector::RabitqQuantizer::train(sample, n, p.dim, rp));
+  const std::vector<uint8_t> blob = model->serialize();
+  const CodedLayout l = CodedLayout::make(static_cast<uint32_t>(pool.usable_page_size()), p.dim, p.M,
+                                          static_cast<uint32_t>(model->code_bytes()),
+                                          static_cast<uint32_t>(blob.size()));
+  if (!l.fits()) invalid("dim / M: a vector row, link row or code does not fit a page");
+  check_budget(pool, budget_bytes, uint64_t{capacity} * (l.code_bytes + 1) + blob.size(), "create");
+
+  std::random_device rd;
+  const uint64_t uuid = coded_detail::mix((uint64_t{rd()} << 32 | rd()) ^
+                                          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  const std::string base(name);
+  std::vector<SpaceId> made;
+  try {
+    for (const char* suffix : {".codes", ".graph", ".vectors"}) made.push_back(pool.create_space(base + suffix));
+    {  // <name>.codes: metadata, then the model blob
+      ExclusiveGuard g = pool.allocate(made[0]);
+      write_header(g.data(), CodedPageHeader::kMeta, uuid, 0);
+      CodedMeta m{};
+      m.page_size = static_cast<uint32_t>(pool.page_size());
+      m.dim = p.dim;
+      m.metric = static_cast<uint32_t>(p.metric);
+      m.bits = p.bits;
+      m.M = p.M;
+      m.ef_construction = p.ef_construction;
+      m.code_bytes = l.code_bytes;
+      m.model_bytes = static_cast<uint32_t>(blob.size());
+      m.model_pages = l.model_pages;
+      m.per_code_page = l.per_code_page;
+      m.per_link_page = l.per_link_page;
+      m.per_vec_page = l.per_vec_page;
+      m.seed = p.seed;
+      m.capacity = 0;
+      m.size = 0;
+      m.entry = CodedMeta::kNone;
+      m.entry_rate = p.entry_rate;
+      std::memcpy(g.data() + CodedLayout::kHeader, &m, sizeof m);
+      g.mark_dirty();
+    }
+    const size_t room = l.usable - CodedLayout::kHeader;
+    for (uint32_t b = 0; b < l.model_pages; ++b) {
+      ExclusiveGuard g = pool.allocate(made[0]);
+      write_header(g.data(), CodedPageHeader::kModel, uuid, b + 1);
+      const size_t at = size_t{b} * room;
+      std::memcpy(g.data() + CodedLayout::kHeader, blob.data() + at, std::min(room, blob.size() - at));
+      g.mark_dirty();
+    }
+    for (int s = 1; s <= 2; ++s) {
+      ExclusiveGuard g = pool.allocate(made[s]);
+      write_header(g.data(), s == 1 ? CodedPageHeader::kGraphHead : CodedPageHeader::kVectorsHead, uuid, 0);
+      g.mark_dirty();
+    }
+  } catch (...) {
+    for (SpaceId s : made) pool.drop_space(s);
+    throw;
+  }
+  BasicCodedHnsw index(pool, base, p, std::move(model), uuid, l, blob.size());
+  index.shared_->budget_bytes = budget_bytes;
+  index.shared_->entry.store(CodedMeta::kNone, std::memory_order_relaxed);
+  index.reserve(capacity);
+  return index;
+}
+
+template <class Pool>
+inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_view name, uint64_t budget_bytes) {
+  const std::string base(name);
+  const SpaceId cs = pool.open_space(base + ".codes");
+  pool.open_space(base + ".graph");
+  pool.open_space(base + ".vectors");
+  const PageId meta_pid(cs, 0);
+  CodedMeta m;
+  uint64_t uuid;
+  {
+    SharedGuard g = pool.pin_shared(meta_pid);
+    const CodedPageHeader h = header_of(g.data());
+    if (h.magic != CodedPageHeader::kMagic || h.format != CodedPageHeader::kFormat || h.kind != CodedPageHeader::kMeta ||
+        h.block != 0) {
+      corrupt_page(coded_detail::kKind, "metadata page header", meta_pid);
+    }
+    uuid = h.uuid;
+    std::memcpy(&m, g.data() + CodedLayout::kHeader, sizeof m);
+  }
+  if (m.page_size != pool.page_size()) corrupt_page(coded_detail::kKind, "metadata page size", meta_pid);
+  if (m.dim == 0 || m.metric > static_cast<uint32_t>(vector::Metric::kCosine) || m.M < 2 || m.M > HnswLayout::kMaxM ||
+      m.model_bytes == 0 || m.model_bytes > vector::kMaxBlobPayloadBytes || m.capacity > kMaxCapacity ||
+      m.entry_rate == 0) {
+    corrupt_page(coded_detail::kKind, "metadata fields", meta_pid);
+  }
+  const uint32_t usable = static_cast<uint32_t>(pool.usable_page_size());
+  const size_t room = usable - CodedLayout::kHeader;
+  const uint64_t model_pages = (uint64_t{m.model_bytes} + room - 1) / room;
+  if (model_pages != m.model_pages || pool.space_blocks(cs) < 1 + model_pages) {
+    corrupt_page(coded_detail::kKind, "metadata model pages", meta_pid);
+  }
+  std::vector<uint8_t> blob(m.model_bytes);
+  for (uint32_t b = 0; b < m.model_pages; ++b) {
+    const PageId pid(cs, b + 1);
+    SharedGuard g = pool.pin_shared(pid);
+    const CodedPageHeader h = header_of(g.data());
+    if (h.magic != CodedPageHeader::kMagic || h.kind != CodedPageHeader::kModel || h.uuid != uuid || h.block != b + 1) {
+      corrupt_page(coded_detail::kKind, "model page header", pid);
+    }
+    const size_t at = size_t{b} * room;
+    std::memcpy(blob.data() + at, g.data() + CodedLayout::kHeader, std::min(room, blob.size() - at));
+  }
+  std::unique_ptr<vector::Quantizer> model = vector::load_quantizer(blob.data(), blob.size());
+  const CodedLayout l = CodedLayout::make(usable, m.dim, m.M, m.code_bytes, m.model_bytes);
+  if (model->dim() != m.dim || model->code_bytes() != m.code_bytes || static_cast<uint32_t>(model->metric()) != m.metric ||
+      !l.fits() || l.per_code_page != m.per_code_page || l.per_link_page != m.per_link_page ||
+      l.per_vec_page != m.per_vec_page) {
+    corrupt_page(coded_detail::kKind, "metadata disagrees with the model or the layout", meta_pid);
+  }
+  if (m.entry != CodedMeta::kNone && m.entry >= m.capacity) corrupt_page(coded_detail::kKind, "metadata entry", meta_pid);
+  if (m.size > m.capacity) corrupt_page(coded_detail::kKind, "metadata size", meta_pid);
+  check_budget(pool, budget_bytes, uint64_t{m.capacity} * (l.code_bytes + 1) + m.model_bytes, "open");
+  CodedHnswParams p;
+  p.dim = m.dim;
+  p.metric = static_cast<vector::Metric>(m.metric);
+  p.bits = m.bits;
+  p.M = m.M;
+  p.ef_construction = m.ef_construction;
+  p.seed = m.seed;
+  p.entry_rate = m.entry_rate;
+  BasicCodedHnsw index(pool, base, p, std::move(model), uuid, l, m.model_bytes);
+  index.shared_->budget_bytes = budget_bytes;
+  index.shared_->entry.store(m.entry, std::memory_order_relaxed);
+  index.shared_->size.store(m.size, std::memory_order_relaxed);
+  index.load_codes(m.capacity);
+  return index;
+}
+
+// open(): the space ends, the head pages of the graph and vectors spaces, and every code
+// page (header and CRC) into the resident array; slots with a presence bit are complete.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::load_codes(uint32_t capacity) {
+  const PageId meta_pid(codes_space_, 0);
+  const uint64_t code_pages = (uint64_t{capacity} + layout_.per_code_page - 1) / layout_.per_code_page;
+  if (pool_->space_blocks(codes_space_) < 1 + layout_.model_pages + code_pages ||
+      pool_->space_blocks(graph_space_) < 1 + (uint64_t{capacity} + layout_.per_link_page - 1) / layout_.per_link_page ||
+      pool_->space_blocks(vectors_space_) < 1 + (uint64_t{capacity} + layout_.per_vec_page - 1) / layout_.per_vec_page) {
+    corrupt_page(coded_detail::kKind, "metadata capacity past a space's end", meta_pid);
+  }
+  {
+    SharedGuard g = pool_->pin_shared(PageId(graph_space_, 0));
+    check_header(g.data(), g.page_id(), CodedPageHeader::kGraphHead);
+  }
+  {
+    SharedGuard g = pool_->pin_shared(PageId(vectors_space_, 0));
+    check_header(g.data(), g.page_id(), CodedPageHeader::kVectorsHead);
+  }
+  Shared& sh = *shared_;
+  sh.codes.assign(size_t{capacity} * layout_.code_bytes, 0);
+  sh.states = std::make_unique<std::atomic<uint8_t>[]>(capacity);
+  for (uint64_t c = 0; c < code_pages; ++c) {
+    const PageId pid(codes_space_, static_cast<BlockId>(1 + layout_.model_pages + c));
+    SharedGuard g = pool_->pin_shared(pid);
+    check_header(g.data(), pid, CodedPageHeader::kCodes);
+    const std::byte* payload = g.data() + CodedLayout::kHeader;
+    if (io::crc32c(payload, layout_.code_payload_bytes()) != header_of(g.data()).crc) {
+      corrupt_page(coded_detail::kKind, "code page CRC (its codes are not used)", pid);
+    }
+    for (uint32_t i = 0; i < layout_.per_code_page; ++i) {
+      const uint64_t s = c * layout_.per_code_page + i;
+      if (s >= capacity) break;
+      uint64_t word;
+      std::memcpy(&word, payload + 8 * (i / 64), 8);
+      if ((word >> (i % 64) & 1) == 0) continue;
+      std::memcpy(sh.codes.data() + s * layout_.code_bytes, g.data() + layout_.code_offset(static_cast<uint32_t>(s)),
+                  layout_.code_bytes);
+      sh.states[s].store(kComplete, std::memory_order_relaxed);
+      if (sampled(static_cast<uint32_t>(s))) sh.entries.push_back(static_cast<uint32_t>(s));
+    }
+  }
+  const uint32_t entry = sh.entry.load(std::memory_order_relaxed);
+  if (entry != CodedMeta::kNone && sh.states[entry].load(std::memory_order_relaxed) != kComplete) {
+    corrupt_page(coded_detail::kKind, "metadata entry names an absent slot", meta_pid);
+  }
+  sh.capacity.store(capacity, std::memory_order_release);
+}
+
+template <class Pool>
+inline bool BasicCodedHnsw<Pool>::sampled(uint32_t id) const {
+  return coded_detail::mix(params_.seed ^ (uint64_t{id} * 0x9E3779B97F4A7C15ull)) % params_.entry_rate == 0;
+}
+
+// --- growth ------------------------------------------------------------------------------------
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::reserve(uint64_t n) {
+  if (n <= capacity()) return;
+  if (n > kMaxCapacity) coded_detail::invalid("id / capacity " + std::to_string(n) + " past the maximum");
+  std::lock_guard grow(shared_->grow_mutex);
+  const uint64_t cap = capacity();
+  if (n <= cap) return;
+  uint64_t target = std::min<uint64_t>(std::max<uint64_t>(n, 2 * cap), kMaxCapacity);
+  const uint64_t frames = uint64_t{pool_->num_frames()} * pool_->page_size();
+  if (codes_bytes(target) + frames > shared_->budget_bytes) target = n;  // no doubling past the budget
+  check_budget(*pool_, shared_->budget_bytes, codes_bytes(target), "growth");
+  grow_pages(static_cast<uint32_t>(target));
+}
+
+// Pre: grow_mutex held, new_capacity > capacity(). Pages first (a failure leaves them for the
+// next growth to take over), then the resident arrays (codes_mutex exclusive), then the
+// metadata, then the published capacity (release).
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::grow_pages(uint32_t new_capacity) {
+  const CodedLayout& l = layout_;
+  auto extend = [&](SpaceId space, uint64_t blocks, CodedPageHeader::Kind kind) {
+    for (uint64_t b = pool_->space_blocks(space); b < blocks; ++b) {
+      ExclusiveGuard g = pool_->allocate(space);
+      write_header(g.data(), kind, uuid_, g.page_id().block());
+      if (kind == CodedPageHeader::kCodes) {
+        CodedPageHeader h = header_of(g.data());
+        h.crc = io::crc32c(g.data() + CodedLayout::kHeader, l.code_payload_bytes());
+        std::memcpy(g.data(), &h, sizeof h);
+      }
+      g.mark_dirty();
+    }
+  };
+  const uint64_t c = new_capacity;
+  extend(codes_space_, 1 + l.model_pages + (c + l.per_code_page - 1) / l.per_code_page, CodedPageHeader::kCodes);
+  extend(graph_space_, 1 + (c + l.per_link_page - 1) / l.per_link_page, CodedPageHeader::kLinks);
+  extend(vectors_space_, 1 + (c + l.per_vec_page - 1) / l.per_vec_page, CodedPageHeader::kVectors);
+  Shared& sh = *shared_;
+  {
+    sh.growing.store(true, std::memory_order_release);
+    std::unique_lock lock(sh.codes_mutex);
+    sh.growing.store(false, std::memory_order_release);
+    const uint32_t old = sh.capacity.load(std::memory_order_relaxed);
+    sh.codes.resize(size_t{new_capacity} * l.code_bytes, 0);
+    auto states = std::make_unique<std::atomic<uint8_t>[]>(new_capacity);
+    for (uint32_t s = 0; s < old; ++s) states[s].store(sh.states[s].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    sh.states = std::move(states);
+  }
+  {
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, 0));
+    CodedMeta m;
+    std::memcpy(&m, g.data() + CodedLayout::kHeader, sizeof m);
+    m.capacity = new_capacity;
+    std::memcpy(g.data() + CodedLayout::kHeader, &m, sizeof m);
+    g.mark_dirty();
+  }
+  sh.capacity.store(new_capacity, std::memory_order_release);
+}
+
+template <class Pool>
+inline std::shared_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_codes() const {
+  // Bounded by the growth: it clears the flag as soon as it holds the lock.
+  while (shared_->growing.load(std::memory_order_acquire)) std::this_thread::yield();
+  return std::shared_lock(shared_->codes_mutex);
+}
+
+template <class Pool>
+inline CodedHnswMemory BasicCodedHnsw<Pool>::memory() const {
+  CodedHnswMemory mem;
+  {
+    const auto lock = lock_codes();
+    mem.codes = shared_->codes.capacity() + capacity();
+  }
+  mem.model = model_bytes_;
+  mem.pool_frames = uint64_t{pool_->num_frames()} * pool_->page_size();
+  mem.translation = pool_->stats().translation_private_bytes;
+  return mem;
+}
+
+// --- add -----------------------------------------------------------------------------------------
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::prepare_vector(const float* v, float* out, const char* what) const {
+  if (!vector::all_finite(v, params_.dim)) coded_detail::invalid(std::string(what) + ": the vector has NaN or infinity");
+  std::memcpy(out, v, size_t{params_.dim} * 4);
+  if (params_.metric == vector::Metric::kCosine && !vector::normalize(out, params_.dim)) {
+    coded_detail::invalid(std::string(what) + ": a cosine vector of norm 0");
+  }
+}
+
+// Pre: codes_mutex held (shared) and id < the capacity the caller read.
+template <class Pool>
+inline uint8_t BasicCodedHnsw<Pool>::state_of(uint32_t id) const {
+  return shared_->states[id].load(std::memory_order_acquire);
+}
+
+template <class Pool>
+inline bool BasicCodedHnsw<Pool>::contains(uint32_t id) const {
+  const auto lock = lock_codes();
+  if (id >= capacity()) coded_detail::invalid("contains: id " + std::to_string(id) + " >= capacity");
+  return state_of(id) >= kCoded;
+}
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
+  const uint32_t dim = params_.dim;
+  if (id >= kMaxCapacity) coded_detail::invalid("add: id " + std::to_string(id) + " past the maximum");
+  Lease lease(*this);
+  CodedHnswSearchState& st = *lease.state;
+  prepare_vector(v, st.query_.data(), "add");
+  reserve(uint64_t{id} + 1);
+  Shared& sh = *shared_;
+  const auto lock = lock_codes();  // held to the end: codes are read and written
+  {
+    uint8_t expected = kAbsent;
+    if (!sh.states[id].compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel)) {
+      coded_detail::invalid("add: id " + std::to_string(id) + " was added before");
+    }
+  }
+  std::vector<uint8_t> code(layout_.code_bytes);
+  try {
+    model_->encode(st.query_.data(), 1, code.data());
+  } catch (...) {
+    sh.states[id].store(kAbsent, std::memory_order_release);
+    throw;
+  }
+  const uint32_t crc = io::crc32c(code.data(), code.size());
+  try {
+    {  // the vector row
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(vectors_space_, layout_.vec_block(id)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kVectors);
+      std::byte* row = g.data() + layout_.vec_offset(id);
+      const uint32_t head[2] = {1, crc};
+      std::memcpy(row, head, 8);
+      std::memcpy(row + 8, st.query_.data(), size_t{dim} * 4);
+      g.mark_dirty();
+    }
+    {  // the code: resident array, then its page (presence bit, CRC)
+      std::memcpy(sh.codes.data() + size_t{id} * layout_.code_bytes, code.data(), code.size());
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, layout_.code_block(id)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kCodes);
+      std::memcpy(g.data() + layout_.code_offset(id), code.data(), code.size());
+      const uint32_t i = id % layout_.per_code_page;
+      std::byte* word_at = g.data() + CodedLayout::kHeader + 8 * (i / 64);
+      uint64_t word;
+      std::memcpy(&word, word_at, 8);
+      word |= uint64_t{1} << (i % 64);
+      std::memcpy(word_at, &word, 8);
+      CodedPageHeader h = header_of(g.data());
+      h.crc = io::crc32c(g.data() + CodedLayout::kHeader, layout_.code_payload_bytes());
+      std::memcpy(g.data(), &h, sizeof h);
+      g.mark_dirty();
+    }
+  } catch (...) {
+    sh.states[id].store(kAbsent, std::memory_order_release);  // no link names it yet
+    throw;
+  }
+  sh.states[id].store(kCoded, std::memory_order_release);  // links may name it from here on
+
+  // The first node: nothing to link.
+  bool first = false;
+  {
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, 0));
+    CodedMeta m;
+    std::memcpy(&m, g.data() + CodedLayout::kHeader, sizeof m);
+    if (m.entry == CodedMeta::kNone) {
+      m.entry = id;
+      first = true;
+      std::memcpy(g.data() + CodedLayout::kHeader, &m, sizeof m);
+      g.mark_dirty();
+      sh.entry.store(id, std::memory_order_release);
+    }
+  }
+  if (!first) {
+    model_->prepare(st.query_.data(), *st.query_state_);
+    beam(params_.ef_construction, false, st);
+    st.fresh_.clear();
+    for (const vector::Neighbor& r : st.results_) {
+      if (r.id != id) st.fresh_.push_back(r.id);
+    }
+    const std::vector<uint32_t> ids = st.fresh_;
+    rerank(st.query_.data(), ids.data(), static_cast<uint32_t>(ids.size()), st);
+    for (vector::Neighbor& e : st.exact_) e.id = ids[e.id];
+    std::vector<uint32_t> chosen;
+    select_heuristic(params_.M, st, &chosen);
+    {  // own list first, then the back links (a node is linked to only once its list is written)
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(id)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
+      std::byte* row = g.data() + layout_.link_offset(id);
+      const uint16_t head[2] = {static_cast<uint16_t>(chosen.size()), 1};
+      std::memcpy(row, head, 4);
+      std::memcpy(row + 4, chosen.data(), chosen.size() * 4);
+      g.mark_dirty();
+    }
+    for (uint32_t n : chosen) link_back(n, id, st);
+  }
+  {
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, 0));
+    CodedMeta m;
+    std::memcpy(&m, g.data() + CodedLayout::kHeader, sizeof m);
+    m.size += 1;
+    std::memcpy(g.data() + CodedLayout::kHeader, &m, sizeof m);
+    g.mark_dirty();
+  }
+  sh.size.fetch_add(1, std::memory_order_relaxed);
+  sh.states[id].store(kComplete, std::memory_order_release);
+  if (sampled(id)) {
+    std::lock_guard entries(sh.entries_mutex);
+    sh.entries.push_back(id);
+  }
+}
+
+// Adds id to node's list; an overflowing list (2M) is cut back by the heuristic around node,
+// from exact distances (node's and the members' vectors read as one group), and written only
+// if unchanged meanwhile. Pre: codes_mutex held shared.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::link_back(uint32_t node, uint32_t id, CodedHnswSearchState& st) {
+  const uint32_t max = 2 * params_.M;
+  const PageId pid(graph_space_, layout_.link_block(node));
+  const uint32_t off = layout_.link_offset(node);
+  std::vector<uint32_t> snapshot(max);
+  std::vector<float> base(params_.dim);
+  for (uint32_t attempt = 0; attempt < kMaxLinkAttempts; ++attempt) {
+    uint32_t count;
+    {
+      ExclusiveGuard g = pool_->pin_exclusive(pid);
+      check_header(g.data(), pid, CodedPageHeader::kLinks);
+      std::byte* row = g.data() + off;
+      uint16_t head[2];
+      std::memcpy(head, row, 4);
+      count = head[0];
+      if (count > max) corrupt_page(coded_detail::kKind, "link count of slot " + std::to_string(node), pid);
+      std::memcpy(snapshot.data(), row + 4, size_t{count} * 4);
+      // The members are read (codes, vectors) below: a latched list naming a slot that is
+      // not coded is corrupt, never followed.
+      const uint32_t cap = capacity();
+      for (uint32_t i = 0; i < count; ++i) {
+        if (snapshot[i] >= cap || state_of(snapshot[i]) < kCoded) {
+          corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(node) + " names an absent slot", pid);
+        }
+      }
+      if (std::find(snapshot.begin(), snapshot.begin() + count, id) != snapshot.begin() + count) return;
+      if (count < max) {
+        std::memcpy(row + 4 + size_t{count} * 4, &id, 4);
+        head[0] = static_cast<uint16_t>(count + 1);
+        head[1] = 1;
+        std::memcpy(row, head, 4);
+        g.mark_dirty();
+        return;
+      }
+    }
+    // Overflow: choose from snapshot + id around node, no latch held.
+    std::vector<uint32_t> ids(snapshot.begin(), snapshot.begin() + count);
+    ids.push_back(id);
+    read_vector(node, nullptr, st, base.data());
+    rerank(base.data(), ids.data(), static_cast<uint32_t>(ids.size()), st);
+    for (vector::Neighbor& e : st.exact_) e.id = ids[e.id];
+    std::vector<uint32_t> chosen;
+    select_heuristic(max, st, &chosen);
+    ExclusiveGuard g = pool_->pin_exclusive(pid);
+    check_header(g.data(), pid, CodedPageHeader::kLinks);
+    std::byte* row = g.data() + off;
+    uint16_t head[2];
+    std::memcpy(head, row, 4);
+    if (head[0] != count || std::memcmp(row + 4, snapshot.data(), size_t{count} * 4) != 0) continue;  // changed: redo
+    head[0] = static_cast<uint16_t>(chosen.size());
+    std::memcpy(row, head, 4);
+    std::memcpy(row + 4, chosen.data(), chosen.size() * 4);
+    g.mark_dirty();
+    return;
+  }
+  throw Error(ErrorCode::kRestartLimit, "coded hnsw: a back link to slot " + std::to_string(node) + " kept changing", pid);
+}
+
+// HNSW's neighbour heuristic (Malkov & Yashunin, Algorithm 4, no extension, pruned
+// connections dropped) over st.exact_ (ascending exact distance to the base; id = slot,
+// vectors in st.rows_ at st.row_of_): keeps a candidate unless a kept one is closer to it
+// than the base is; at most m.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::select_heuristic(uint32_t m, CodedHnswSearchState& st,
+                                                   std::vector<uint32_t>* out) const {
+  const uint32_t dim = params_.dim;
+  out->clear();
+  std::vector<uint32_t> kept_rows;
+  for (size_t j = 0; j < st.exact_.size() && out->size() < m; ++j) {
+    const float* row = st.rows_.data() + size_t{st.row_of_[j]} * dim;
+    bool keep = true;
+    for (size_t r = 0; r < kept_rows.size() && keep; ++r) {
+      keep = !(dist_(row, st.rows_.data() + size_t{kept_rows[r]} * dim, dim) < st.exact_[j].distance);
+    }
+    if (keep) {
+      out->push_back(st.exact_[j].id);
+      kept_rows.push_back(st.row_of_[j]);
+    }
+  }
+}
+
+// --- reads -------------------------------------------------------------------------------------
+
+// Reads one row of page pid through copy(const std::byte* page) (racy copies only):
+// optimistically (the group read's `started` read first when it has one), validated, and
+// under a shared pin after Pool::kOptimisticAttempts failed validations. What copy wrote is
+// valid when this returns; the caller checks it (a validated page may still be corrupt).
+template <class Pool>
+template <class Copy>
+inline void BasicCodedHnsw<Pool>::read_row(PageId pid, uint32_t off, const OptimisticRead* started,
+                                           CodedHnswSearchState& st, Copy&& copy) const {
+  for (int attempt = 0; attempt < Pool::kOptimisticAttempts; ++attempt) {
+    const bool given = attempt == 0 && started != nullptr && started->data != nullptr;
+    const OptimisticRead r = given ? *started : pool_->read_optimistic(pid, off);
+    copy(r.data);
+    if (Pool::validate(r)) return;
+    ++st.stats_.retries;
+  }
+  SharedGuard g = pool_->pin_shared(pid);
+  copy(g.data());
+}
+
+// Node id's level-0 list into out (at most 2M ids); returns its length. Errors:
+// kCorruptPage when the validated row or its page header breaks the format.
+template <class Pool>
+inline uint32_t BasicCodedHnsw<Pool>::read_links(uint32_t id, CodedHnswSearchState& st, uint32_t* out) const {
+  const PageId pid(graph_space_, layout_.link_block(id));
+  const uint32_t off = layout_.link_offset(id);
+  const uint32_t max = 2 * params_.M;
+  std::byte head[CodedLayout::kHeader];
+  uint16_t count_flags[2];
+  read_row(pid, off, nullptr, st, [&](const std::byte* page) {
+    hnsw_detail::hnsw_racy_copy(head, page, sizeof head);
+    hnsw_detail::hnsw_racy_copy(count_flags, page + off, 4);
+    hnsw_detail::hnsw_racy_copy(out, page + off + 4, size_t{max} * 4);
+  });
+  ++st.stats_.expanded;
+  check_header(head, pid, CodedPageHeader::kLinks);
+  if (count_flags[0] > max) corrupt_page(coded_detail::kKind, "link count of slot " + std::to_string(id), pid);
+  return count_flags[0];
+}
+
+// Node id's vector into out. `started`: the group read's optimistic read of the page
+// (data == nullptr: none). Errors: kCorruptPage for a bad header, an absent row, or a row
+// whose code CRC is not the resident code's.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::read_vector(uint32_t id, const OptimisticRead* started, CodedHnswSearchState& st,
+                                              float* out) const {
+  const PageId pid(vectors_space_, layout_.vec_block(id));
+  const uint32_t off = layout_.vec_offset(id);
+  std::byte head[CodedLayout::kHeader];
+  uint32_t row_head[2];
+  read_row(pid, off, started, st, [&](const std::byte* page) {
+    hnsw_detail::hnsw_racy_copy(head, page, sizeof head);
+    hnsw_detail::hnsw_racy_copy(row_head, page + off, 8);
+    hnsw_detail::hnsw_racy_copy(out, page + off + 8, size_t{params_.dim} * 4);
+  });
+  check_header(head, pid, CodedPageHeader::kVectors);
+  if (row_head[0] != 1) corrupt_page(coded_detail::kKind, "vector row of slot " + std::to_string(id) + " is absent", pid);
+  // The row's code CRC against the resident code: a code and a vector that disagree are
+  // reported, and neither is used. Pre: codes_mutex held shared; id is coded.
+  if (row_head[1] != io::crc32c(code_of(id), layout_.code_bytes)) {
+    corrupt_page(coded_detail::kKind, "vector row of slot " + std::to_string(id) + " disagrees with its code (CRC)", pid);
+  }
+}
+
+// Exact distances from q to ids[0 .. n): their vector pages requested as one group
+// (pool.read_group: one batch of reads for the evicted ones), then each row copied and
+// validated. st.exact_ = {distance, index into ids} ascending; st.row_of_[j] = the row of
+// st.exact_[j] in st.rows_. Pre: codes_mutex held shared.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, uint32_t n,
+                                         CodedHnswSearchState& st) const {
+  const uint32_t dim = params_.dim;
+  st.rows_.resize(size_t{n} * dim);
+  st.group_.resize(n);
+  st.offsets_.resize(n);
+  st.reads_.assign(n, OptimisticRead{});
+  for (uint32_t i = 0; i < n; ++i) {
+    st.group_[i] = PageId(vectors_space_, layout_.vec_block(ids[i]));
+    st.offsets_[i] = layout_.vec_offset(ids[i]);
+  }
+  st.stats_.group_reads += pool_->read_group(std::span<const PageId>(st.group_), std::span<const uint32_t>(st.offsets_),
+                                             std::span<OptimisticRead>(st.reads_));
+  st.exact_.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    float* row = st.rows_.data() + size_t{i} * dim;
+    read_vector(ids[i], &st.reads_[i], st, row);
+    st.exact_[i] = vector::Neighbor{dist_(q, row, dim), i};
+  }
+  st.stats_.reranked += n;
+  std::sort(st.exact_.begin(), st.exact_.end());
+  st.row_of_.resize(n);
+  for (uint32_t j = 0; j < n; ++j) st.row_of_[j] = st.exact_[j].id;
+}
+
+// --- search ------------------------------------------------------------------------------------
+
+// The beam of width ef on level 0, scored by code estimates of the prepared query
+// (st.query_state_), from the entry sample. Leaves st.results_ ascending by estimate.
+// Pre: codes_mutex held shared.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, CodedHnswSearchState& st) const {
+  const uint32_t cap = capacity();
+  const uint32_t max = 2 * params_.M;
+  const size_t cb = layout_.code_bytes;
+  if (st.visited_.size() < cap) st.visited_.resize(cap, 0);
+  if (++st.epoch_ == 0) {
+    std::fill(st.visited_.begin(), st.visited_.end(), 0);
+    st.epoch_ = 1;
+  }
+  st.candidates_.clear();
+  st.results_.clear();
+  st.links_.resize(max);
+  // Scores st.fresh_ (unvisited, coded, marked) and offers them to the beam; returns how
+  // many entered the candidates (they are at the end of st.fresh_'s prefix reordering).
+  auto offer = [&](bool prefetch_links) {
+    const size_t n = st.fresh_.size();
+    if (n == 0) return;
+    st.codes_.resize(n * cb);
+    st.est_.resize(n);
+    for (size_t i = 0; i < n; ++i) std::memcpy(st.codes_.data() + i * cb, code_of(st.fresh_[i]), cb);
+    model_->estimate(*st.query_state_, st.codes_.data(), n, st.est_.data());
+    st.stats_.estimates += n;
+    st.group_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      const vector::Neighbor c{st.est_[i], st.fresh_[i]};
+      if (st.results_.size() < ef || c < st.results_.front()) {
+        st.candidates_.push_back(c);
+        std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
+        st.results_.push_back(c);
+        std::push_heap(st.results_.begin(), st.results_.end());
+        if (st.results_.size() > ef) {
+          std::pop_heap(st.results_.begin(), st.results_.end());
+          st.results_.pop_back();
+        }
+        if (prefetch_links) st.group_.push_back(PageId(graph_space_, layout_.link_block(c.id)));
+      }
+    }
+    // Larger than memory: the link pages of the new candidates are read while this thread
+    // goes on scoring (one batch of asynchronous reads).
+    if (!st.group_.empty()) pool_->prefetch_group(std::span<const PageId>(st.group_));
+  };
+  st.fresh_.clear();
+  const uint32_t entry = shared_->entry.load(std::memory_order_acquire);
+  auto start = [&](uint32_t s) {
+    if (s < cap && st.visited_[s] != st.epoch_ && state_of(s) >= kCoded) {
+      st.visited_[s] = st.epoch_;
+      st.fresh_.push_back(s);
+    }
+  };
+  if (entry != CodedMeta::kNone) start(entry);
+  {
+    std::lock_guard entries(shared_->entries_mutex);
+    for (uint32_t s : shared_->entries) start(s);
+  }
+  offer(false);
+  while (!st.candidates_.empty()) {
+    std::pop_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
+    const vector::Neighbor c = st.candidates_.back();
+    st.candidates_.pop_back();
+    if (st.results_.size() >= ef && st.results_.front() < c) break;
+    const uint32_t n = read_links(c.id, st, st.links_.data());
+    st.fresh_.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t s = st.links_[i];
+      if (s >= cap) {
+        if (s < capacity()) continue;  // a node of a growth after this search began
+        corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(c.id) + " past the capacity",
+                     PageId(graph_space_, layout_.link_block(c.id)));
+      }
+      if (st.visited_[s] == st.epoch_) continue;
+      if (state_of(s) < kCoded) {
+        corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(c.id) + " names an absent slot",
+                     PageId(graph_space_, layout_.link_block(c.id)));
+      }
+      st.visited_[s] = st.epoch_;
+      st.fresh_.push_back(s);
+    }
+    offer(prefetch);
+  }
+  std::sort_heap(st.results_.begin(), st.results_.end());
+}
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
+                                         std::vector<vector::Neighbor>* out) const {
+  if (opt.k == 0) coded_detail::invalid("search: k is 0");
+  if (opt.rerank == 0) coded_detail::invalid("search: rerank is 0 (at least the k best must be re-ranked)");
+  if (st.owner_ != shared_.get()) coded_detail::invalid("search: the state was made for another index");
+  prepare_vector(q, st.query_.data(), "search");
+  const uint32_t ef = std::max({opt.ef, opt.k, opt.rerank});
+  const auto lock = lock_codes();
+  ++st.stats_.searches;
+  model_->prepare(st.query_.data(), *st.query_state_);
+  beam(ef, opt.prefetch, st);
+  const uint32_t r = std::min<uint32_t>(opt.rerank, static_cast<uint32_t>(st.results_.size()));
+  st.fresh_.resize(r);
+  for (uint32_t i = 0; i < r; ++i) st.fresh_[i] = st.results_[i].id;
+  rerank(st.query_.data(), st.fresh_.data(), r, st);
+  out->clear();
+  for (uint32_t j = 0; j < std::min(opt.k, r); ++j) {
+    out->push_back(vector::Neighbor{st.exact_[j].distance, st.fresh_[st.exact_[j].id]});
+  }
+  std::sort(out->begin(), out->end());
+}
+
+// --- check_structure -----------------------------------------------------------------------------
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::check_structure() const {
+  auto fail = [](const std::string& what) { throw std::logic_error("coded hnsw: " + what); };
+  const auto lock = lock_codes();
+  const uint32_t cap = capacity();
+  const uint32_t max = 2 * params_.M;
+  uint32_t present = 0;
+  for (uint32_t s = 0; s < cap; ++s) {
+    const uint8_t state = state_of(s);
+    if (state != kAbsent && state != kComplete) fail("slot " + std::to_string(s) + " not complete at quiescence");
+    bool bit;
+    {
+      SharedGuard g = pool_->pin_shared(PageId(codes_space_, layout_.code_block(s)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kCodes);
+      if (s % layout_.per_code_page == 0 &&
+          io::crc32c(g.data() + CodedLayout::kHeader, layout_.code_payload_bytes()) != header_of(g.data()).crc) {
+        fail("code page CRC at slot " + std::to_string(s));
+      }
+      const uint32_t i = s % layout_.per_code_page;
+      uint64_t word;
+      std::memcpy(&word, g.data() + CodedLayout::kHeader + 8 * (i / 64), 8);
+      bit = (word >> (i % 64) & 1) != 0;
+      if (bit && std::memcmp(g.data() + layout_.code_offset(s), code_of(s), layout_.code_bytes) != 0) {
+        fail("resident code of slot " + std::to_string(s) + " differs from its page");
+      }
+    }
+    if (bit != (state == kComplete)) fail("presence bit of slot " + std::to_string(s) + " disagrees with its state");
+    uint32_t row_head[2];
+    {
+      SharedGuard g = pool_->pin_shared(PageId(vectors_space_, layout_.vec_block(s)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kVectors);
+      std::memcpy(row_head, g.data() + layout_.vec_offset(s), 8);
+    }
+    if ((row_head[0] == 1) != bit) fail("vector row of slot " + std::to_string(s) + " disagrees with its presence bit");
+    if (bit && row_head[1] != io::crc32c(code_of(s), layout_.code_bytes)) {
+      fail("vector row of slot " + std::to_string(s) + " disagrees with its code");
+    }
+    std::vector<uint32_t> ids(max);
+    uint16_t head[2];
+    {
+      SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.link_block(s)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
+      std::memcpy(head, g.data() + layout_.link_offset(s), 4);
+      std::memcpy(ids.data(), g.data() + layout_.link_offset(s) + 4, size_t{max} * 4);
+    }
+    if (head[0] > max) fail("link count of slot " + std::to_string(s));
+    if (!bit && head[0] != 0) fail("absent slot " + std::to_string(s) + " has links");
+    ids.resize(head[0]);
+    for (uint32_t n : ids) {
+      if (n >= cap || state_of(n) != kComplete) fail("slot " + std::to_string(s) + " links an absent slot");
+      if (n == s) fail("slot " + std::to_string(s) + " links itself");
+    }
+    std::sort(ids.begin(), ids.end());
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) fail("slot " + std::to_string(s) + " links twice");
+    if (bit) ++present;
+  }
+  if (present < size()) fail("size " + std::to_string(size()) + " > present slots " + std::to_string(present));
+  if (present > 1 && size() == present) {
+    for (uint32_t s = 0; s < cap; ++s) {
+      if (state_of(s) != kComplete) continue;
+      SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.link_block(s)));
+      uint16_t head[2];
+      std::memcpy(head, g.data() + layout_.link_offset(s), 4);
+      if (head[0] == 0) fail("slot " + std::to_string(s) + " has no links");
+    }
+  }
+}
+
+}  // namespace calico::index

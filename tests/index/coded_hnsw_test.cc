@@ -1,0 +1,435 @@
+// BasicCodedHnsw (include/calico/index/coded_hnsw.h): recall@10 against brute force on
+// clustered data, searched with pools of several sizes down to one far smaller than the
+// vectors (every search re-ranks from evicted pages); reopening after a flush in a new pool
+// (same results, codes reloaded); adds and searches from several threads with every result
+// checked against the reference vectors and the structure checked at the end; bad
+// parameters; code pages whose CRC or header disagree, and codes that disagree with their
+// vectors, reported as kCorruptPage and not used.
+#include "calico/index/coded_hnsw.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "io/checksum.h"
+#include "support/test_util.h"
+#include "support/variants.h"
+#include "support/vector_data.h"
+#include "vector/data/synthetic.h"
+
+#ifndef CALICO_STRESS_SECONDS
+#define CALICO_STRESS_SECONDS 8
+#endif
+
+namespace calico {
+namespace {
+
+using index::BasicCodedHnsw;
+using index::CodedHnswParams;
+using index::CodedHnswSearchOptions;
+using index::CodedHnswSearchState;
+using index::CodedLayout;
+using index::CodedPageHeader;
+using testing::expect_error;
+using testing::small_options;
+using testing::TempDir;
+using vector::Metric;
+using vector::Neighbor;
+using Coded = BasicCodedHnsw<BufferPool>;
+
+constexpr uint32_t kDim = 128;
+constexpr uint64_t kRows = 3000;
+constexpr uint32_t kQueries = 100;
+constexpr uint64_t kSlack = uint64_t{16} << 20;  // budget beyond codes + frames (translation)
+
+// SIFT-like rows (the benchmarks' generator, bench/vector/data/synthetic.h: 30 clusters of
+// intrinsic dimension 16) and queries from the same distribution.
+const testing::Data& data() {
+  static const testing::Data d = [] {
+    bench::data::ClusteredParams p;
+    p.dim = kDim;
+    p.clusters = 30;
+    p.seed = 7;
+    testing::Data out;
+    out.dim = kDim;
+    out.n = kRows;
+    out.rows = bench::data::generate_clustered(p, kRows, bench::data::kBaseStream, 1).values;
+    out.queries = bench::data::generate_clustered(p, kQueries, bench::data::kQueryStream, 1).values;
+    return out;
+  }();
+  return d;
+}
+const std::vector<std::vector<Neighbor>>& truth() {
+  static const auto t = testing::reference(data(), Metric::kL2, 10);
+  return t;
+}
+
+CodedHnswParams params() {
+  CodedHnswParams p;
+  p.dim = kDim;
+  p.M = 16;
+  p.ef_construction = 100;
+  return p;
+}
+
+uint64_t budget_for(const BufferPool& pool) { return uint64_t{pool.num_frames()} * pool.page_size() + kSlack; }
+
+// Builds the index over the first n rows in `pool`.
+Coded build(BufferPool& pool, uint64_t n = kRows) {
+  Coded idx = Coded::create(pool, "v", params(), data().rows.data(), 1000, 1024, budget_for(pool));
+  for (uint64_t i = 0; i < n; ++i) idx.add(static_cast<uint32_t>(i), data().row(i));
+  return idx;
+}
+
+std::vector<std::vector<Neighbor>> search_all(const Coded& idx, const CodedHnswSearchOptions& opt,
+                                              CodedHnswSearchState& st) {
+  std::vector<std::vector<Neighbor>> got(kQueries);
+  for (uint32_t q = 0; q < kQueries; ++q) idx.search(data().query(q), opt, st, &got[q]);
+  return got;
+}
+
+// Every result is an added row, reported with its exact distance, ascending.
+void expect_exact_distances(const std::vector<Neighbor>& got, const float* q, uint64_t rows) {
+  const vector::DistanceFn d = vector::distance_kernel(Metric::kL2);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LT(got[i].id, rows);
+    EXPECT_FLOAT_EQ(got[i].distance, d(q, data().row(got[i].id), kDim));
+    if (i > 0) {
+      EXPECT_FALSE(got[i] < got[i - 1]);
+    }
+  }
+}
+
+TEST(CodedHnsw, RecallAtSeveralPoolSizes) {
+  TempDir dir;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 1024));
+    Coded idx = build(*pool);
+    // The budget is what the index is given: codes, model and the pool's frames.
+    EXPECT_EQ(idx.size(), kRows);
+    idx.check_structure();
+    pool->flush();
+  }
+  // The vectors take 3000 / 7 = 429 pages, the lists 100, the codes 21: 1024 frames hold
+  // everything, 96 a sixth of it, 16 almost nothing beside the lists being read.
+  for (uint32_t frames : {1024u, 96u, 16u}) {
+    auto pool = BufferPool::open(small_options(dir.path(), frames));
+    Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+    ASSERT_EQ(idx.size(), kRows);
+    CodedHnswSearchState st(idx);
+    const CodedHnswSearchOptions opt;  // the defaults
+    const auto got = search_all(idx, opt, st);
+    for (uint32_t q = 0; q < kQueries; ++q) expect_exact_distances(got[q], data().query(q), kRows);
+    const double recall = testing::mean_recall(got, truth());
+    EXPECT_GE(recall, 0.95) << frames << " frames";
+    const auto mem = idx.memory();
+    EXPECT_EQ(mem.pool_frames, uint64_t{frames} * 4096);
+    EXPECT_GE(mem.codes, kRows * idx.code_bytes());
+    EXPECT_LE(mem.total(), budget_for(*pool));
+    std::printf("coded hnsw: %u frames: recall@10 %.3f, %.1f estimates, %.1f reranked, %.2f vector page reads per query\n",
+                frames, recall, double(st.stats().estimates) / kQueries, double(st.stats().reranked) / kQueries,
+                double(st.stats().group_reads) / kQueries);
+    EXPECT_EQ(st.stats().reranked, uint64_t{kQueries} * opt.rerank);
+    if (frames == 16) {
+      EXPECT_GT(st.stats().group_reads, 0u) << "a pool this small must read vectors";
+    }
+  }
+}
+
+// The same index on every evicting translation: built with room, then searched with 16
+// frames (the 600 rows' vectors take 86 pages), every result exact and recall as above.
+template <class Pool>
+class CodedHnswOnEveryTranslation : public ::testing::Test {};
+TYPED_TEST_SUITE(CodedHnswOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+
+TYPED_TEST(CodedHnswOnEveryTranslation, SearchesWithATinyPool) {
+  using Index = BasicCodedHnsw<TypeParam>;
+  constexpr uint32_t kN = 600;
+  const testing::Data& d = data();
+  testing::Data part = d;
+  part.n = kN;
+  part.rows.resize(size_t{kN} * kDim);
+  const auto want = testing::reference(part, Metric::kL2, 10);
+  TempDir dir;
+  auto budget = [](const TypeParam& pool) { return uint64_t{pool.num_frames()} * pool.page_size() + kSlack; };
+  {
+    auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), 256));
+    Index idx = Index::create(*pool, "v", params(), d.rows.data(), kN, kN, budget(*pool));
+    for (uint32_t i = 0; i < kN; ++i) idx.add(i, d.row(i));
+    idx.check_structure();
+    pool->flush();
+  }
+  auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), 16));
+  Index idx = Index::open(*pool, "v", budget(*pool));
+  CodedHnswSearchState st(idx);
+  std::vector<std::vector<Neighbor>> got(kQueries);
+  for (uint32_t q = 0; q < kQueries; ++q) {
+    idx.search(d.query(q), {}, st, &got[q]);
+    expect_exact_distances(got[q], d.query(q), kN);
+  }
+  EXPECT_GE(testing::mean_recall(got, want), 0.95);
+  EXPECT_GT(testing::pages_pushed_out(pool->stats()), 0u) << "16 frames must evict";
+  idx.check_structure();
+}
+
+// Isotropic Gaussian clusters (every direction of a cluster spread alike: far harder for
+// codes than real data) rank neighbours worse on 1-bit codes; re-ranking deeper recovers them.
+TEST(CodedHnsw, HardDataNeedsDeeperRerank) {
+  const testing::Data d = testing::clustered(2000, 64, 20, 50, 7);
+  const auto want = testing::reference(d, Metric::kL2, 10);
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 512));
+  CodedHnswParams p = params();
+  p.dim = 64;
+  Coded idx = Coded::create(*pool, "v", p, d.rows.data(), 1000, 2000, budget_for(*pool));
+  for (uint32_t i = 0; i < 2000; ++i) idx.add(i, d.row(i));
+  CodedHnswSearchState st(idx);
+  double last = 0;
+  for (uint32_t r : {20u, 50u, 100u}) {
+    CodedHnswSearchOptions opt;
+    opt.ef = 200;
+    opt.rerank = r;
+    std::vector<std::vector<Neighbor>> got(d.num_queries());
+    for (uint32_t q = 0; q < d.num_queries(); ++q) idx.search(d.query(q), opt, st, &got[q]);
+    const double recall = testing::mean_recall(got, want);
+    std::printf("coded hnsw, isotropic clusters: rerank %u: recall@10 %.3f\n", r, recall);
+    EXPECT_GE(recall, last);
+    last = recall;
+  }
+  EXPECT_GE(last, 0.95);
+}
+
+TEST(CodedHnsw, ReopenAfterFlush) {
+  TempDir dir;
+  std::vector<std::vector<Neighbor>> before;
+  CodedHnswSearchOptions opt;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 512));
+    Coded idx = build(*pool, 2000);
+    CodedHnswSearchState st(idx);
+    before = search_all(idx, opt, st);
+    pool->flush();
+  }
+  auto pool = BufferPool::open(small_options(dir.path(), 512));
+  Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+  EXPECT_EQ(idx.size(), 2000u);
+  EXPECT_GE(idx.capacity(), 2000u);
+  idx.check_structure();
+  CodedHnswSearchState st(idx);
+  EXPECT_EQ(search_all(idx, opt, st), before);
+  // The reopened index takes more rows; the new ones are found.
+  for (uint64_t i = 2000; i < kRows; ++i) idx.add(static_cast<uint32_t>(i), data().row(i));
+  idx.check_structure();
+  EXPECT_GE(testing::mean_recall(search_all(idx, opt, st), truth()), 0.95);
+  expect_error(ErrorCode::kInvalidArgument, [&] { idx.add(5, data().row(5)); });
+}
+
+TEST(CodedHnsw, ConcurrentAddsAndSearches) {
+  TempDir dir;
+  auto pool = BufferPool::open(testing::stress_options(small_options(dir.path(), 96)));
+  Coded idx = Coded::create(*pool, "v", params(), data().rows.data(), 1000, 64, budget_for(*pool));
+  constexpr uint32_t kAdders = 2, kSearchers = 2;
+  std::atomic<uint32_t> next{0};
+  std::atomic<uint64_t> searches{0};
+  std::atomic<bool> stop{false};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(CALICO_STRESS_SECONDS);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < kAdders; ++t) {
+    threads.emplace_back([&] {
+      for (uint32_t i = next++; i < kRows && std::chrono::steady_clock::now() < deadline; i = next++) {
+        idx.add(i, data().row(i));
+      }
+    });
+  }
+  for (uint32_t t = 0; t < kSearchers; ++t) {
+    threads.emplace_back([&, t] {
+      CodedHnswSearchState st(idx);
+      std::vector<Neighbor> got;
+      CodedHnswSearchOptions opt;
+      opt.ef = 40;
+      opt.rerank = 20;
+      for (uint32_t q = t; !stop.load(); q = (q + 1) % kQueries) {
+        idx.search(data().query(q), opt, st, &got);
+        expect_exact_distances(got, data().query(q), kRows);
+        for (const Neighbor& n : got) ASSERT_TRUE(idx.contains(n.id));
+        ++searches;
+      }
+    });
+  }
+  for (uint32_t t = 0; t < kAdders; ++t) threads[t].join();
+  stop = true;
+  for (uint32_t t = kAdders; t < threads.size(); ++t) threads[t].join();
+  // Each adder took one id past the last it added (the loop's exit): ids [0, added) were
+  // added, in order of claim.
+  const uint32_t added = std::min<uint32_t>(next.load() - kAdders, kRows);
+  std::printf("coded hnsw: %u adds and %llu searches in flight together\n", added,
+              static_cast<unsigned long long>(searches.load()));
+  EXPECT_GT(searches.load(), 0u);
+  EXPECT_EQ(idx.size(), added);
+  idx.check_structure();
+  for (uint32_t i = 0; i < idx.capacity(); ++i) EXPECT_EQ(idx.contains(i), i < added) << i;
+  // Every added row is found by a search for itself once the adds are over.
+  CodedHnswSearchState st(idx);
+  std::vector<Neighbor> got;
+  uint32_t found = 0;
+  for (uint32_t i = 0; i < added; i += 7) {
+    idx.search(data().row(i), {}, st, &got);
+    found += !got.empty() && got[0].distance == 0.0f;
+  }
+  EXPECT_GE(found, (added + 6) / 7 * 95 / 100);
+}
+
+TEST(CodedHnsw, BadParameters) {
+  TempDir dir;
+  auto pool = BufferPool::open(small_options(dir.path(), 64));
+  const float* s = data().rows.data();
+  const uint64_t budget = budget_for(*pool);
+  auto create_error = [&](CodedHnswParams p, uint32_t capacity, uint64_t b, const char* names) {
+    const Error e = expect_error(ErrorCode::kInvalidArgument, [&] { Coded::create(*pool, "bad", p, s, 1000, capacity, b); });
+    EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+  };
+  CodedHnswParams p = params();
+  p.dim = 0;
+  create_error(p, 100, budget, "dim");
+  p = params();
+  p.bits = 3;
+  create_error(p, 100, budget, "bits");
+  p = params();
+  p.M = 1;
+  create_error(p, 100, budget, "M");
+  create_error(params(), 0, budget, "capacity");
+  p = params();
+  p.entry_rate = 0;
+  create_error(p, 100, budget, "entry_rate");
+  // A budget below the codes of the capacity: 100000 slots x (28 + 1) bytes > 1 MB.
+  create_error(params(), 100000, 1 << 20, "budget_bytes");
+  // A budget that holds the codes but not the pool's frames as well.
+  create_error(params(), 100, 64 * 4096 - 1, "budget_bytes");
+  EXPECT_TRUE(pool->spaces().empty()) << "a refused create leaves no space behind";
+
+  Coded idx = Coded::create(*pool, "v", params(), s, 1000, 100, budget);
+  CodedHnswSearchState st(idx);
+  std::vector<Neighbor> out(3);
+  idx.search(data().query(0), {}, st, &out);
+  EXPECT_TRUE(out.empty()) << "an empty index has no neighbours";
+  for (uint32_t i = 0; i < 50; ++i) idx.add(i, data().row(i));
+  CodedHnswSearchOptions opt;
+  opt.rerank = 0;
+  Error e = expect_error(ErrorCode::kInvalidArgument, [&] { idx.search(data().query(0), opt, st, &out); });
+  EXPECT_NE(std::string(e.what()).find("rerank"), std::string::npos) << e.what();
+  opt = {};
+  opt.k = 0;
+  e = expect_error(ErrorCode::kInvalidArgument, [&] { idx.search(data().query(0), opt, st, &out); });
+  EXPECT_NE(std::string(e.what()).find("k is 0"), std::string::npos) << e.what();
+  std::vector<float> nan(kDim, 0.0f);
+  nan[3] = std::numeric_limits<float>::quiet_NaN();
+  expect_error(ErrorCode::kInvalidArgument, [&] { idx.search(nan.data(), {}, st, &out); });
+  expect_error(ErrorCode::kInvalidArgument, [&] { idx.add(60, nan.data()); });
+  expect_error(ErrorCode::kInvalidArgument, [&] { idx.add(7, data().row(7)); });  // added before
+  EXPECT_FALSE(idx.contains(60)) << "a refused add leaves its slot free";
+  // Growth past the budget: the codes of 2^26 slots do not fit a 17 MB budget.
+  e = expect_error(ErrorCode::kInvalidArgument, [&] { idx.add(1u << 26, data().row(0)); });
+  EXPECT_NE(std::string(e.what()).find("budget_bytes"), std::string::npos) << e.what();
+  e = expect_error(ErrorCode::kInvalidArgument, [&] { Coded::open(*pool, "v", 1000); });
+  EXPECT_NE(std::string(e.what()).find("budget_bytes"), std::string::npos) << e.what();
+  expect_error(ErrorCode::kUnknownSpace, [&] { Coded::open(*pool, "none", budget); });
+  // A state of another index.
+  Coded other = Coded::create(*pool, "w", params(), s, 1000, 100, budget);
+  CodedHnswSearchState wrong(other);
+  expect_error(ErrorCode::kInvalidArgument, [&] { idx.search(data().query(0), {}, wrong, &out); });
+  idx.check_structure();
+}
+
+// Builds 600 rows in dir and flushes; returns the layout.
+CodedLayout build_small(const std::string& dir) {
+  auto pool = BufferPool::open(small_options(dir, 256));
+  Coded idx = build(*pool, 600);
+  pool->flush();
+  return idx.layout();
+}
+
+// Rewrites block `block` of `space` through fn(page) and flushes (the pool stamps a valid
+// checksum: the damage is in the format, not the bytes on disk).
+template <class Fn>
+void edit_page(const std::string& dir, const std::string& space, uint32_t block, Fn&& fn) {
+  auto pool = BufferPool::open(small_options(dir, 256));
+  ExclusiveGuard g = pool->pin_exclusive(PageId(pool->open_space(space), block));
+  fn(g.data());
+  g.mark_dirty();
+  g.release();
+  pool->flush();
+}
+
+TEST(CodedHnsw, CodePageWithBadCrcIsReported) {
+  TempDir dir;
+  const CodedLayout l = build_small(dir.path());
+  const uint32_t block = l.code_block(10);
+  edit_page(dir.path(), "v.codes", block, [&](std::byte* p) { p[l.code_offset(10)] ^= std::byte{0x5a}; });
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  const Error e = expect_error(ErrorCode::kCorruptPage, [&] { Coded::open(*pool, "v", budget_for(*pool)); });
+  EXPECT_EQ(e.page(), PageId(pool->open_space("v.codes"), block));
+  EXPECT_NE(std::string(e.what()).find("CRC"), std::string::npos) << e.what();
+}
+
+TEST(CodedHnsw, CodePageOfAnotherIndexIsReported) {
+  TempDir dir;
+  const CodedLayout l = build_small(dir.path());
+  const uint32_t block = l.code_block(0);
+  edit_page(dir.path(), "v.codes", block, [&](std::byte* p) {
+    CodedPageHeader h;
+    std::memcpy(&h, p, sizeof h);
+    h.uuid ^= 1;
+    std::memcpy(p, &h, sizeof h);
+  });
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  const Error e = expect_error(ErrorCode::kCorruptPage, [&] { Coded::open(*pool, "v", budget_for(*pool)); });
+  EXPECT_EQ(e.page(), PageId(pool->open_space("v.codes"), block));
+}
+
+// A code rewritten with its page's CRC fixed up passes open(), but disagrees with its
+// vector row's record of it: the search that would re-rank it reports the vector page.
+TEST(CodedHnsw, CodeThatDisagreesWithItsVectorIsReported) {
+  TempDir dir;
+  const CodedLayout l = build_small(dir.path());
+  constexpr uint32_t kSlot = 42;
+  edit_page(dir.path(), "v.codes", l.code_block(kSlot), [&](std::byte* p) {
+    p[l.code_offset(kSlot)] ^= std::byte{0x01};
+    CodedPageHeader h;
+    std::memcpy(&h, p, sizeof h);
+    h.crc = io::crc32c(p + CodedLayout::kHeader, l.code_payload_bytes());
+    std::memcpy(p, &h, sizeof h);
+  });
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+  CodedHnswSearchState st(idx);
+  std::vector<Neighbor> out;
+  const Error e = expect_error(ErrorCode::kCorruptPage, [&] { idx.search(data().row(kSlot), {}, st, &out); });
+  EXPECT_EQ(e.page(), PageId(pool->open_space("v.vectors"), l.vec_block(kSlot)));
+  EXPECT_NE(std::string(e.what()).find("disagrees with its code"), std::string::npos) << e.what();
+}
+
+// A link row whose count breaks the format (more than 2M) is reported naming its page when a
+// search reads it, and its ids are not followed.
+TEST(CodedHnsw, LinkRowThatBreaksTheFormatIsReported) {
+  TempDir dir;
+  const CodedLayout l = build_small(dir.path());
+  constexpr uint32_t kSlot = 42;
+  edit_page(dir.path(), "v.graph", l.link_block(kSlot), [&](std::byte* p) {
+    const uint16_t count = 0xffff;
+    std::memcpy(p + l.link_offset(kSlot), &count, 2);
+  });
+  auto pool = BufferPool::open(small_options(dir.path(), 256));
+  Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+  CodedHnswSearchState st(idx);
+  std::vector<Neighbor> out;
+  const Error e = expect_error(ErrorCode::kCorruptPage, [&] { idx.search(data().row(kSlot), {}, st, &out); });
+  EXPECT_EQ(e.page(), PageId(pool->open_space("v.graph"), l.link_block(kSlot)));
+  EXPECT_THROW(idx.check_structure(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace calico
