@@ -79,6 +79,7 @@ CLI::App* add_demo_command(CLI::App& app, calico::bench::DemoConfig& demo) {
   d->add_option("--prefetch-group", demo.prefetch_group, "pages prefetched before each read (0 = off)")->capture_default_str()->check(CLI::Range(0, 256));
   d->add_option("--seed", demo.seed, "random seed")->capture_default_str();
   d->add_flag("--keep-data", demo.keep_data, "keep the data directory afterwards");
+  d->add_flag("!--no-atomic-flush", demo.atomic_flush, "turn off the rollback journal (PoolOptions::atomic_flush)");
   d->add_option("--json", demo.json_path, "append a JSON line with the results to this file");
   return d;
 }

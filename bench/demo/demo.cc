@@ -156,6 +156,8 @@ void print_demo_table(const DemoRun& run, uint64_t pages) {
   fmt::print("{:<34}{:>16}\n", "prefetch reads issued", after.prefetch_issued - before.prefetch_issued);
   fmt::print("{:<34}{:>16}\n", "evictions", after.evictions - before.evictions);
   fmt::print("{:<34}{:>16}\n", "write-backs", after.write_backs - before.write_backs);
+  fmt::print("{:<34}{:>16}\n", "journal images / syncs",
+             fmt::format("{} / {}", after.journal_pages - before.journal_pages, after.journal_syncs - before.journal_syncs));
   fmt::print("{:<34}{:>16}\n", "entry pages punched", after.punches - before.punches);
   fmt::print("{:<34}{:>16}\n", "optimistic fallbacks to pins", after.optimistic_fallbacks - before.optimistic_fallbacks);
   fmt::print("{:<34}{:>13.2f} MB\n", "translation resident (pagemap)", after.translation_private_bytes * mb);
@@ -174,9 +176,10 @@ void append_demo_json(const DemoConfig& cfg, const DemoRun& run) {
   const uint64_t ops = run.total.reads + run.total.writes;
   std::ofstream out(cfg.json_path, std::ios::app);
   out << fmt::format(
-      R"({{"experiment":"demo","translation":"array","data_mb":{},"pool_mb":{},"page_size":{},"threads":{},"seconds":{:.2f},"write_fraction":{},"distribution":"{}","ops_per_s":{:.0f},"hit_rate":{:.5f},"evictions":{},"write_backs":{},"punches":{},"translation_private_bytes":{},"translation_mincore_bytes":{},"translation_reserved_bytes":{},"frame_huge_page_bytes":{},"frame_bytes":{},"bad_pages":{},{}}})",
+      R"({{"experiment":"demo","translation":"array","data_mb":{},"pool_mb":{},"page_size":{},"threads":{},"seconds":{:.2f},"write_fraction":{},"distribution":"{}","ops_per_s":{:.0f},"hit_rate":{:.5f},"evictions":{},"write_backs":{},"atomic_flush":{},"journal_pages":{},"journal_syncs":{},"punches":{},"translation_private_bytes":{},"translation_mincore_bytes":{},"translation_reserved_bytes":{},"frame_huge_page_bytes":{},"frame_bytes":{},"bad_pages":{},{}}})",
       cfg.data_mb, cfg.pool_mb, cfg.page_size, cfg.threads, run.seconds, cfg.write_fraction, cfg.distribution,
       ops / run.seconds, hit_rate(run), after.evictions - before.evictions, after.write_backs - before.write_backs,
+      cfg.atomic_flush, after.journal_pages - before.journal_pages, after.journal_syncs - before.journal_syncs,
       after.punches - before.punches, after.translation_private_bytes, after.translation_mincore_bytes,
       after.translation_reserved_bytes, after.frame_huge_page_bytes, after.frame_bytes, run.total.bad_pages,
       machine_json())
@@ -194,14 +197,15 @@ int run_demo(const DemoConfig& cfg) {
   opt.data_dir = cfg.data_dir;
   opt.page_size = cfg.page_size;
   opt.pool_bytes = cfg.pool_mb << 20;
+  opt.atomic_flush = cfg.atomic_flush;
   const uint64_t pages = (cfg.data_mb << 20) / cfg.page_size;
 
   fmt::print("calico demo: data {} MB ({} pages of {} B), pool {} MB, {} threads, {:.1f} s, "
-             "writes {:.0f}%, optimistic reads {:.0f}%, {} access{}, prefetch group {}, seed {}\n",
+             "writes {:.0f}%, optimistic reads {:.0f}%, {} access{}, prefetch group {}, atomic flush {}, seed {}\n",
              cfg.data_mb, pages, cfg.page_size, cfg.pool_mb, cfg.threads, cfg.seconds,
              cfg.write_fraction * 100, cfg.optimistic_fraction * 100, cfg.distribution,
              cfg.distribution == "zipf" ? fmt::format(" (theta {})", cfg.zipf_theta) : "",
-             cfg.prefetch_group, cfg.seed);
+             cfg.prefetch_group, cfg.atomic_flush ? "on" : "off", cfg.seed);
   fmt::print("machine: {}, {} cores, {:.1f} GiB; build: {}\n", cpu_model(),
              std::thread::hardware_concurrency(), memory_bytes() / double(1ull << 30), build_flags());
 

@@ -21,6 +21,7 @@ struct DemoConfig {
   double zipf_theta = 0.99;
   unsigned prefetch_group = 0;  // > 0: every read first prefetches this many random pages
   uint64_t seed = 42;
+  bool atomic_flush = true;  // PoolOptions::atomic_flush (the rollback journal)
   bool keep_data = false;
   std::string json_path;  // append one JSON line per run when set
 };

@@ -77,6 +77,11 @@ struct PoolOptions {
   bool huge_pages = true;                     // MADV_HUGEPAGE on the frame arena
   bool prefault_frames = true;                // touch the arena at open
   bool direct_io = true;                      // O_DIRECT (falls back when unsupported)
+  // A crash reopens exactly the state of the last flush (src/pool/journal.h): before a page
+  // the last flush made durable is first overwritten in place, its image goes to a rollback
+  // journal. Off: a crash reopens each page at that flush or later (a multi-page structure
+  // may come back torn); for measuring the raw write path.
+  bool atomic_flush = true;
   unsigned async_depth = 256;                 // prefetch reads in flight (1..4096)
   // How long a caller that finds every frame pinned, latched or loading waits for one to be
   // released before it gets kPoolFull (1 .. 3,600,000 ms). Pins are usually short; a

@@ -84,6 +84,9 @@ struct PoolStats {
   uint64_t write_back_failures = 0;   // page writes (eviction, flush) that failed; the page
                                       // stayed dirty in memory and is written again later
   uint64_t sync_failures = 0;         // fdatasync calls of flush() that failed
+  uint64_t journal_pages = 0;         // page images saved to the rollback journal
+  uint64_t journal_syncs = 0;         // its fdatasyncs (one per write batch that saved any)
+  uint64_t flush_generation = 0;      // flushes committed (the catalog's generation)
   // Per frame tier: tier 0 is every frame of a pool without a far tier (PoolOptions::tiers).
   PoolTierStats tier[2];
   HintStats hints;                 // lipah, array_hinted

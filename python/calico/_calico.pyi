@@ -29,7 +29,7 @@ class Pool:
     written earlier are reopened by name. Use as a context manager, or call close().
     """
 
-    def __init__(self, path: str, pool_bytes: int = 268435456, page_size: int = 4096, translation: str = 'array', direct_io: bool = True, far_bytes: int = 0, far_tier: str = 'remote-numa') -> None:
+    def __init__(self, path: str, pool_bytes: int = 268435456, page_size: int = 4096, translation: str = 'array', direct_io: bool = True, far_bytes: int = 0, far_tier: str = 'remote-numa', atomic_flush: bool = True) -> None:
         """
         Opens or creates the pool of directory ``path`` with ``pool_bytes`` of frames, pages of
         ``page_size`` bytes (4096, 8192 or 16384; a directory keeps the size it was created with)
@@ -37,6 +37,9 @@ class Pool:
         ``far_bytes`` > 0 adds a far frame tier of that size behind the pool (tiered translations
         only: 'array_tiered', 'vmcache_n'): ``far_tier`` is 'remote-numa' or 'cxl' (emulated in
         local memory, docs/results/tiers.md), 'local', or 'numa:<node>' (bound to that node).
+        ``atomic_flush`` (default): a crash reopens exactly the state of the last flush, every
+        index whole (pages written back since are rolled back through a journal); False: each
+        page at that flush or later, for measuring the raw write path.
         Raises InvalidArgumentError (bad size, unknown translation, a far tier the translation
         cannot take or that is unknown), PageSizeMismatchError, CorruptCatalogError, IoError
         (e.g. a read-only directory).
@@ -75,7 +78,8 @@ class Pool:
         prefetch_issued, optimistic_fallbacks, ...), frames, resident_pages and the translation's
         memory (translation_private_bytes, translation_mincore_bytes, translation_reserved_bytes),
         and with a far tier its traffic (far_frames, far_hits, far_evictions, promotions, demotions,
-        migration_bytes, migration_ns), as a dict of ints (direct_io: 0 or 1).
+        migration_bytes, migration_ns), the rollback journal's (journal_pages, journal_syncs,
+        flush_generation), as a dict of ints (direct_io: 0 or 1).
         """
 
     def spaces(self) -> list[str]:

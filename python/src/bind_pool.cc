@@ -26,12 +26,14 @@ void bind_pool(nb::module_& m) {
       .def(
           "__init__",
           [](PoolHandle* self, const std::string& path, uint64_t pool_bytes, uint64_t page_size,
-             const std::string& translation, bool direct_io, uint64_t far_bytes, const std::string& far_tier) {
+             const std::string& translation, bool direct_io, uint64_t far_bytes, const std::string& far_tier,
+             bool atomic_flush) {
             PoolOptions o;
             o.data_dir = path;
             o.pool_bytes = pool_bytes;
             o.page_size = page_size;
             o.direct_io = direct_io;
+            o.atomic_flush = atomic_flush;
             std::shared_ptr<PoolApi> api;
             {
               nb::gil_scoped_release release;
@@ -49,13 +51,16 @@ void bind_pool(nb::module_& m) {
             new (self) PoolHandle{std::move(api), path};
           },
           "path"_a, "pool_bytes"_a = uint64_t{256} << 20, "page_size"_a = 4096, "translation"_a = "array",
-          "direct_io"_a = true, "far_bytes"_a = 0, "far_tier"_a = "remote-numa",
+          "direct_io"_a = true, "far_bytes"_a = 0, "far_tier"_a = "remote-numa", "atomic_flush"_a = true,
           "Opens or creates the pool of directory ``path`` with ``pool_bytes`` of frames, pages of\n"
           "``page_size`` bytes (4096, 8192 or 16384; a directory keeps the size it was created with)\n"
           "and the page-id translation ``translation`` (see calico.translations()).\n"
           "``far_bytes`` > 0 adds a far frame tier of that size behind the pool (tiered translations\n"
           "only: 'array_tiered', 'vmcache_n'): ``far_tier`` is 'remote-numa' or 'cxl' (emulated in\n"
           "local memory, docs/results/tiers.md), 'local', or 'numa:<node>' (bound to that node).\n"
+          "``atomic_flush`` (default): a crash reopens exactly the state of the last flush, every\n"
+          "index whole (pages written back since are rolled back through a journal); False: each\n"
+          "page at that flush or later, for measuring the raw write path.\n"
           "Raises InvalidArgumentError (bad size, unknown translation, a far tier the translation\n"
           "cannot take or that is unknown), PageSizeMismatchError, CorruptCatalogError, IoError\n"
           "(e.g. a read-only directory).")
@@ -92,7 +97,8 @@ void bind_pool(nb::module_& m) {
           "prefetch_issued, optimistic_fallbacks, ...), frames, resident_pages and the translation's\n"
           "memory (translation_private_bytes, translation_mincore_bytes, translation_reserved_bytes),\n"
           "and with a far tier its traffic (far_frames, far_hits, far_evictions, promotions, demotions,\n"
-          "migration_bytes, migration_ns), as a dict of ints (direct_io: 0 or 1).")
+          "migration_bytes, migration_ns), the rollback journal's (journal_pages, journal_syncs,\n"
+          "flush_generation), as a dict of ints (direct_io: 0 or 1).")
       .def(
           "spaces",
           [](PoolHandle& p) {

@@ -18,7 +18,7 @@ namespace calico::pool {
 namespace {
 
 constexpr std::string_view kMagic = "calico-catalog";
-constexpr int kFormatVersion = 2;
+constexpr int kFormatVersion = 3;  // 3 added `generation`; format 2 reads as generation 0
 
 [[noreturn]] void io_error(const std::string& what, const std::string& path, int err) {
   throw Error(ErrorCode::kIoError, what + " " + path + ": " + std::strerror(err));
@@ -70,7 +70,7 @@ class Parser {
     if (f.size() != 2 || f[0] != kMagic) fail(line_, "not a Calico catalog");
     uint64_t version = 0;
     if (!parse_number(f[1], 1000, &version)) fail(line_, "bad format version");
-    if (version != kFormatVersion) {
+    if (version != kFormatVersion && version != 2) {
       fail(line_, "format " + std::to_string(version) + " is not supported (this build reads format " +
                       std::to_string(kFormatVersion) + ")");
     }
@@ -87,6 +87,12 @@ class Parser {
       fail(line_, "expected 'next_space_id <1..4294967295>'");
     }
     data.next_space_id = static_cast<SpaceId>(v);
+    if (version >= 3) {
+      f = next_line();
+      if (f.size() != 2 || f[0] != "generation" || !parse_number(f[1], UINT64_MAX, &data.generation)) {
+        fail(line_, "expected 'generation <n>'");
+      }
+    }
     std::set<SpaceId> ids;
     std::set<std::string_view> names;
     for (;;) {
@@ -155,7 +161,8 @@ bool valid_space_name(std::string_view name) {
 std::string format_catalog(const CatalogData& data) {
   std::string out = std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n" +
                     "page_size " + std::to_string(data.page_size) + "\n" +
-                    "next_space_id " + std::to_string(data.next_space_id) + "\n";
+                    "next_space_id " + std::to_string(data.next_space_id) + "\n" +
+                    "generation " + std::to_string(data.generation) + "\n";
   for (const CatalogSpace& s : data.spaces) {
     out += "space " + std::to_string(s.id) + " " + std::to_string(s.blocks) + " " + s.name + "\n";
   }

@@ -1,10 +1,12 @@
 // Catalog: the file "catalog" in the data directory. It records the page size and the spaces
 // with their durable block counts, so that a new process reopens them.
 //
-// Format 2 (text, one record per line, single spaces, decimal numbers, '\n' after each line):
-//   calico-catalog 2
+// Format 3 (text, one record per line, single spaces, decimal numbers, '\n' after each line):
+//   calico-catalog 3
 //   page_size <4096|8192|16384>
 //   next_space_id <id>              space ids are never reused: every id below it was handed out
+//   generation <n>                  the flushes committed (pool/journal.h); format 2 has no
+//                                   such line and reads as generation 0
 //   space <id> <blocks> <name>      zero or more; ids unique and below next_space_id; names unique
 //   crc32c <8 hex digits>           CRC32C of every byte before this line; the last line
 // Anything else (a missing or extra line, a truncation, a flipped byte, an unknown version) is
@@ -40,6 +42,7 @@ struct CatalogSpace {
 struct CatalogData {
   size_t page_size = 0;
   SpaceId next_space_id = 1;
+  uint64_t generation = 0;  // flushes committed with the rollback journal (pool/journal.h)
   std::vector<CatalogSpace> spaces;
 };
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "calico/error.h"
+#include "pool/journal.h"
 #include "pool/pool_support.h"
 
 namespace calico::pool {
@@ -78,7 +79,8 @@ DataDirectory open_data_directory(const std::string& dir, size_t page_size) {
       has_catalog = true;
     } else if (SpaceId id = space_file_id(name); id != 0) {
       space_files[id] = name;
-    } else if (name != kLockFile && name != kCatalogTempFile && !name.starts_with(kToolMarkerPrefix) &&
+    } else if (name != kLockFile && name != kCatalogTempFile && name != kJournalFile &&
+               !name.starts_with(kToolMarkerPrefix) &&
                unknown.empty()) {
       unknown = name;
     }

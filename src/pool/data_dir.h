@@ -5,6 +5,8 @@
 //   LOCK             flock()ed exclusively by the one pool that has the directory open
 //   catalog          page size, spaces and their durable block counts (catalog.h)
 //   catalog.tmp      a catalog being written (ignored; replaced by the next write)
+//   journal          the rollback journal of the flush epoch in progress (journal.h): page
+//                    images written back by the next open after a crash
 //   space_<id>.dat   one file of pages per space
 //   .calico*         markers of Calico's own tools (bench/common/data_dir.h), ignored
 //

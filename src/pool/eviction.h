@@ -168,6 +168,27 @@ uint32_t pool::PoolCore<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand
                                    true, 0, 0});
     writers.push_back(&v);
   }
+  // The rollback journal first (pool/journal.h): the images of pages the last flush made
+  // durable, saved and synced before any of them is overwritten; its epoch guard is held
+  // until the writes complete. If it fails, no victim is written: each stays dirty.
+  std::shared_lock<std::shared_mutex> epoch;
+  if (!writes.empty() && journal_ != nullptr) {
+    epoch = journal_->epoch_guard();
+    std::vector<pool::Journal::Target> targets;
+    targets.reserve(writers.size());
+    for (const Victim* v : writers) targets.push_back({v->pid.space(), v->space->file.fd(), v->pid.block()});
+    try {
+      journal_->save(targets, ring);
+    } catch (const Error& e) {
+      for (Victim* v : writers) v->write_failed = true;
+      counters_.write_back_failures.fetch_add(writers.size(), std::memory_order_relaxed);
+      if (write_failure != nullptr && !write_failure->pid.valid()) {
+        write_failure->pid = writers.front()->pid;
+        write_failure->what = std::string(e.what()) + " (the pages stay dirty in memory)";
+      }
+      writes.clear();
+    }
+  }
   if (!writes.empty()) {
     ring.submit_and_wait(writes);
     for (size_t i = 0; i < writes.size(); ++i) {
@@ -188,6 +209,8 @@ uint32_t pool::PoolCore<T>::evict_locked(io::IoRing& ring, pool::ClockHand& hand
       }
     }
   }
+
+  if (epoch.owns_lock()) epoch.unlock();
 
   uint32_t freed = 0;
   for (Victim& v : victims) {

@@ -114,7 +114,28 @@ void pool::PoolCore<T>::flush() {
 
   auto write_batch = [&] {
     if (requests.empty()) return;
-    ring.submit_and_wait(requests);
+    // The rollback journal first, as in eviction (pool/journal.h); if it fails, no page of
+    // the batch is written (each stays dirty) and the flush does not commit.
+    std::shared_lock<std::shared_mutex> epoch;
+    bool journaled = true;
+    if (journal_ != nullptr) {
+      epoch = journal_->epoch_guard();
+      std::vector<pool::Journal::Target> targets;
+      targets.reserve(requests.size());
+      for (size_t i = 0; i < requests.size(); ++i) {
+        const PageId pid(meta_[held[i].frame].owner.load());
+        targets.push_back({pid.space(), requests[i].fd, pid.block()});
+      }
+      try {
+        journal_->save(targets, ring);
+      } catch (const Error& e) {
+        journaled = false;
+        errors.push_back(e.what());
+        for (io::IoRequest& r : requests) r.result = -EIO;
+      }
+    }
+    if (journaled) ring.submit_and_wait(requests);
+    if (epoch.owns_lock()) epoch.unlock();
     for (size_t i = 0; i < requests.size(); ++i) {
       const FrameId f = held[i].frame;
       PageId pid(meta_[f].owner.load());
@@ -203,11 +224,19 @@ void pool::PoolCore<T>::flush() {
   // count durably; the catalog records that count (only when one moved: two fsyncs saved).
   auto failed = [](const std::vector<Space*>& v, Space* s) { return std::find(v.begin(), v.end(), s) != v.end(); };
   bool counts_changed = false;
-  for (auto& [s, blocks] : counted) {
-    if (!s->alive.load() || failed(sync_failed, s) || failed(write_failed, s)) continue;
-    if (blocks > s->durable_blocks) {
-      s->durable_blocks = blocks;
-      counts_changed = true;
+  if (journal_ != nullptr) {
+    // Atomic flush: all or nothing. Only a flush whose every write and sync succeeded
+    // commits (its catalog, with the next generation, is the commit point; pool/journal.h);
+    // after a failure the journal keeps the last commit restorable, and the next flush
+    // rewrites what this one could not.
+    if (errors.empty()) commit_locked(counted, errors);
+  } else {
+    for (auto& [s, blocks] : counted) {
+      if (!s->alive.load() || failed(sync_failed, s) || failed(write_failed, s)) continue;
+      if (blocks > s->durable_blocks) {
+        s->durable_blocks = blocks;
+        counts_changed = true;
+      }
     }
   }
   if (counts_changed) {
@@ -225,6 +254,45 @@ void pool::PoolCore<T>::flush() {
       for (size_t i = 1; i < errors.size() && i <= kMaxListed; ++i) what += " [" + errors[i] + "]";
     }
     throw Error(ErrorCode::kIoError, "flush: " + what);
+  }
+}
+
+// Commits a flush with the rollback journal: the counts it read become durable and the
+// catalog is written with the next generation, when a count moved or the epoch saved any
+// image (else the catalog on disk already describes this state). Pre: spaces_mutex_ held,
+// every write and sync of the flush succeeded. A failed catalog write changes nothing and is
+// appended to `errors`.
+template <class T>
+void pool::PoolCore<T>::commit_locked(const std::vector<std::pair<Space*, uint64_t>>& counted,
+                                      std::vector<std::string>& errors) {
+  std::vector<std::pair<Space*, uint64_t>> before;
+  bool moved = false;
+  for (auto& [s, blocks] : counted) {
+    if (!s->alive.load() || blocks <= s->durable_blocks) continue;
+    before.emplace_back(s, s->durable_blocks);
+    s->durable_blocks = blocks;
+    moved = true;
+  }
+  if (!moved && !journal_->dirty()) return;
+  std::vector<pool::CatalogSpace> counts;
+  for (const auto& s : spaces_) {
+    if (s->alive.load()) counts.push_back({s->id, s->durable_blocks, s->name});
+  }
+  try {
+    journal_->commit(
+        [&](uint64_t generation) {
+          const uint64_t previous = std::exchange(generation_, generation);
+          try {
+            write_catalog_locked();
+          } catch (...) {
+            generation_ = previous;
+            throw;
+          }
+        },
+        counts);
+  } catch (const Error& e) {
+    for (auto& [s, blocks] : before) s->durable_blocks = blocks;
+    errors.push_back(e.what());
   }
 }
 

@@ -60,7 +60,11 @@ void pool::PoolCore<T>::open_catalog(pool::DataDirectory& dir) {
 
   std::lock_guard lock(spaces_mutex_);
   if (dir.catalog) {
+    // A crash after flush k left records of generation k: flush k's images go back first,
+    // whatever this pool's atomic_flush (pool/journal.h).
+    pool::Journal::recover(options.data_dir, *dir.catalog);
     next_space_id_ = dir.catalog->next_space_id;
+    generation_ = dir.catalog->generation;
     for (const pool::CatalogSpace& rec : dir.catalog->spaces) {
       if (rec.blocks > options.max_blocks_per_space) {
         throw Error(ErrorCode::kInvalidArgument,
@@ -78,6 +82,12 @@ void pool::PoolCore<T>::open_catalog(pool::DataDirectory& dir) {
     }
   } else {
     write_catalog_locked();  // a new pool: its first write
+  }
+  if (options.atomic_flush) {
+    std::vector<pool::CatalogSpace> counts;
+    for (const auto& s : spaces_) counts.push_back({s->id, s->durable_blocks, s->name});
+    journal_ = std::make_unique<pool::Journal>(options.data_dir, options.page_size, generation_, counts,
+                                               options.testing.fault_injector);
   }
   pool::remove_leftovers(dir);
   opened_ = true;

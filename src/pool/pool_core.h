@@ -45,6 +45,7 @@
 #include "pool/features/tiering.h"
 #include "pool/frame_meta.h"
 #include "pool/free_list.h"
+#include "pool/journal.h"
 #include "pool/space.h"
 #include "translation/array/array.h"
 #include "translation/entry.h"
@@ -420,6 +421,7 @@ class PoolCore {
   // Writes the catalog: the live spaces at their durable counts, plus `added` (a space being
   // created), minus `skipped` (a space being dropped). Pre: spaces_mutex_ held.
   void write_catalog_locked(const pool::CatalogSpace* added = nullptr, SpaceId skipped = kInvalidSpace);
+  void commit_locked(const std::vector<std::pair<Space*, uint64_t>>& counted, std::vector<std::string>& errors);
   Space* live_space(SpaceId id) const;  // nullptr when unknown or dropped
 
   // Consecutive eviction rounds that free nothing because write-backs fail before a caller
@@ -444,6 +446,10 @@ class PoolCore {
   mutable std::mutex spaces_mutex_;  // creation/drop, the catalog, spaces_
   std::vector<std::unique_ptr<Space>> spaces_;  // every space ever opened (type-stable)
   SpaceId next_space_id_ = 1;
+  uint64_t generation_ = 0;  // the catalog's (flushes committed); under spaces_mutex_
+  // The rollback journal (pool/journal.h); null without PoolOptions::atomic_flush. Set at
+  // open, before any write; its own locks come after every pool mutex.
+  std::unique_ptr<pool::Journal> journal_;
 
   std::mutex evict_mutex_;  // one evictor at a time; guards clock_
   pool::ClockHand clock_;

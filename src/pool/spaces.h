@@ -54,6 +54,7 @@ void pool::PoolCore<T>::write_catalog_locked(const pool::CatalogSpace* added, Sp
   pool::CatalogData data;
   data.page_size = options_.page_size;
   data.next_space_id = next_space_id_;
+  data.generation = generation_;
   for (const auto& s : spaces_) {
     if (s->alive.load(std::memory_order_acquire) && s->id != skipped) {
       data.spaces.push_back({s->id, s->durable_blocks, s->name});
@@ -138,6 +139,7 @@ void pool::PoolCore<T>::drop_space(SpaceId id) {
     std::lock_guard lock(spaces_mutex_);
     if (!s->alive.load()) throw Error(ErrorCode::kUnknownSpace, "space " + std::to_string(id));
     write_catalog_locked(nullptr, id);
+    if (journal_ != nullptr) journal_->forget_space(id);
     s->alive.store(false, std::memory_order_release);
     directory_.retire(id);
   }

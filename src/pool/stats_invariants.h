@@ -61,7 +61,12 @@ PoolStats pool::PoolCore<T>::stats() const {
   st.direct_io = true;
   st.write_back_failures = counters_.write_back_failures.load();
   st.sync_failures = counters_.sync_failures.load();
+  if (journal_ != nullptr) {
+    st.journal_pages = journal_->pages_saved();
+    st.journal_syncs = journal_->syncs();
+  }
   std::lock_guard lock(spaces_mutex_);
+  st.flush_generation = generation_;
   for (const auto& s : spaces_) {
     if (!s->alive.load()) continue;
     uint64_t blocks = s->num_blocks.load();

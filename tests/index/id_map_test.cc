@@ -448,6 +448,42 @@ void legacy_test() {
 TEST(IdMapLegacy, HnswIndexWithoutMapIsMigrated) { legacy_test<HnswKind<BufferPool>>(); }
 TEST(IdMapLegacy, IvfIndexWithoutMapIsMigrated) { legacy_test<IvfKind<BufferPool>>(); }
 
+// A reopen resumes handing out slots above the persisted high-water mark (reserved_slots),
+// which is bumped a chunk at a time and may reach past the slot array's last page; slot_end()
+// stops at that page, so the scans up to it (refill_free after consolidate, check_structure)
+// read no page that does not exist. Before, they failed with kPageOutOfRange after the
+// reopen (found by tests/index/vector_crash_test.cc).
+TEST(IdMapReopen, SlotEndStopsAtTheArraysLastPage) {
+  using Kind = HnswKind<BufferPool>;
+  using Map = index::BasicIdMap<BufferPool>;
+  TempDir dir;
+  const PoolOptions opts = testing::small_options(dir.path(), 32);
+  auto pool = BufferPool::open(opts);
+  const uint64_t per_page = pool->usable_page_size() / 8;
+  // The last slot handed out starts a chunk that ends past the first array page.
+  const uint64_t n = per_page / Map::kReserveChunk * Map::kReserveChunk + 1;
+  ASSERT_GT(n - 1 + Map::kReserveChunk, per_page);
+  const Data d = testing::clustered(static_cast<uint32_t>(n + 100), kDim, 4, 10, 83);
+  std::vector<uint64_t> ids(n + 100);
+  for (uint64_t i = 0; i < ids.size(); ++i) ids[i] = 1000 + i;
+  {
+    Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::create(*pool, "v", d));
+    x.add(std::span<const uint64_t>(ids.data(), n), d.row(0));
+    const uint64_t gone[] = {1000, 1001};
+    x.remove(gone);
+    x.sync();
+    pool->flush();
+  }
+  pool.reset();
+  pool = BufferPool::open(opts);
+  Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::open(*pool, "v"));
+  EXPECT_LE(x.map().slot_end(), per_page) << "one array page: no slot past it was handed out";
+  EXPECT_EQ(x.check_structure(), n - 2);
+  EXPECT_EQ(x.consolidate(), 2u);
+  x.add(std::span<const uint64_t>(ids.data() + n, 100), d.row(n));
+  EXPECT_EQ(x.check_structure(), n + 98);
+}
+
 // Upserting every id again and again grows the slots only until consolidate() frees the
 // replaced ones, which later adds reuse.
 TEST(IdMapConsolidate, FreedSlotsAreReused) {

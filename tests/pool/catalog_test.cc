@@ -51,6 +51,17 @@ TEST(Catalog, RoundTrip) {
   CatalogData empty;
   empty.page_size = 4096;
   EXPECT_TRUE(parse_catalog(format_catalog(empty), "c").spaces.empty());
+  CatalogData later = sample();
+  later.generation = 123456789012ull;
+  EXPECT_EQ(parse_catalog(format_catalog(later), "c").generation, 123456789012ull);
+}
+
+// Format 2 (before the rollback journal) reads as generation 0.
+TEST(Catalog, Format2ReadsAsGenerationZero) {
+  const CatalogData d = parse_catalog(with_crc("calico-catalog 2\npage_size 4096\nnext_space_id 2\nspace 1 3 a\n"), "c");
+  EXPECT_EQ(d.generation, 0u);
+  ASSERT_EQ(d.spaces.size(), 1u);
+  EXPECT_EQ(d.spaces[0].blocks, 3u);
 }
 
 // Silent damage: each of these opened "successfully" with spaces missing or merged in
@@ -90,7 +101,9 @@ TEST(Catalog, WrongContentWithAValidChecksumIsRefused) {
   expect_corrupt(with_crc("calico-catalog 2\npage_size 4096\nnext_space_id 0\n"), "next_space_id");
   expect_corrupt(with_crc("calico-catalog 2\npage_size 1000\nnext_space_id 1\n"), "page_size");
   expect_corrupt(with_crc("calico-catalog 2\nnext_space_id 1\npage_size 4096\n"), "page_size");
-  expect_corrupt(with_crc("calico-catalog 3\npage_size 4096\nnext_space_id 1\n"), "format 3");
+  expect_corrupt(with_crc("calico-catalog 3\npage_size 4096\nnext_space_id 1\n"), "expected 'generation");
+  expect_corrupt(with_crc("calico-catalog 3\npage_size 4096\nnext_space_id 1\ngeneration x\n"), "expected 'generation");
+  expect_corrupt(with_crc("calico-catalog 4\npage_size 4096\nnext_space_id 1\n"), "format 4");
   expect_corrupt("calico-catalog 1\npage_size 4096\nnext_space_id 1\n", "format 1");
   expect_corrupt("hello\n", "not a Calico catalog");
   expect_corrupt("", "truncated");

@@ -3,11 +3,11 @@
 // moment; the parent reopens the directory and checks it against the model of what the last
 // completed flush made durable (rule 6, pool/README.md):
 //  - open succeeds: a crash-consistent directory always opens;
-//  - each space has exactly the block count of one flush generation (the last completed
-//    flush, or the one in progress if it got as far as its catalog write), all spaces alike;
-//  - every page below that count reads back with its pattern intact, holding the value it
-//    had at that flush or a later write to it (evictions write newer values): nothing flushed
-//    is lost, nothing never written comes back;
+//  - the directory is exactly the state of one flush (the last completed one, or the one in
+//    progress if it got as far as its commit): every space has that flush's block count, and
+//    every page below it reads back with its pattern intact holding the value it had at that
+//    flush, not a later write that eviction wrote back (the rollback journal undoes those:
+//    src/pool/journal.h); nothing flushed is lost, nothing never written comes back;
 //  - blocks past the count are kPageOutOfRange; the pool's invariants hold; it stays usable.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -95,23 +95,46 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
     if (ops[i].kind == CrashOp::kDrop) dropped_at[ops[i].space] = i;
   }
   std::vector<SpaceInfo> spaces = pool->spaces();
-  auto consistent = [&](const CrashState& at) {
+  const size_t usable = pool->usable_page_size();
+  // The first way the directory differs from the state at flush generation `at`, or "" when
+  // it is that state exactly: every space's count, and every page below it holding the value
+  // it had at that flush (no later write: the rollback journal undoes those, pool/journal.h).
+  auto differs = [&](const CrashState& at) -> std::string {
     for (const SpaceInfo& s : spaces) {
-      if (s.blocks != durable_count(at, s.name)) return false;
+      if (s.blocks != durable_count(at, s.name)) {
+        return s.name + " has " + std::to_string(s.blocks) + " blocks, not " + std::to_string(durable_count(at, s.name));
+      }
     }
-    return true;
+    for (const SpaceInfo& s : spaces) {
+      if (s.blocks == 0) continue;
+      const auto& writes = at.at(s.name).writes;
+      for (uint64_t b = 0; b < s.blocks; ++b) {
+        PageId pid(s.id, static_cast<BlockId>(b));
+        try {
+          SharedGuard g = pool->pin_shared(pid);
+          if (!test::check_pattern(g.data(), usable, pid)) return s.name + " block " + std::to_string(b) + " is torn or foreign";
+          const uint64_t stamp = test::pattern_stamp(g.data());
+          if (stamp != writes[b].back().second) {
+            return s.name + " block " + std::to_string(b) + " holds stamp " + std::to_string(stamp) +
+                   ", flushed value " + std::to_string(writes[b].back().second);
+          }
+        } catch (const Error& e) {
+          return s.name + " block " + std::to_string(b) + ": " + e.what();
+        }
+      }
+    }
+    return "";
   };
-  // Which generation's counts the catalog holds: the completed flush's when they fit (also
-  // when the flush in progress would give the same counts: its pages may be unwritten),
-  // else the one in progress (it reached its catalog write).
+  // Which flush the directory holds: the completed one, or the one in progress if it got as
+  // far as its commit (its catalog write). Never a mix.
   size_t end = end_done;
   const CrashState* at = &at_done;
-  if (!consistent(at_done)) {
-    if (log.begun < 0 || !consistent(at_begun)) {
-      std::string got;
-      for (const SpaceInfo& s : spaces) got += " " + s.name + "=" + std::to_string(s.blocks);
-      ADD_FAILURE() << "block counts fit no flush generation:" << got << " (last done flush at op " << log.done
-                    << ", begun " << log.begun << ")";
+  const std::string done_diff = differs(at_done);
+  if (!done_diff.empty()) {
+    const std::string begun_diff = log.begun >= 0 ? differs(at_begun) : "no flush was in progress";
+    if (!begun_diff.empty()) {
+      ADD_FAILURE() << "the directory is the state of no flush: against the last completed flush (op " << log.done
+                    << "): " << done_diff << "; against the one in progress (op " << log.begun << "): " << begun_diff;
       return out;
     }
     end = static_cast<size_t>(log.begun) + 1;
@@ -125,37 +148,14 @@ Outcome check_recovered(const std::string& dir, const std::vector<CrashOp>& ops,
     EXPECT_FALSE(dropped_at.count(s.name) && dropped_at[s.name] < end)
         << "space " << s.name << " was dropped before the flush generation at op " << end;
   }
-  // Spaces live at the generation and never dropped later must be there.
+  // Spaces live at the generation and never dropped later must be there (a drop commits at
+  // once, not at the next flush).
   for (const auto& [name, space] : *at) {
     if (!dropped_at.count(name)) {
       EXPECT_TRUE(present.count(name)) << "space " << name << " was lost";
     }
   }
-  const size_t usable = pool->usable_page_size();
   for (const SpaceInfo& s : spaces) {
-    if (s.blocks == 0) continue;
-    const auto& writes = at->at(s.name).writes;
-    // Writes to this space's blocks after the generation (possibly written back by eviction).
-    std::map<uint64_t, std::set<uint64_t>> later;
-    for (size_t i = end; i < ops.size(); ++i) {
-      if (ops[i].space == s.name && (ops[i].kind == CrashOp::kWrite)) later[ops[i].block].insert(ops[i].stamp);
-    }
-    for (uint64_t b = 0; b < s.blocks; ++b) {
-      PageId pid(s.id, static_cast<BlockId>(b));
-      try {
-        SharedGuard g = pool->pin_shared(pid);
-        if (!test::check_pattern(g.data(), usable, pid)) {
-          ADD_FAILURE() << s.name << " block " << b << " is torn or foreign";
-          continue;
-        }
-        uint64_t stamp = test::pattern_stamp(g.data());
-        bool ok = stamp == writes[b].back().second || later[b].count(stamp);
-        EXPECT_TRUE(ok) << s.name << " block " << b << " holds stamp " << stamp << ", flushed value "
-                        << writes[b].back().second << " (generation ending at op " << end << ")";
-      } catch (const Error& e) {
-        ADD_FAILURE() << s.name << " block " << b << ": " << e.what();
-      }
-    }
     try {
       pool->pin_shared(PageId(s.id, static_cast<BlockId>(s.blocks)));
       ADD_FAILURE() << "block past the durable count of " << s.name << " is readable";

@@ -34,6 +34,7 @@
 
 #include "io/fault_injector.h"
 #include "pool/catalog.h"
+#include "pool/journal.h"
 #include "support/test_util.h"
 
 namespace calico {
@@ -139,11 +140,13 @@ TEST(FaultInjection, FailedSyncLeavesWrittenPagesDirtyForTheRetry) {
 }
 
 // Defect 4: the first failing space skipped the syncs of the others and the catalog.
-TEST(FaultInjection, EverySpaceIsSyncedAndEveryFailureReported) {
+void every_space_synced_and_every_failure_reported(bool atomic_flush) {
+  SCOPED_TRACE(atomic_flush ? "atomic flush" : "no atomic flush");
   TempDir dir;
   CountingDisk disk;
   PoolOptions o = testing::small_options(dir.path(), 32);
   o.testing.fault_injector = &disk;
+  o.atomic_flush = atomic_flush;
   auto pool = BufferPool::open(o);
   SpaceId a = pool->create_space("a");  // synced first
   SpaceId b = pool->create_space("b");
@@ -158,17 +161,59 @@ TEST(FaultInjection, EverySpaceIsSyncedAndEveryFailureReported) {
   EXPECT_NE(what.find(space_file(dir, a)), std::string::npos) << what;
   EXPECT_NE(what.find(space_file(dir, c)), std::string::npos) << "every failure is reported: " << what;
   EXPECT_LT(what.find(space_file(dir, a)), what.find(space_file(dir, c))) << "the first one first: " << what;
-  // The catalog was written with b's three blocks durable (rule 6); a and c, whose syncs
-  // failed, keep their old durable count (0): their blocks are not known durable.
+  // Without atomic flush the catalog was written with b's three blocks durable (rule 6); a
+  // and c, whose syncs failed, keep their old durable count (0): their blocks are not known
+  // durable. With it the failed flush commits nothing: all three keep 0.
   std::optional<pool::CatalogData> catalog = pool::read_catalog(dir.path());
   ASSERT_TRUE(catalog.has_value());
-  for (const pool::CatalogSpace& rec : catalog->spaces) EXPECT_EQ(rec.blocks, rec.name == "b" ? 3u : 0u) << rec.name;
+  for (const pool::CatalogSpace& rec : catalog->spaces) {
+    EXPECT_EQ(rec.blocks, rec.name == "b" && !atomic_flush ? 3u : 0u) << rec.name;
+  }
   disk.fail_sync(space_file(dir, a), false);
   disk.fail_sync(space_file(dir, c), false);
   pool->flush();
   pool->check_invariants();
   catalog = pool::read_catalog(dir.path());
   for (const pool::CatalogSpace& rec : catalog->spaces) EXPECT_EQ(rec.blocks, 3u) << rec.name;
+}
+
+TEST(FaultInjection, EverySpaceIsSyncedAndEveryFailureReported) {
+  every_space_synced_and_every_failure_reported(/*atomic_flush=*/true);
+  every_space_synced_and_every_failure_reported(/*atomic_flush=*/false);
+}
+
+// The rollback journal (pool/journal.h): a page the last flush made durable is overwritten
+// in place only after its image is synced to the journal. When the journal's sync fails,
+// nothing is overwritten: the victims stay dirty, and a caller that can get no frame sees
+// kIoError naming the journal; once the disk recovers, the same writes go through.
+TEST(FaultInjection, AFailedJournalSyncOverwritesNothingInPlace) {
+  TempDir dir;
+  CountingDisk disk;
+  PoolOptions o = testing::small_options(dir.path(), 16);
+  o.testing.fault_injector = &disk;
+  auto pool = BufferPool::open(o);
+  const SpaceId s = pool->create_space("s");
+  testing::fill_space(*pool, s, 64, [](uint64_t) { return 1; });
+  pool->flush();
+  const int writes_before = disk.writes(space_file(dir, s));
+  disk.fail_sync(dir.sub(pool::kJournalFile), true);
+  auto rewrite = [&](uint64_t value) {
+    for (BlockId b = 0; b < 64; ++b) {
+      ExclusiveGuard g = pool->pin_exclusive(PageId(s, b));
+      stamp(g, pool->usable_page_size(), value);
+    }
+  };
+  Error e = expect_error(ErrorCode::kIoError, [&] { rewrite(2); });
+  EXPECT_NE(std::string(e.what()).find(pool::kJournalFile), std::string::npos) << e.what();
+  EXPECT_EQ(disk.writes(space_file(dir, s)), writes_before) << "no page of the last flush was overwritten";
+  EXPECT_GT(pool->stats().write_back_failures, 0u);
+  disk.fail_sync(dir.sub(pool::kJournalFile), false);
+  rewrite(3);
+  pool->flush();
+  pool->check_invariants();
+  pool.reset();
+  auto again = BufferPool::open(testing::small_options(dir.path(), 16));
+  testing::expect_space(*again, s, 64, [](uint64_t) { return 3; });
 }
 
 // --- Defect 7: a thread that cannot create its io_uring -------------------------------------

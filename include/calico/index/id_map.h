@@ -42,7 +42,8 @@
 // above every slot handed out. That high-water mark is persisted in chunks of
 // kReserveChunk (the metadata's reserved_slots is written when a chunk is taken), so that
 // a reopened map never hands out a slot it handed out before a flush; the rest of the last
-// chunk is skipped after a reopen (until a refill finds it).
+// chunk is skipped after a reopen (until a refill finds it), up to the array's last page
+// (a slot without its page was never handed out).
 //
 // Concurrency and latching: every member may be called from any number of threads at once
 // (check() only at quiescence). The B+tree has its own (optimistic lock coupling); a slot
@@ -197,6 +198,10 @@ class BasicIdMap {
   BasicIdMap(Pool& pool, std::string_view index, SpaceId slots, std::unique_ptr<Tree> tree,
              std::unique_ptr<Tree> labels, const Meta& meta);
   static bool space_exists(const Pool& pool, const std::string& name);
+  // The label tree of `index`: opened; or, when `create`, created (nullptr otherwise) if it
+  // has none, or if its space is one a crash or a failed creation left without the tree
+  // (created, fewer than 2 blocks durable: it holds no label), which is dropped first.
+  static std::unique_ptr<Tree> open_labels(Pool& pool, std::string_view index, bool create);
   static bool decode_binding(uint64_t id, std::string_view v, Binding* b);
   static void check_name(std::string_view index);
   PageId entry_page(uint32_t slot) const;

@@ -91,9 +91,28 @@ inline auto BasicIdMap<Pool>::open(Pool& pool, std::string_view index) -> BasicI
                  PageId(slots, 0));
   }
   auto tree = std::make_unique<Tree>(Tree::open(pool, ids_space(index)));
-  std::unique_ptr<Tree> labels;
-  if (space_exists(pool, labels_space(index))) labels = std::make_unique<Tree>(Tree::open(pool, labels_space(index)));
-  return BasicIdMap(pool, index, slots, std::move(tree), std::move(labels), m);
+  std::unique_ptr<Tree> labels = open_labels(pool, index, /*create=*/false);
+  BasicIdMap map(pool, index, slots, std::move(tree), std::move(labels), m);
+  // The high-water mark after a reopen, never past the array's last page: a slot without its
+  // array page was never handed out (allocate_slot appends the page first), though the last
+  // chunk reserved may reach past it; scans up to slot_end() read only pages that exist.
+  const uint64_t end = std::min<uint64_t>(m.reserved_slots, pages * per_page);
+  map.alloc_->next = end;
+  map.end_->store(end, std::memory_order_relaxed);
+  return map;
+}
+
+template <class Pool>
+inline auto BasicIdMap<Pool>::open_labels(Pool& pool, std::string_view index, bool create) -> std::unique_ptr<Tree> {
+  const std::string name = labels_space(index);
+  if (space_exists(pool, name)) {
+    const SpaceId s = pool.open_space(name);
+    if (pool.space_blocks(s) >= 2) return std::make_unique<Tree>(Tree::open(pool, name));
+    if (!create) return nullptr;
+    pool.drop_space(s);
+  }
+  if (!create) return nullptr;
+  return std::make_unique<Tree>(Tree::create(pool, name));
 }
 
 template <class Pool>
@@ -232,10 +251,7 @@ inline void BasicIdMap<Pool>::add_label(uint32_t label, uint32_t slot) {
   if (!t) {
     std::lock_guard l(labels_->mu);
     if (!labels_->owned) {
-      // A space left by a creation that failed after create_space is opened, not created.
-      const std::string name = labels_space(index_);
-      labels_->owned = std::make_unique<Tree>(space_exists(*pool_, name) ? Tree::open(*pool_, name)
-                                                                         : Tree::create(*pool_, name));
+      labels_->owned = open_labels(*pool_, index_, /*create=*/true);
       labels_->tree.store(labels_->owned.get(), std::memory_order_release);
     }
     t = labels_->owned.get();

@@ -1,0 +1,67 @@
+"""A process killed between flushes: the reopened index is exactly the last flush's.
+
+The child adds, updates and deletes in an index larger than its pool (so eviction writes
+pages back between flushes), flushes, changes the index again, and is killed with SIGKILL
+before the next flush. The parent reopens the directory: the index holds the flushed ids,
+labels and vectors, and nothing of the changes after the flush (the pool's rollback
+journal, src/pool/journal.h). The child reports that pages did reach the disk in place after
+the flush, and that their flushed images were journaled first.
+"""
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import calico
+
+CHILD = """
+import os, signal, sys
+import numpy as np
+import calico
+
+path, kind = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(7)
+base = rng.random((3000, 16), dtype=np.float32)
+with calico.Pool(path, pool_bytes=64 * 4096) as pool:
+    index = (calico.HnswIndex(pool, "v", dim=16, M=8, ef_construction=32) if kind == "hnsw"
+             else calico.IvfIndex(pool, "v", dim=16, nlist=8))
+    if kind == "ivf":
+        index.train(base[:500])
+    index.add(base[:2000], ids=np.arange(2000, dtype=np.uint64) * 7, labels=np.arange(2000, dtype=np.uint32) % 3)
+    index.delete(np.arange(0, 300, dtype=np.uint64) * 7)
+    pool.flush()
+    before = pool.stats()
+    # After the flush: updates, new rows, deletes, none flushed.
+    index.add(base[2000:3000], ids=np.arange(1000, dtype=np.uint64) * 7 + 300 * 7)
+    index.delete(np.arange(1500, 1600, dtype=np.uint64) * 7)
+    after = pool.stats()
+    print(after["write_backs"] - before["write_backs"], after["journal_pages"] - before["journal_pages"], flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_a_kill_after_a_flush_reopens_the_flushed_index(tmp_path, kind):
+    path = str(tmp_path / "pool")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD), path, kind], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    written_back, journaled = map(int, r.stdout.split())
+    assert written_back > 0, "the changes after the flush must reach the disk in place"
+    assert journaled > 0, "and the flushed images must be saved first"
+
+    rng = np.random.default_rng(7)
+    base = rng.random((3000, 16), dtype=np.float32)
+    with calico.Pool(path, pool_bytes=64 * 4096) as pool:
+        index = calico.HnswIndex.open(pool, "v") if kind == "hnsw" else calico.IvfIndex.open(pool, "v")
+        assert len(index) == 1700
+        for i in [300, 301, 999, 1500, 1599, 1999]:  # flushed rows, some changed after the flush
+            ids, dist = index.search(base[i], k=1, filter=np.array([i * 7], dtype=np.uint64))
+            assert ids[0, 0] == i * 7 and dist[0, 0] == 0.0, i
+            assert index.get_label(i * 7) == i % 3
+        for i in [0, 299]:  # deleted before the flush
+            ids, _ = index.search(base[i], k=1, filter=np.array([i * 7], dtype=np.uint64))
+            assert ids[0, 0] == 2**64 - 1
