@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "calico/buffer_pool.h"
@@ -55,14 +56,22 @@ uint64_t pages_with(const std::string& dir, uint64_t stamp) {
   return n;
 }
 
-TEST(AtomicFlush, EvictedWritesAfterAFlushAreUndoneByACrash) {
-  TempDir dir;
-  auto pool = BufferPool::open(testing::small_options(dir.path(), kFrames));
+// A pool on `dir` whose space "s" was filled with 1 and flushed, then rewritten with 2 (most
+// of it evicted in place); `committed` gets the stats right after the flush.
+std::unique_ptr<BufferPool> flushed_then_rewritten(const std::string& dir, PoolStats* committed = nullptr) {
+  auto pool = BufferPool::open(testing::small_options(dir, kFrames));
   const SpaceId s = pool->create_space("s");
   testing::fill_space(*pool, s, kPages, [](uint64_t) { return 1; });
   pool->flush();
-  const PoolStats committed = pool->stats();
+  if (committed != nullptr) *committed = pool->stats();
   rewrite_all(*pool, s, 2);
+  return pool;
+}
+
+TEST(AtomicFlush, EvictedWritesAfterAFlushAreUndoneByACrash) {
+  TempDir dir;
+  PoolStats committed;
+  auto pool = flushed_then_rewritten(dir.path(), &committed);
   const PoolStats after = pool->stats();
   ASSERT_GE(after.write_backs - committed.write_backs, kPages - kFrames) << "the rewrite must be evicted in place";
   EXPECT_GE(after.journal_pages - committed.journal_pages, kPages - kFrames);
@@ -118,11 +127,7 @@ TEST(AtomicFlush, OnlyTheFirstRewriteOfADurablePageIsJournaled) {
 // catalog write fails (the catalog path is a directory).
 TEST(AtomicFlush, AFlushThatFailsToCommitIsUndoneByACrash) {
   TempDir dir;
-  auto pool = BufferPool::open(testing::small_options(dir.path(), kFrames));
-  const SpaceId s = pool->create_space("s");
-  testing::fill_space(*pool, s, kPages, [](uint64_t) { return 1; });
-  pool->flush();
-  rewrite_all(*pool, s, 2);
+  auto pool = flushed_then_rewritten(dir.path());
   std::filesystem::create_directory(dir.sub(pool::kCatalogTempFile));  // the catalog cannot be written
   EXPECT_THROW(pool->flush(), Error);
   crash_copy(dir.path(), dir.sub("crash"));
@@ -137,11 +142,7 @@ TEST(AtomicFlush, AFlushThatFailsToCommitIsUndoneByACrash) {
 // nothing at the next open.
 TEST(AtomicFlush, StaleRecordsAreIgnored) {
   TempDir dir;
-  auto pool = BufferPool::open(testing::small_options(dir.path(), kFrames));
-  const SpaceId s = pool->create_space("s");
-  testing::fill_space(*pool, s, kPages, [](uint64_t) { return 1; });
-  pool->flush();
-  rewrite_all(*pool, s, 2);
+  auto pool = flushed_then_rewritten(dir.path());
   crash_copy(dir.path(), dir.sub("journal_of_epoch_1"));  // a journal holding flush 1's images
   pool->flush();
   pool.reset();
