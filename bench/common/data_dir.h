@@ -8,7 +8,7 @@
 // The marker is the file `.calico-bench` whose first line is kBenchDirMagic, written when a
 // driver creates the directory (or takes an empty one). A directory is the bench's when it
 // carries the marker and holds nothing but what the bench puts there: the marker, a Calico
-// pool's files (catalog, catalog.tmp, LOCK, space_<n>.dat) and the names in `extra` (a
+// pool's files (catalog, catalog.tmp, journal, LOCK, space_<n>.dat) and the names in `extra` (a
 // driver's own entries, e.g. ycsb's "db", vector's "built.json"). prepare_bench_dir:
 //   - a missing directory is created (with its parents) and marked; an empty one is marked;
 //   - a bench directory is emptied but for its marker (the previous run's data);
@@ -46,9 +46,10 @@ inline bool is_bench_dir(const std::filesystem::path& dir) {
 
 namespace data_dir_detail {
 
-// A name a Calico pool creates in its data directory (src/pool: catalog, LOCK, space files).
+// A name a Calico pool creates in its data directory (src/pool/data_dir.h: catalog, the
+// rollback journal, LOCK, space files).
 inline bool pool_file(const std::string& name) {
-  if (name == "catalog" || name == "catalog.tmp" || name == "LOCK") return true;
+  if (name == "catalog" || name == "catalog.tmp" || name == "journal" || name == "LOCK") return true;
   constexpr std::string_view kPrefix = "space_", kSuffix = ".dat";
   if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) {
     return false;
