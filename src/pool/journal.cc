@@ -14,6 +14,7 @@
 #include "calico/error.h"
 #include "io/checksum.h"
 #include "io/io_ring.h"
+#include "io/page_file.h"
 #include "pool/pool_support.h"
 
 namespace calico::pool {
@@ -57,16 +58,6 @@ struct Aligned {
   void* p = nullptr;
 };
 
-void write_all(int fd, const std::byte* bytes, size_t len, uint64_t offset, const std::string& path) {
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = ::pwrite(fd, bytes + done, len - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) io_error("cannot write", path, n < 0 ? errno : ENOSPC);
-    done += static_cast<size_t>(n);
-  }
-}
-
 void sync_dir(const std::string& dir) {
   Fd f{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (f.fd < 0) io_error("cannot open", dir, errno);
@@ -86,14 +77,11 @@ uint64_t Journal::recover(const std::string& dir, const CatalogData& catalog) {
   const size_t stride = kRecordHeader + page;
   std::map<SpaceId, uint64_t> blocks;
   for (const CatalogSpace& s : catalog.spaces) blocks[s.id] = s.blocks;
-  std::map<SpaceId, int> files;  // opened on first use, closed below
-  struct CloseAll {
-    std::map<SpaceId, int>& files;
-    ~CloseAll() {
-      for (auto& [id, fd] : files) ::close(fd);
-    }
-  } close_all{files};
-  Aligned record(stride);
+  // The space files as the pool opens them (O_DIRECT where the filesystem allows): buffered
+  // writes here would collide in the page cache with a killed process's direct writes whose
+  // completion is still running, which the kernel reports as EIO at the next fdatasync.
+  std::map<SpaceId, io::PageFile> files;
+  Aligned record(stride), image(page);
   uint64_t restored = 0;
   for (uint64_t offset = 0;; offset += stride) {
     ssize_t n = ::pread(j.fd, record.data(), stride, static_cast<off_t>(offset));
@@ -105,24 +93,19 @@ uint64_t Journal::recover(const std::string& dir, const CatalogData& catalog) {
     if (static_cast<size_t>(n) < stride) break;  // the end, or a record cut short
     RecordHeader h;
     std::memcpy(&h, record.data(), sizeof h);
-    const std::byte* image = record.data() + kRecordHeader;
-    if (h.magic != kMagic || h.page_size != page || h.crc != record_crc(h, image, page)) break;  // J: the end
+    std::memcpy(image.data(), record.data() + kRecordHeader, page);
+    if (h.magic != kMagic || h.page_size != page || h.crc != record_crc(h, image.data(), page)) break;  // the end
     if (h.generation != catalog.generation) continue;  // stale: its flush committed
     auto b = blocks.find(h.space);
     if (b == blocks.end() || h.block >= b->second) continue;  // a dropped space, a forgotten block
     auto f = files.find(h.space);
     if (f == files.end()) {
-      const std::string space_file = space_path(dir, h.space);
-      const int fd = ::open(space_file.c_str(), O_RDWR | O_CLOEXEC);  // buffered: any buffer will do
-      if (fd < 0) io_error("cannot open", space_file, errno);
-      f = files.emplace(h.space, fd).first;
+      f = files.emplace(h.space, io::PageFile::open(space_path(dir, h.space), page, /*create=*/false)).first;
     }
-    write_all(f->second, image, page, h.block * page, space_path(dir, h.space));
+    f->second.write_block(static_cast<BlockId>(h.block), image.data());
     ++restored;
   }
-  for (auto& [id, fd] : files) {
-    if (::fdatasync(fd) != 0) io_error("cannot fdatasync", space_path(dir, id), errno);
-  }
+  for (auto& [id, file] : files) file.sync();
   // Every restored page is durable: the journal may go.
   if (::ftruncate(j.fd, 0) != 0) io_error("cannot truncate", path, errno);
   if (::fdatasync(j.fd) != 0) io_error("cannot fdatasync", path, errno);
@@ -207,8 +190,20 @@ void Journal::save(std::span<const Target> targets, io::IoRing& ring) {
                       std::to_string(need[i]->block) + " before it is overwritten: " + std::strerror(-r),
                   PageId(need[i]->space, need[i]->block));
     }
-    // Past the file's end (a block the file never held): its image is what a read gives, zeros.
-    if (static_cast<size_t>(r) < page_size_) std::memset(image + r, 0, page_size_ - static_cast<size_t>(r));
+    if (static_cast<size_t>(r) < page_size_) {
+      // Only a block past the file's end (one the file never held: its image is zeros) may
+      // read short; any other short read is an error, or the image saved would be torn.
+      struct stat st;
+      const uint64_t at = need[i]->block * page_size_;
+      if (::fstat(need[i]->fd, &st) != 0 || static_cast<uint64_t>(st.st_size) > at) {
+        throw Error(ErrorCode::kIoError,
+                    "journal: reading the image of page " + std::to_string(need[i]->space) + ":" +
+                        std::to_string(need[i]->block) + " before it is overwritten: " + std::to_string(r) + " of " +
+                        std::to_string(page_size_) + " bytes",
+                    PageId(need[i]->space, need[i]->block));
+      }
+      std::memset(image, 0, page_size_);
+    }
     RecordHeader h{kMagic, static_cast<uint32_t>(page_size_), generation_, need[i]->space, 0, need[i]->block, 0};
     h.crc = record_crc(h, image, page_size_);
     std::byte* rec = out.data() + i * stride;
