@@ -60,9 +60,6 @@ void pool::PoolCore<T>::open_catalog(pool::DataDirectory& dir) {
 
   std::lock_guard lock(spaces_mutex_);
   if (dir.catalog) {
-    // A crash after flush k left records of generation k: flush k's images go back first,
-    // whatever this pool's atomic_flush (pool/journal.h).
-    pool::Journal::recover(options.data_dir, *dir.catalog);
     next_space_id_ = dir.catalog->next_space_id;
     generation_ = dir.catalog->generation;
     for (const pool::CatalogSpace& rec : dir.catalog->spaces) {
@@ -80,6 +77,10 @@ void pool::PoolCore<T>::open_catalog(pool::DataDirectory& dir) {
           rec.id, rec.name, options.max_blocks_per_space, std::move(file), rec.blocks, options));
       directory_.publish(rec.id, spaces_.back().get());
     }
+    // A crash after flush k left records of generation k: flush k's images go back, whatever
+    // this pool's atomic_flush (pool/journal.h), once every check of the open has passed (a
+    // failed open changes nothing on disk) and before any page is read.
+    pool::Journal::recover(options.data_dir, *dir.catalog);
   } else {
     write_catalog_locked();  // a new pool: its first write
   }

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -150,6 +152,29 @@ TEST(AtomicFlush, StaleRecordsAreIgnored) {
   std::filesystem::copy_file(dir.sub("journal_of_epoch_1/journal"), dir.sub("journal"),
                              std::filesystem::copy_options::overwrite_existing);
   EXPECT_EQ(pages_with(dir.path(), 2), kPages);
+}
+
+// An open that fails a check (here: a space larger than max_blocks_per_space) changes nothing
+// on disk, the journal's records included: they are written back only by an open that
+// succeeds. Before, recovery ran first and rewrote the space file of the refused open.
+TEST(AtomicFlush, AFailedOpenRecoversNothing) {
+  TempDir dir;
+  auto pool = flushed_then_rewritten(dir.path());
+  crash_copy(dir.path(), dir.sub("crash"));
+  pool.reset();
+  const std::string space_file = dir.sub("crash/space_1.dat");
+  auto bytes_of = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = bytes_of(space_file), journal = bytes_of(dir.sub("crash/journal"));
+  ASSERT_FALSE(journal.empty());
+  PoolOptions o = testing::small_options(dir.sub("crash"), kFrames);
+  o.max_blocks_per_space = kPages / 2;
+  EXPECT_THROW(BufferPool::open(o), Error);
+  EXPECT_EQ(bytes_of(space_file), before) << "the refused open wrote to the space file";
+  EXPECT_EQ(bytes_of(dir.sub("crash/journal")), journal);
+  EXPECT_EQ(pages_with(dir.sub("crash"), 1), kPages) << "the next open recovers";
 }
 
 }  // namespace
