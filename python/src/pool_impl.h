@@ -246,9 +246,18 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     }
   }
 
+  // Whether the structure named `name` is in the pool. Each one's create allocates its first
+  // page at once, so a space without a block was created and never flushed (a crash came
+  // before the first flush): the last flush held no such structure, so its space, and its
+  // id map's, are dropped here and it counts as absent (created anew, or kUnknownSpace).
+  // Callers hold registry_mu_, and a live structure is found in the registry first.
   bool exists(std::string_view name) {
     for (const SpaceInfo& s : pool_->spaces()) {
-      if (s.name == name) return true;
+      if (s.name != name) continue;
+      if (s.blocks >= 1) return true;
+      pool_->drop_space(s.id);
+      if constexpr (!kDirect) index::BasicIdMap<Pool>::drop(*pool_, name);
+      return false;
     }
     return false;
   }

@@ -231,6 +231,9 @@ void concurrent_test() {
   for (unsigned w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       uint64_t row = 400 + w * kIds * (max_rounds + 2);
+      // Not before a reader has searched: on a loaded machine the readers may otherwise be
+      // scheduled only after every round is done, and nothing ran concurrently.
+      while (searches.load() == 0) std::this_thread::yield();
       for (int r = 0; r < max_rounds && (r < rounds || searches.load() < kMinSearches); ++r) {
         for (uint64_t i = w; i < kIds; i += kWriters) {
           x.add(ids[i], d.row(row));
@@ -482,6 +485,30 @@ TEST(IdMapReopen, SlotEndStopsAtTheArraysLastPage) {
   EXPECT_EQ(x.consolidate(), 2u);
   x.add(std::span<const uint64_t>(ids.data() + n, 100), d.row(n));
   EXPECT_EQ(x.check_structure(), n + 98);
+}
+
+// A map whose slots space has no block was created and never flushed (a crash between
+// create_space and the first flush names the space in the catalog with 0 blocks): attach
+// builds the map again from the index, as for an index without one. Before, attach failed
+// with kInvalidArgument ("not an id map (empty)") and the index could not be opened.
+TEST(IdMapReopen, AMapNeverFlushedIsRebuilt) {
+  using Kind = HnswKind<BufferPool>;
+  using Map = index::BasicIdMap<BufferPool>;
+  TempDir dir;
+  const PoolOptions opts = testing::small_options(dir.path(), 32);
+  const Data d = testing::clustered(200, kDim, 4, 10, 89);
+  {
+    auto pool = BufferPool::open(opts);
+    auto x = Kind::create(*pool, "v", d);
+    for (uint32_t i = 0; i < 200; ++i) Kind::add_legacy(x, i, d.row(i));
+    pool->flush();
+  }
+  auto pool = BufferPool::open(opts);
+  pool->create_space(Map::slots_space("v"));  // the crash's leftover: no block
+  EXPECT_FALSE(Map::exists(*pool, "v"));
+  Kind::Mapped x = Kind::Mapped::attach(*pool, "v", Kind::open(*pool, "v"));
+  EXPECT_EQ(x.check_structure(), 200u);
+  for (uint64_t i = 0; i < 200; i += 37) EXPECT_TRUE(x.contains(i)) << i;
 }
 
 // Upserting every id again and again grows the slots only until consolidate() frees the

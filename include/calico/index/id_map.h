@@ -100,7 +100,9 @@ class BasicIdMap {
     std::optional<uint32_t> label;  // none: an unlabeled id
   };
 
-  // Whether index `index` has a map space (`<index>.slots`), complete or not.
+  // Whether index `index` has a map space (`<index>.slots`) holding its metadata page,
+  // complete or not. A slots space without a block was created and never flushed (a crash
+  // before the first flush after create()): no map, and attach rebuilds one.
   static bool exists(const Pool& pool, std::string_view index);
   // Creates both spaces, empty, in state kMigrating (mark_ready() makes it usable for
   // reopening). Errors: kInvalidArgument (name too long), kSpaceExists, pool errors.

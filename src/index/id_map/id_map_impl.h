@@ -37,7 +37,11 @@ inline bool BasicIdMap<Pool>::space_exists(const Pool& pool, const std::string& 
 
 template <class Pool>
 inline bool BasicIdMap<Pool>::exists(const Pool& pool, std::string_view index) {
-  return space_exists(pool, slots_space(index));
+  const std::string name = slots_space(index);
+  for (const SpaceInfo& s : pool.spaces()) {
+    if (s.name == name) return s.blocks >= 1;
+  }
+  return false;
 }
 
 template <class Pool>
