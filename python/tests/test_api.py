@@ -142,3 +142,38 @@ def test_stubs_cover_the_module_and_every_call_has_a_docstring():
         else:
             assert name in functions and obj.__doc__
     assert os.path.exists(os.path.join(os.path.dirname(calico.__file__), "py.typed"))
+
+
+SCALAR_CHILD = """
+import sys
+import numpy as np
+import calico
+rng = np.random.default_rng(11)
+base = rng.random((500, 24), dtype=np.float32)
+with calico.Pool(sys.argv[1], pool_bytes=16 << 20) as pool:
+    h = calico.HnswIndex(pool, "h", dim=24, capacity=500)
+    h.add(base, num_threads=1)
+    ids, dist = h.search(base[:50], k=5, ef=64, num_threads=1)
+np.save(sys.argv[2], np.concatenate([ids.astype(np.float64), dist.astype(np.float64)], axis=1))
+"""
+
+
+def test_a_cpu_without_avx2_runs_the_module_with_the_same_results(tmp_path):
+    """The module is built for the x86-64 baseline and picks its distance kernels at run time
+    (src/vector/distance.cc; CALICO_SIMD=scalar caps the choice as a CPU without AVX2 would):
+    importing never fails on an older x86-64 CPU, and its answers are the same rows with
+    distances equal to rounding."""
+    import subprocess
+    import sys
+    out = {}
+    for level in ("scalar", "best"):
+        env = dict(os.environ)
+        env.pop("CALICO_SIMD", None)
+        if level == "scalar":
+            env["CALICO_SIMD"] = "scalar"
+        path = tmp_path / f"{level}.npy"
+        subprocess.run([sys.executable, "-c", SCALAR_CHILD, str(tmp_path / level), str(path)], env=env, check=True,
+                       timeout=300)
+        out[level] = np.load(path)
+    np.testing.assert_array_equal(out["scalar"][:, :5], out["best"][:, :5])
+    np.testing.assert_allclose(out["scalar"][:, 5:], out["best"][:, 5:], rtol=1e-5, atol=1e-5)
