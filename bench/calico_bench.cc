@@ -259,14 +259,22 @@ CLI::App* add_vector_codes_command(CLI::App& app, calico::bench::VectorCodesConf
 CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConfig& vc) {
   CLI::App* v = app.add_subcommand("vector-coded", "larger than memory: the coded HNSW (RaBitQ codes resident, re-rank as one "
                                                    "group read) against the full-vector HNSW with the same memory");
-  v->add_option("--n", vc.n, "base vectors (clustered set)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 31));
-  v->add_option("--dim", vc.dim, "dimensions")->capture_default_str()->check(CLI::Range(1u, 4096u));
-  v->add_option("--clusters", vc.clusters, "generator clusters")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
-  v->add_option("--queries", vc.queries, "query vectors")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--dataset", vc.dataset, "clustered (SIFT-like, l2), embedding (unit vectors, ip; 384-d unless --dim) or files (--base/--query[/--gt])")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding", "files"}));
+  v->add_option("--metric", vc.metric, "l2, ip or cosine (embedding: ip unless given)")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
+  v->add_option("--base", vc.base_path, ".fvecs/.bvecs base vectors (files)");
+  v->add_option("--query", vc.query_path, ".fvecs/.bvecs queries (files)");
+  v->add_option("--gt", vc.gt_path, ".ivecs ground truth (files; computed and cached when missing)");
+  v->add_option("--n", vc.n, "base vectors (generated sets)")->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 31));
+  v->add_option("--dim", vc.dim, "dimensions (generated sets)")->capture_default_str()->check(CLI::Range(1u, 4096u));
+  v->add_option("--clusters", vc.clusters, "generator clusters (clustered) or topics (embedding)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
+  v->add_option("--queries", vc.queries, "query vectors (generated sets)")->capture_default_str()->check(CLI::Range(1u, 1u << 24));
   v->add_option("--data-seed", vc.data_seed, "seed of the generator")->capture_default_str();
   v->add_option("--cache-dir", vc.cache_dir, "where generated datasets and ground truth are cached")->capture_default_str();
-  v->add_option("--dir", vc.dir, "scratch directory for the built indexes (removed at the end)")->capture_default_str();
-  v->add_option("--pool-fraction", vc.pool_fraction, "pool bytes as a fraction of the full-vector HNSW's bytes")->capture_default_str()->check(CLI::Range(0.001, 4.0));
+  v->add_option("--dir", vc.dir, "scratch directory for the built indexes (removed at the end unless --reuse)")->capture_default_str();
+  v->add_flag("--reuse", vc.reuse, "keep the built indexes in --dir, and search a directory built before with the same dataset and parameters instead of building");
+  v->add_option("--pool-fraction", vc.pool_fractions, "memory budgets: pool bytes as fractions of the full-vector HNSW's bytes (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(0.001, 4.0));
+  v->add_option("--threads", vc.threads, "search threads (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 256u));
+  v->add_option("--rounds", vc.rounds, "timed rounds per setting (settings interleave; medians reported)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--M", vc.M, "graph degree (lists hold 2M on level 0)")->capture_default_str()->check(CLI::Range(2u, 256u));
   v->add_option("--ef-construction", vc.ef_construction, "insertion beam")->capture_default_str()->check(CLI::Range(1u, 4096u));
   v->add_option("--bits", vc.bits, "RaBitQ bits per dimension (1, 2, 4)")->capture_default_str()->check(CLI::IsMember({1u, 2u, 4u}));
@@ -374,7 +382,13 @@ int main(int argc, char** argv) {
       }
       return calico::bench::run_vector_codes(vcodes);
     }
-    if (vcd->parsed()) return calico::bench::run_vector_coded(vcoded);
+    if (vcd->parsed()) {
+      if (vcoded.dataset == "embedding") {
+        if (vcd->count("--metric") == 0) vcoded.metric = "ip";
+        if (vcd->count("--dim") == 0) vcoded.dim = 384;
+      }
+      return calico::bench::run_vector_coded(vcoded);
+    }
     if (tp->parsed()) return calico::bench::run_tpcc(tpcc);
     if (tcal->parsed()) return calico::bench::run_tier_calibrate(tc);
   } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 #include "vector/coded.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +18,8 @@
 #include "common/machine.h"
 #include "vector/data/dataset.h"
 #include "vector/data/recall.h"
+#include "calico/error.h"
+#include "vector/distance.h"
 
 namespace calico::bench {
 
@@ -30,14 +33,29 @@ double elapsed_s(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// One search setting's measurements.
+// One search setting's measurements (medians over the rounds).
 struct Row {
   std::string index;
-  uint32_t ef = 0, rerank = 0;
+  double pool_fraction = 0;
+  uint32_t ef = 0, rerank = 0, threads = 1;
   uint64_t pool_bytes = 0, resident_codes_bytes = 0;
-  double recall = 0, qps = 0, reads_per_query = 0;
+  double recall = 0;
+  std::vector<double> qps, reads_per_query, p50_ms, p99_ms;
   bool ok = true;
 };
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  double one = -1;
+  f >> one;
+  return fmt::format("{:.2f}", one);
+}
 
 PoolOptions pool_options(const std::string& dir, uint64_t bytes) {
   PoolOptions o;
@@ -47,171 +65,269 @@ PoolOptions pool_options(const std::string& dir, uint64_t bytes) {
   return o;
 }
 
-// Runs search(q, results) over every query once (recall), then for `seconds` (QPS and pages
-// read per query from the pool's counters).
-template <class Pool, class Search>
-void measure(Pool& pool, const data::Dataset& ds, const VectorCodedConfig& c, Row& row, Search&& search) {
+// search(q, out, state) over every query once on one thread (recall; the pool's warm-up).
+template <class Search>
+double recall_of(const data::Dataset& ds, uint32_t k, Search&& search) {
   const uint64_t nq = ds.queries.rows;
   std::vector<std::vector<Neighbor>> got(nq);
-  for (uint64_t q = 0; q < nq; ++q) search(ds.queries.row(q), &got[q]);
-  row.recall = data::recall_at_k(got, ds.ground_truth, c.k);
+  for (uint64_t q = 0; q < nq; ++q) search(ds.queries.row(q), &got[q], 0u);
+  return data::recall_at_k(got, ds.ground_truth, k);
+}
+
+// One timed region: `threads` threads search queries (thread t from query t on, stepping by
+// the thread count) for `seconds`, each query timed. Appends QPS, pages read per query and
+// the latency percentiles to row. search(q, out, thread) must be thread-safe across threads.
+template <class Pool, class Search>
+void timed(Pool& pool, const data::Dataset& ds, double seconds, Row& row, Search&& search) {
+  const uint64_t nq = ds.queries.rows;
+  const uint32_t threads = row.threads;
   const PoolStats before = pool.stats();
-  std::vector<Neighbor> out;
-  uint64_t done = 0;
+  std::vector<std::vector<double>> lat(threads);
+  std::atomic<bool> stop{false};
   const auto t0 = std::chrono::steady_clock::now();
-  while (elapsed_s(t0) < c.seconds) {
-    search(ds.queries.row(done % nq), &out);
-    ++done;
+  std::vector<std::thread> ts;
+  for (uint32_t t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      std::vector<Neighbor> out;
+      for (uint64_t i = t; !stop.load(std::memory_order_relaxed); i += threads) {
+        const auto q0 = std::chrono::steady_clock::now();
+        search(ds.queries.row(i % nq), &out, t);
+        lat[t].push_back(elapsed_s(q0) * 1e3);
+        if (t == 0 && elapsed_s(t0) >= seconds) stop.store(true);
+      }
+    });
   }
+  for (auto& t : ts) t.join();
   const double s = elapsed_s(t0);
   const PoolStats after = pool.stats();
-  row.qps = double(done) / s;
-  row.reads_per_query =
-      double((after.faults - before.faults) + (after.prefetch_issued - before.prefetch_issued)) / double(done);
+  std::vector<double> all;
+  for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  const double done = double(all.size());
+  row.qps.push_back(done / s);
+  row.reads_per_query.push_back(
+      double((after.faults - before.faults) + (after.prefetch_issued - before.prefetch_issued)) / done);
+  row.p50_ms.push_back(all[static_cast<size_t>(0.50 * (all.size() - 1))]);
+  row.p99_ms.push_back(all[static_cast<size_t>(0.99 * (all.size() - 1))]);
+}
+
+// The built directory's record: what it was built from, and how long each build took.
+std::string built_key(const data::Dataset& ds, const VectorCodedConfig& c) {
+  return fmt::format("{} M{} efc{} bits{}", ds.name, c.M, c.ef_construction, c.bits);
 }
 
 }  // namespace
 
 int run_vector_coded(const VectorCodedConfig& c) {
-  const data::Dataset ds = data::load_or_generate(
-      data::DatasetSpec{.kind = "clustered", .metric = vector::Metric::kL2, .n = c.n, .dim = c.dim,
-                        .clusters = c.clusters, .queries = c.queries, .seed = c.data_seed, .base_path = {},
-                        .query_path = {}, .ground_truth_path = {}, .max_base_rows = data::kAllRows,
-                        .max_queries = data::kAllRows, .gt_k = std::max<uint32_t>(c.k, 100), .threads = 0,
-                        .verbose = true},
-      c.cache_dir);
+  if (c.pool_fractions.empty() || c.threads.empty() || c.rounds == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "vector-coded: --pool-fraction, --threads and --rounds need values");
+  }
+  data::DatasetSpec spec;
+  spec.kind = c.dataset;
+  spec.metric = vector::parse_metric(c.metric);
+  spec.n = c.n;
+  spec.dim = c.dim;
+  spec.clusters = c.clusters;
+  spec.queries = c.queries;
+  spec.seed = c.data_seed;
+  spec.base_path = c.base_path;
+  spec.query_path = c.query_path;
+  spec.ground_truth_path = c.gt_path;
+  spec.gt_k = std::max<uint32_t>(c.k, 100);
+  const data::Dataset ds = data::load_or_generate(spec, c.cache_dir);
   const uint64_t n = ds.base.rows;
   const uint32_t dim = ds.base.dim;
-  fmt::print("vector-coded: {} (n {}, dim {}, {} queries), M {}, ef_construction {}, rabitq{}, pool {:.0f}% of the "
-             "HNSW, {} s per setting\n",
-             ds.name, n, dim, ds.queries.rows, c.M, c.ef_construction, c.bits, c.pool_fraction * 100, c.seconds);
+  if (n > index::BasicCodedHnsw<BufferPool>::kMaxCapacity) throw Error(ErrorCode::kInvalidArgument, "vector-coded: too many rows");
+  fmt::print("vector-coded: {} (n {}, dim {}, {} queries), M {}, ef_construction {}, rabitq{}, pools {} of the "
+             "HNSW, threads {}, {} round(s) of {} s per setting\n",
+             ds.name, n, dim, ds.queries.rows, c.M, c.ef_construction, c.bits, fmt::join(c.pool_fractions, ","),
+             fmt::join(c.threads, ","), c.rounds, c.seconds);
   fmt::print("machine: {}\n", machine_json());
 
-  // 1. Build both in a pool that holds them.
+  // 1. Build both in a pool that holds them (or reuse a directory built so before).
   const std::string built = c.dir + "/built";
+  const std::string record = c.dir + "/built.txt";
   const uint64_t vector_bytes = n * dim * 4;
-  fs::remove_all(c.dir);
-  fs::create_directories(built);
-  uint64_t hnsw_bytes = 0;
-  auto t0 = std::chrono::steady_clock::now();
   double hnsw_build_s = 0, coded_build_s = 0;
-  {
+  bool reused = false;
+  if (c.reuse) {
+    std::ifstream f(record);
+    std::string key;
+    if (std::getline(f, key) && key == built_key(ds, c) && f >> hnsw_build_s >> coded_build_s) reused = true;
+  }
+  if (!reused) {
+    fs::remove_all(c.dir);
+    fs::create_directories(built);
     auto pool = BufferPool::open(pool_options(built, 4 * vector_bytes + (uint64_t{128} << 20)));
     index::HnswParams hp;
     hp.dim = dim;
+    hp.metric = ds.metric;
     hp.M = c.M;
     hp.ef_construction = c.ef_construction;
     auto hnsw = index::BasicHnsw<BufferPool>::create(*pool, "hnsw", hp, static_cast<uint32_t>(n));
     index::CodedHnswParams cp;
     cp.dim = dim;
+    cp.metric = ds.metric;
     cp.M = c.M;
     cp.ef_construction = c.ef_construction;
     cp.bits = c.bits;
     auto coded = index::BasicCodedHnsw<BufferPool>::create(*pool, "coded", cp, ds.base.values.data(),
                                                            std::min<uint64_t>(n, 25'000), static_cast<uint32_t>(n),
                                                            UINT64_MAX / 2);
-    auto parallel = [&](auto&& add) {
+    auto parallel = [&](const char* what, auto&& add) {
       std::atomic<uint64_t> next{0};
       std::vector<std::thread> ts;
+      const auto t0 = std::chrono::steady_clock::now();
       for (uint32_t t = 0; t < c.build_threads; ++t) {
-        ts.emplace_back([&] {
-          for (uint64_t i = next++; i < n; i = next++) add(static_cast<uint32_t>(i), ds.base.row(i));
+        ts.emplace_back([&, t] {
+          for (uint64_t i = next++; i < n; i = next++) {
+            add(static_cast<uint32_t>(i), ds.base.row(i));
+            if (t == 0 && i % 100'000 == 0 && i > 0) fmt::print("  {}: {} of {} rows ({:.0f} s)\n", what, i, n, elapsed_s(t0));
+          }
         });
       }
       for (auto& t : ts) t.join();
+      return elapsed_s(t0);
     };
-    t0 = std::chrono::steady_clock::now();
-    parallel([&](uint32_t i, const float* v) { hnsw.add(i, v); });
-    hnsw_build_s = elapsed_s(t0);
-    t0 = std::chrono::steady_clock::now();
-    parallel([&](uint32_t i, const float* v) { coded.add(i, v); });
-    coded_build_s = elapsed_s(t0);
-    hnsw_bytes = pool->space_blocks(hnsw.space()) * pool->page_size();
+    hnsw_build_s = parallel("hnsw", [&](uint32_t i, const float* v) { hnsw.add(i, v); });
+    coded_build_s = parallel("coded", [&](uint32_t i, const float* v) { coded.add(i, v); });
     pool->flush();
+    std::ofstream(record) << built_key(ds, c) << "\n" << hnsw_build_s << " " << coded_build_s << "\n";
   }
-  fmt::print("built: hnsw {:.1f} s ({} MB), coded {:.1f} s\n", hnsw_build_s, hnsw_bytes >> 20, coded_build_s);
+  uint64_t hnsw_bytes = 0, codes_bytes = 0;
+  {
+    auto probe = BufferPool::open(pool_options(built, uint64_t{4} << 20));
+    hnsw_bytes = probe->space_blocks(probe->open_space("hnsw")) * probe->page_size();
+    auto coded = index::BasicCodedHnsw<BufferPool>::open(*probe, "coded", UINT64_MAX / 2);
+    codes_bytes = coded.codes_bytes(coded.capacity());
+  }
+  fmt::print("built{}: hnsw {:.1f} s ({} MB), coded {:.1f} s (codes {:.1f} MB)\n", reused ? " (reused)" : "",
+             hnsw_build_s, hnsw_bytes >> 20, coded_build_s, codes_bytes / 1048576.0);
 
-  // 2. Search with the small pool.
-  const uint64_t budget = static_cast<uint64_t>(c.pool_fraction * double(hnsw_bytes));
+  // 2. Search with the small pools.
+  const uint32_t max_threads = *std::max_element(c.threads.begin(), c.threads.end());
+  const vector::DistanceFn dist = vector::distance_kernel(
+      ds.metric == vector::Metric::kCosine ? vector::Metric::kInnerProduct : ds.metric);
   std::vector<Row> rows;
   int status = 0;
-  {
-    auto pool = BufferPool::open([&] {
-      PoolOptions o = pool_options(built, budget);
-      o.direct_io = true;
-      return o;
-    }());
-    auto hnsw = index::BasicHnsw<BufferPool>::open(*pool, "hnsw");
-    index::HnswSearchState st(hnsw);
-    for (uint32_t ef : c.hnsw_ef) {
-      Row r;
-      r.index = "hnsw";
-      r.ef = ef;
-      r.pool_bytes = pool->num_frames() * pool->page_size();
-      index::HnswSearchOptions opt;
-      opt.k = c.k;
-      opt.ef = ef;
-      measure(*pool, ds, c, r, [&](const float* q, std::vector<Neighbor>* out) { hnsw.search(q, opt, st, out); });
-      rows.push_back(r);
-    }
-  }
-  {
-    // The same memory: the pool less the resident codes.
-    uint64_t codes_bytes = 0;
+  const std::string load_before = loadavg();
+  for (const double f : c.pool_fractions) {
+    const uint64_t budget = static_cast<uint64_t>(f * double(hnsw_bytes));
     {
-      auto probe = BufferPool::open(pool_options(built, uint64_t{4} << 20));
-      auto coded = index::BasicCodedHnsw<BufferPool>::open(*probe, "coded", UINT64_MAX / 2);
-      codes_bytes = coded.codes_bytes(coded.capacity());
-    }
-    auto pool = BufferPool::open([&] {
-      PoolOptions o = pool_options(built, budget > codes_bytes + (uint64_t{2} << 20) ? budget - codes_bytes : uint64_t{2} << 20);
-      o.direct_io = true;
-      return o;
-    }());
-    auto coded = index::BasicCodedHnsw<BufferPool>::open(*pool, "coded", UINT64_MAX / 2);
-    index::CodedHnswSearchState st(coded);
-    const vector::DistanceFn l2 = vector::distance_kernel(vector::Metric::kL2);
-    for (uint32_t rr : c.rerank) {
-      for (uint32_t ef : c.coded_ef) {
-        Row r;
-        r.index = "coded";
-        r.ef = ef;
-        r.rerank = rr;
-        r.pool_bytes = pool->num_frames() * pool->page_size();
-        r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
-        index::CodedHnswSearchOptions opt;
+      auto pool = BufferPool::open([&] {
+        PoolOptions o = pool_options(built, budget);
+        o.direct_io = true;
+        return o;
+      }());
+      auto hnsw = index::BasicHnsw<BufferPool>::open(*pool, "hnsw");
+      std::vector<std::unique_ptr<index::HnswSearchState>> st;
+      for (uint32_t t = 0; t < max_threads; ++t) st.push_back(std::make_unique<index::HnswSearchState>(hnsw));
+      const size_t first = rows.size();
+      for (uint32_t ef : c.hnsw_ef) {
+        index::HnswSearchOptions opt;
         opt.k = c.k;
         opt.ef = ef;
-        opt.rerank = rr;
-        measure(*pool, ds, c, r, [&](const float* q, std::vector<Neighbor>* out) {
-          coded.search(q, opt, st, out);
+        auto search = [&](const float* q, std::vector<Neighbor>* out, uint32_t t) { hnsw.search(q, opt, *st[t], out); };
+        const double recall = recall_of(ds, c.k, search);
+        for (uint32_t th : c.threads) {
+          Row r;
+          r.index = "hnsw";
+          r.pool_fraction = f;
+          r.ef = ef;
+          r.threads = th;
+          r.pool_bytes = pool->num_frames() * pool->page_size();
+          r.recall = recall;
+          rows.push_back(r);
+        }
+      }
+      for (uint32_t round = 0; round < c.rounds; ++round) {
+        for (size_t i = first; i < rows.size(); ++i) {
+          index::HnswSearchOptions opt;
+          opt.k = c.k;
+          opt.ef = rows[i].ef;
+          timed(*pool, ds, c.seconds, rows[i],
+                [&](const float* q, std::vector<Neighbor>* out, uint32_t t) { hnsw.search(q, opt, *st[t], out); });
+        }
+      }
+    }
+    {
+      // The same memory: the pool less the resident codes.
+      auto pool = BufferPool::open([&] {
+        PoolOptions o = pool_options(built, budget > codes_bytes + (uint64_t{2} << 20) ? budget - codes_bytes : uint64_t{2} << 20);
+        o.direct_io = true;
+        return o;
+      }());
+      auto coded = index::BasicCodedHnsw<BufferPool>::open(*pool, "coded", UINT64_MAX / 2);
+      std::vector<std::unique_ptr<index::CodedHnswSearchState>> st;
+      for (uint32_t t = 0; t < max_threads; ++t) st.push_back(std::make_unique<index::CodedHnswSearchState>(coded));
+      const size_t first = rows.size();
+      std::atomic<bool> ok{true};
+      auto searcher = [&](const index::CodedHnswSearchOptions& opt) {
+        return [&, opt](const float* q, std::vector<Neighbor>* out, uint32_t t) {
+          coded.search(q, opt, *st[t], out);
           for (const Neighbor& nb : *out) {
-            if (nb.id >= n || l2(q, ds.base.row(nb.id), dim) != nb.distance) r.ok = false;
+            if (nb.id >= n || dist(q, ds.base.row(nb.id), dim) != nb.distance) ok = false;
           }
-        });
-        if (!r.ok) status = 1;
-        rows.push_back(r);
+        };
+      };
+      for (uint32_t rr : c.rerank) {
+        for (uint32_t ef : c.coded_ef) {
+          index::CodedHnswSearchOptions opt;
+          opt.k = c.k;
+          opt.ef = ef;
+          opt.rerank = rr;
+          const double recall = recall_of(ds, c.k, searcher(opt));
+          for (uint32_t th : c.threads) {
+            Row r;
+            r.index = "coded";
+            r.pool_fraction = f;
+            r.ef = ef;
+            r.rerank = rr;
+            r.threads = th;
+            r.pool_bytes = pool->num_frames() * pool->page_size();
+            r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
+            r.recall = recall;
+            rows.push_back(r);
+          }
+        }
+      }
+      for (uint32_t round = 0; round < c.rounds; ++round) {
+        for (size_t i = first; i < rows.size(); ++i) {
+          index::CodedHnswSearchOptions opt;
+          opt.k = c.k;
+          opt.ef = rows[i].ef;
+          opt.rerank = rows[i].rerank;
+          timed(*pool, ds, c.seconds, rows[i], searcher(opt));
+        }
+      }
+      if (!ok) {
+        for (size_t i = first; i < rows.size(); ++i) rows[i].ok = false;
+        status = 1;
       }
     }
   }
+  const std::string load_after = loadavg();
   std::ofstream json;
   if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
-  fmt::print("{:>6} {:>5} {:>6} {:>10} {:>10} {:>8} {:>9} {:>12}\n", "index", "ef", "rerank", "pool MB", "codes MB",
-             "recall", "QPS", "reads/query");
+  fmt::print("{:>6} {:>6} {:>5} {:>6} {:>3} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "index", "pool", "ef",
+             "rerank", "thr", "pool MB", "codes MB", "recall", "QPS", "reads/q", "p50 ms", "p99 ms");
   for (const Row& r : rows) {
-    fmt::print("{:>6} {:>5} {:>6} {:>10.1f} {:>10.2f} {:>8.3f} {:>9.0f} {:>12.1f}{}\n", r.index, r.ef, r.rerank,
-               r.pool_bytes / 1048576.0, r.resident_codes_bytes / 1048576.0, r.recall, r.qps, r.reads_per_query,
-               r.ok ? "" : "  CHECK FAILED");
+    fmt::print("{:>6} {:>5.0f}% {:>5} {:>6} {:>3} {:>9.1f} {:>9.2f} {:>7.3f} {:>9.0f} {:>8.1f} {:>8.3f} {:>8.3f}{}\n",
+               r.index, r.pool_fraction * 100, r.ef, r.rerank, r.threads, r.pool_bytes / 1048576.0,
+               r.resident_codes_bytes / 1048576.0, r.recall, median(r.qps), median(r.reads_per_query),
+               median(r.p50_ms), median(r.p99_ms), r.ok ? "" : "  CHECK FAILED");
     if (json.is_open()) {
       json << fmt::format(
-          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"M":{},"ef_construction":{},"bits":{},"k":{},"ef":{},"rerank":{},"pool_fraction":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"reads_per_query":{:.2f},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"check":{},{}}})",
-          r.index, ds.name, n, dim, ds.queries.rows, c.M, c.ef_construction, c.bits, c.k, r.ef, r.rerank,
-          c.pool_fraction, r.pool_bytes, r.resident_codes_bytes, r.recall, r.qps, r.reads_per_query, c.seconds,
-          hnsw_build_s, coded_build_s, r.ok ? "true" : "false", machine_json())
+          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"k":{},"ef":{},"rerank":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
+          r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits,
+          c.k, r.ef, r.rerank, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
+          r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.p50_ms),
+          median(r.p99_ms), c.rounds, c.seconds, hnsw_build_s, coded_build_s, reused ? "true" : "false", load_before,
+          load_after, r.ok ? "true" : "false", machine_json())
            << "\n";
     }
   }
-  fs::remove_all(c.dir);
+  if (!c.reuse) fs::remove_all(c.dir);
   return status;
 }
 

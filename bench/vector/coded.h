@@ -6,16 +6,19 @@
 //
 // One run:
 //   1. loads or generates the dataset with its exact ground truth (bench/vector/data/, cached
-//      in --cache-dir, shared with `calico_bench vector`);
+//      in --cache-dir, shared with `calico_bench vector`): clustered, embedding or files;
 //   2. builds both indexes in one pool large enough to hold them (--build-threads threads
-//      adding rows), flushes, closes;
-//   3. per index and search setting: opens the built directory with the small pool
-//      (O_DIRECT), searches every query once (recall@k against the ground truth), then
-//      searches for --seconds on one thread (QPS, pages read per query = faults + prefetch
-//      reads of the pool over the timed region);
-//   4. prints a table and appends one JSON line per setting (configuration, machine, results).
-// Self-check (STYLE.md 10): every coded result's distance is the exact distance of its row
-// to the query (the index re-ranks exactly); returns 1 when a check failed, else 0.
+//      adding rows), flushes, closes; with --reuse, a directory built before with the same
+//      dataset and parameters is searched again instead (its build times are kept in it);
+//   3. per memory budget (--pool-fraction, a comma list) and index: opens the built
+//      directory with the small pool (O_DIRECT: no OS page cache), searches every query once
+//      (recall@k against the ground truth, and the pool's warm-up), then per round (--rounds)
+//      and per setting and thread count, in that order (so settings interleave), searches
+//      for --seconds on T threads, each with its own state (QPS; pages read per query =
+//      faults + prefetch reads of the pool over the timed region; per-query latency, whose
+//      p50 and p99 are reported); medians over the rounds;
+//   4. prints a table and appends one JSON line per setting (configuration, machine, load
+//      average before and after, results).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,9 @@
 namespace calico::bench {
 
 struct VectorCodedConfig {
+  std::string dataset = "clustered";  // clustered, embedding or files (--base, --query, --gt)
+  std::string metric = "l2";
+  std::string base_path, query_path, gt_path;
   uint64_t n = 100'000;
   uint32_t dim = 128;
   uint32_t clusters = 1000;
@@ -32,7 +38,10 @@ struct VectorCodedConfig {
   uint64_t data_seed = 42;
   std::string cache_dir = "./calico-vector-data";
   std::string dir = "./calico-coded-bench";  // built indexes and pool files
-  double pool_fraction = 0.25;               // of the full-vector HNSW's bytes
+  std::vector<double> pool_fractions = {0.25};  // of the full-vector HNSW's bytes
+  std::vector<uint32_t> threads = {1};
+  uint32_t rounds = 1;
+  bool reuse = false;  // keep the built indexes in --dir and search them again next time
   uint32_t M = 16;
   uint32_t ef_construction = 100;
   uint32_t bits = 1;

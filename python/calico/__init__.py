@@ -1,4 +1,5 @@
-"""Calico from Python: vector indexes (HNSW, IVF-Flat) and a bytes -> bytes B+tree stored in
+"""Calico from Python: vector indexes (HNSW, the coded HNSW for data larger than memory,
+IVF-Flat) and a bytes -> bytes B+tree stored in
 a buffer pool, persistent and larger than memory.
 
     import numpy as np, calico
@@ -13,7 +14,7 @@ dtype=np.float32)). Every call that reaches the index releases the GIL; batches 
 C++ threads. Errors are calico.Error subclasses (calico._errors).
 """
 
-from ._calico import BTree, BTreeScan, HnswIndex, IvfIndex, Pool, translations
+from ._calico import BTree, BTreeScan, CodedHnswIndex, HnswIndex, IvfIndex, Pool, translations
 from ._errors import (ChecksumMismatchError, ClosedError, CorruptCatalogError, CorruptPageError,
                       Error, InvalidArgumentError, IoError, OutOfRangeError, PageOutOfRangeError,
                       PageSizeMismatchError, PoolFullError, RestartLimitError, ShortReadError,
@@ -22,7 +23,7 @@ from ._errors import (ChecksumMismatchError, ClosedError, CorruptCatalogError, C
 __version__ = "0.1.0"
 
 __all__ = [
-    "Pool", "HnswIndex", "IvfIndex", "BTree", "BTreeScan", "translations",
+    "Pool", "HnswIndex", "CodedHnswIndex", "IvfIndex", "BTree", "BTreeScan", "translations",
     "Error", "InvalidArgumentError", "UnknownSpaceError", "OutOfRangeError",
     "PageOutOfRangeError", "PoolFullError", "IoError", "ShortReadError",
     "ChecksumMismatchError", "CorruptCatalogError", "PageSizeMismatchError",

@@ -262,6 +262,140 @@ class HnswIndex:
 
     def __repr__(self) -> str: ...
 
+class CodedHnswIndex:
+    """
+    An HNSW for vectors larger than memory, stored in a Pool under ``name``: a compressed code
+    of every vector (RaBitQ, ``bits`` per dimension) stays in memory and the search walks the
+    graph (level 0, its links in pool pages) on code distances; then the ``rerank`` best
+    candidates' full vectors are read from pool pages as one group and ranked exactly. Each
+    query reads link pages and about ``rerank`` vector rows instead of one page per visited
+    node. The calls are HnswIndex's (ids, upsert, delete, consolidate, filter, labels); the
+    code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.
+    """
+
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 1, clusters: int = 1, memory_budget: int | None = None, seed: int = 42) -> None:
+        """
+        Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,
+        ``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes
+        (1, 2 or 4: 1 needs rerank about 50 for recall 0.95-0.99, 2 about 20); ``clusters``: codes
+        are residuals to the nearest of this many k-means centroids of the training rows (data of
+        well-separated clusters estimates better with about as many). ``memory_budget``: the bytes
+        the index may hold resident (its codes + model + the pool's frames + translation); a
+        growth past it raises InvalidArgumentError (None: no limit). An existing index keeps its
+        parameters (budget: the one given now).
+        """
+
+    @staticmethod
+    def open(pool: Pool, name: str, memory_budget: int | None = None) -> CodedHnswIndex:
+        """
+        Opens the index written earlier under ``name`` (its codes are read into memory). Raises
+        UnknownSpaceError when there is none, CorruptPageError when a code page fails its check.
+        """
+
+    def train(self, vectors: Vectors) -> None:
+        """
+        Fits the code model on ``vectors`` (float32 [n, dim]; none is stored) and writes the empty
+        index. Optional: the first add() trains on its own rows; call train() with a sample when
+        the first batch is small or unrepresentative. Raises InvalidArgumentError (trained
+        already, dim, NaN/inf, a budget below the codes of ``capacity`` plus the pool's frames).
+        """
+
+    @property
+    def is_trained(self) -> bool:
+        """Whether the code model is fitted."""
+
+    def add(self, vectors: Vectors, ids: Optional[Ids] = None, labels: Optional[Labels] = None, num_threads: int = 0) -> None:
+        """As HnswIndex.add (the first call trains the codes when train() was not called)."""
+
+    def search(
+        self,
+        queries: Vectors,
+        k: int = 10,
+        ef: int | None = None,
+        rerank: int = 50,
+        num_threads: int = 0,
+        filter: Optional[NDArray[np.integer] | NDArray[np.bool_]] = None,
+        labels: Optional[int | Labels] = None,
+    ) -> SearchResult:
+        """
+        The k approximate nearest neighbours of each query, as HnswIndex.search: (ids uint64 [n, k],
+        distances float32 [n, k], exact). ``ef``: the beam width on codes (None: max(64, k)),
+        raised to max(k, rerank); ``rerank``: candidates whose full vectors are read (one group
+        read per query) and ranked exactly (at least 1; raised to k). A filter allowing few ids
+        is answered by scanning their codes (no graph page read). Raises as HnswIndex.search,
+        and InvalidArgumentError for rerank 0 or an index with no rows yet.
+        """
+
+    def delete(self, ids: Ids) -> None:
+        """As HnswIndex.delete."""
+
+    def consolidate(self) -> int:
+        """As HnswIndex.consolidate (on level 0, the only level)."""
+
+    @property
+    def auto_consolidate(self) -> float:
+        """As HnswIndex.auto_consolidate (default 0.2)."""
+
+    @auto_consolidate.setter
+    def auto_consolidate(self, arg: float, /) -> None: ...
+
+    @property
+    def tombstones(self) -> int:
+        """Deleted and replaced vectors not yet freed by consolidate()."""
+
+    def memory(self) -> dict[str, int]:
+        """
+        Resident bytes as a dict: 'codes' (codes and slot states of the capacity), 'model',
+        'pool_frames' (the whole pool's, shared with its other structures), 'translation',
+        'total' (their sum), and 'budget' (the memory_budget; 2^64 - 1: none).
+        """
+
+    def __len__(self) -> int:
+        """The number of vectors (added, not deleted)."""
+
+    def __contains__(self, id: int) -> bool:
+        """Whether ``id`` is in the index (added and not deleted)."""
+
+    def get_label(self, id: int) -> int | None:
+        """As HnswIndex.get_label."""
+
+    @property
+    def name(self) -> str:
+        """The index's name in its pool."""
+
+    @property
+    def dim(self) -> int:
+        """Dimensions per vector."""
+
+    @property
+    def metric(self) -> str:
+        """'l2', 'ip' or 'cos'."""
+
+    @property
+    def bits(self) -> int:
+        """Code bits per dimension."""
+
+    @property
+    def capacity(self) -> int:
+        """Slots the index has room for (0 before training); doubles as needed within the budget."""
+
+    @property
+    def M(self) -> int:
+        """Links chosen per node (lists hold 2M)."""
+
+    @property
+    def ef_construction(self) -> int:
+        """Insertion beam width."""
+
+    @property
+    def prefetch(self) -> bool:
+        """Searches prefetch the link pages of candidates entering the beam (group reads)."""
+
+    @prefetch.setter
+    def prefetch(self, arg: bool, /) -> None: ...
+
+    def __repr__(self) -> str: ...
+
 class IvfIndex:
     """
     An IVF-Flat vector index stored in a Pool under ``name``: nlist centroids trained by

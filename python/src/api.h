@@ -64,6 +64,7 @@ struct SearchKnobs {
   // A label filter: rows whose label is one of these (nullptr: no label filter). With
   // allowed_ids, both must hold.
   const std::vector<uint32_t>* labels = nullptr;
+  uint32_t rerank = 50;  // coded HNSW: candidates re-ranked with their full vectors
 };
 
 class VectorIndexApi : public IndexApi {
@@ -104,6 +105,21 @@ class HnswApi : public VectorIndexApi {
   virtual uint64_t tombstones() = 0;
 };
 
+// An HNSW that navigates on resident RaBitQ codes and re-ranks with full vectors read from
+// pool pages (calico/index/coded_hnsw.h), under an id map. A new handle is untrained and
+// writes nothing; train() (or the first add(), on its rows) fits the code model and writes
+// the index. Before that, size() is 0 and contains() false.
+class CodedHnswApi : public HnswApi {
+ public:
+  virtual bool trained() = 0;
+  // Fits the code model on v (stores none of the rows) and writes the empty index. Errors:
+  // trained already; the memory budget below the codes plus the pool's frames.
+  virtual void train(const VectorBatch& v) = 0;
+  virtual uint32_t bits() = 0;
+  // Resident bytes: "codes", "model", "pool_frames", "translation", "total", and "budget".
+  virtual std::map<std::string, uint64_t> memory() = 0;
+};
+
 class IvfApi : public VectorIndexApi {
  public:
   virtual uint32_t nlist() = 0;
@@ -139,6 +155,12 @@ struct HnswConfig {
   uint64_t seed = 42;
 };
 
+struct CodedHnswConfig : HnswConfig {
+  uint32_t bits = 1;      // RaBitQ bits per dimension: 1, 2 or 4
+  uint32_t clusters = 1;  // RaBitQ centroids (k-means of the training rows)
+  uint64_t memory_budget = UINT64_MAX;  // codes + model + pool frames + translation, bytes
+};
+
 class PoolApi {
  public:
   virtual ~PoolApi() = default;
@@ -160,6 +182,11 @@ class PoolApi {
   virtual std::shared_ptr<IvfApi> ivf(std::string_view name, bool create, uint32_t dim, MetricName metric,
                                       uint32_t nlist) = 0;
   virtual std::shared_ptr<BTreeApi> btree(std::string_view name, bool create) = 0;
+  // create: an untrained handle when `name` is missing (nothing written until train() or
+  // the first add()); an existing index is opened with cfg.memory_budget. Errors: the
+  // 'direct' translation (kInvalidArgument: the coded index is for pools smaller than the
+  // data, which 'direct' never is).
+  virtual std::shared_ptr<CodedHnswApi> coded_hnsw(std::string_view name, bool create, const CodedHnswConfig& cfg) = 0;
 };
 
 // Opens (or creates) the pool of options.data_dir with the translation named `translation`

@@ -3,6 +3,7 @@
 // threads, num_threads = 0: one per core).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -51,6 +52,7 @@ struct VectorHandle {
 };
 using HnswHandle = VectorHandle<HnswApi>;
 using IvfHandle = VectorHandle<IvfApi>;
+using CodedHandle = VectorHandle<CodedHnswApi>;
 
 template <class Api>
 void add_rows(VectorHandle<Api>& h, nb::handle vectors, const nb::object& ids, const nb::object& labels,
@@ -90,11 +92,11 @@ void delete_ids(VectorHandle<Api>& h, const nb::object& ids) {
 template <class Api>
 nb::tuple search_rows(VectorHandle<Api>& h, nb::handle queries, uint32_t k, uint32_t param, unsigned threads,
                       uint32_t in_flight = 1, const std::vector<uint64_t>* allowed = nullptr,
-                      const std::vector<uint32_t>* labels = nullptr) {
+                      const std::vector<uint32_t>* labels = nullptr, uint32_t rerank = 50) {
   FloatRows rows(queries, h.api->dim(), "queries");
   const VectorBatch& q = rows.batch();
   // allowed: user ids; labels: a label filter (both: both hold)
-  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed, labels};
+  SearchKnobs knobs{k, param, h.optimistic, h.prefetch, threads, in_flight, allowed, labels, rerank};
   if (k == 0) throw Error(ErrorCode::kInvalidArgument, "search: k must be at least 1");
   OutArray<uint64_t> ids(q.rows, k);
   OutArray<float> dist(q.rows, k);
@@ -250,6 +252,137 @@ void bind_vectors(nb::module_& m) {
       .def("__repr__", [](HnswHandle& h) {
         return "calico.HnswIndex('" + h.name + "', dim=" + std::to_string(h.api->dim()) + ", metric='" +
                metric_name(h.api->metric()) + "')";
+      });
+
+  nb::class_<CodedHandle>(
+      m, "CodedHnswIndex",
+      "An HNSW for vectors larger than memory, stored in a Pool under ``name``: a compressed code\n"
+      "of every vector (RaBitQ, ``bits`` per dimension) stays in memory and the search walks the\n"
+      "graph (level 0, its links in pool pages) on code distances; then the ``rerank`` best\n"
+      "candidates' full vectors are read from pool pages as one group and ranked exactly. Each\n"
+      "query reads link pages and about ``rerank`` vector rows instead of one page per visited\n"
+      "node. The calls are HnswIndex's (ids, upsert, delete, consolidate, filter, labels); the\n"
+      "code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.")
+      .def(
+          "__init__",
+          [](CodedHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
+             uint32_t M, uint32_t ef_construction, uint32_t capacity, uint32_t bits, uint32_t clusters,
+             std::optional<uint64_t> memory_budget, uint64_t seed) {
+            CodedHnswConfig c;
+            static_cast<HnswConfig&>(c) = HnswConfig{dim, parse_metric(metric), M, ef_construction, capacity, seed};
+            c.bits = bits;
+            c.clusters = clusters;
+            c.memory_budget = memory_budget.value_or(UINT64_MAX);
+            std::shared_ptr<CodedHnswApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = pool.api->coded_hnsw(name, true, c);
+            }
+            new (self) CodedHandle{std::move(api), name};
+          },
+          "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "M"_a = 16, "ef_construction"_a = 100,
+          "capacity"_a = 10000, "bits"_a = 1, "clusters"_a = 1, "memory_budget"_a = nb::none(), "seed"_a = 42,
+          "Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,\n"
+          "``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes\n"
+          "(1, 2 or 4: 1 needs rerank about 50 for recall 0.95-0.99, 2 about 20); ``clusters``: codes\n"
+          "are residuals to the nearest of this many k-means centroids of the training rows (data of\n"
+          "well-separated clusters estimates better with about as many). ``memory_budget``: the bytes\n"
+          "the index may hold resident (its codes + model + the pool's frames + translation); a\n"
+          "growth past it raises InvalidArgumentError (None: no limit). An existing index keeps its\n"
+          "parameters (budget: the one given now).")
+      .def_static(
+          "open",
+          [](PoolHandle& pool, const std::string& name, std::optional<uint64_t> memory_budget) {
+            CodedHnswConfig c;
+            c.memory_budget = memory_budget.value_or(UINT64_MAX);
+            std::shared_ptr<CodedHnswApi> api;
+            {
+              nb::gil_scoped_release release;
+              api = pool.api->coded_hnsw(name, false, c);
+            }
+            return CodedHandle{std::move(api), name};
+          },
+          "pool"_a, "name"_a, "memory_budget"_a = nb::none(),
+          "Opens the index written earlier under ``name`` (its codes are read into memory). Raises\n"
+          "UnknownSpaceError when there is none, CorruptPageError when a code page fails its check.")
+      .def(
+          "train",
+          [](CodedHandle& h, nb::handle x) {
+            FloatRows rows(x, h.api->dim(), "vectors");
+            nb::gil_scoped_release release;
+            h.api->train(rows.batch());
+          },
+          "vectors"_a,
+          "Fits the code model on ``vectors`` (float32 [n, dim]; none is stored) and writes the empty\n"
+          "index. Optional: the first add() trains on its own rows; call train() with a sample when\n"
+          "the first batch is small or unrepresentative. Raises InvalidArgumentError (trained\n"
+          "already, dim, NaN/inf, a budget below the codes of ``capacity`` plus the pool's frames).")
+      .def_prop_ro("is_trained", [](CodedHandle& h) { return h.api->trained(); }, "Whether the code model is fitted.")
+      .def("add", &add_rows<CodedHnswApi>, "vectors"_a, "ids"_a = nb::none(), "labels"_a = nb::none(),
+           "num_threads"_a = 0, "As HnswIndex.add (the first call trains the codes when train() was not called).")
+      .def(
+          "search",
+          [](CodedHandle& h, nb::handle q, uint32_t k, std::optional<uint32_t> ef, uint32_t rerank, unsigned threads,
+             const nb::object& filter, const nb::object& labels) {
+            std::optional<std::vector<uint64_t>> allowed;
+            if (!filter.is_none()) allowed = allowed_ids_of(filter);
+            const std::optional<std::vector<uint32_t>> wanted = label_filter_of(labels);
+            return search_rows(h, q, k, ef.value_or(std::max<uint32_t>(64, k)), threads, 1,
+                               allowed ? &*allowed : nullptr, wanted ? &*wanted : nullptr, rerank);
+          },
+          "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "rerank"_a = 50, "num_threads"_a = 0, "filter"_a = nb::none(),
+          "labels"_a = nb::none(),
+          "The k approximate nearest neighbours of each query, as HnswIndex.search: (ids uint64 [n, k],\n"
+          "distances float32 [n, k], exact). ``ef``: the beam width on codes (None: max(64, k)),\n"
+          "raised to max(k, rerank); ``rerank``: candidates whose full vectors are read (one group\n"
+          "read per query) and ranked exactly (at least 1; raised to k). A filter allowing few ids\n"
+          "is answered by scanning their codes (no graph page read). Raises as HnswIndex.search,\n"
+          "and InvalidArgumentError for rerank 0 or an index with no rows yet.")
+      .def("delete", &delete_ids<CodedHnswApi>, "ids"_a, "As HnswIndex.delete.")
+      .def(
+          "consolidate",
+          [](CodedHandle& h) {
+            nb::gil_scoped_release release;
+            return h.api->consolidate();
+          },
+          "As HnswIndex.consolidate (on level 0, the only level).")
+      .def_prop_rw(
+          "auto_consolidate", [](CodedHandle& h) { return h.api->auto_consolidate(); },
+          [](CodedHandle& h, double fraction) {
+            nb::gil_scoped_release release;
+            h.api->set_auto_consolidate(fraction);
+          },
+          "As HnswIndex.auto_consolidate (default 0.2).")
+      .def_prop_ro("tombstones", [](CodedHandle& h) { return h.api->tombstones(); },
+                   "Deleted and replaced vectors not yet freed by consolidate().")
+      .def(
+          "memory",
+          [](CodedHandle& h) {
+            nb::gil_scoped_release release;
+            return h.api->memory();
+          },
+          "Resident bytes as a dict: 'codes' (codes and slot states of the capacity), 'model',\n"
+          "'pool_frames' (the whole pool's, shared with its other structures), 'translation',\n"
+          "'total' (their sum), and 'budget' (the memory_budget; 2^64 - 1: none).")
+      .def("__len__", [](CodedHandle& h) { return h.api->size(); }, "The number of vectors (added, not deleted).")
+      .def(
+          "__contains__", [](CodedHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,
+          "Whether ``id`` is in the index (added and not deleted).")
+      .def("get_label", &label_of_id<CodedHnswApi>, "id"_a, "As HnswIndex.get_label.")
+      .def_prop_ro("name", [](CodedHandle& h) { return h.name; }, "The index's name in its pool.")
+      .def_prop_ro("dim", [](CodedHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
+      .def_prop_ro("metric", [](CodedHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
+      .def_prop_ro("bits", [](CodedHandle& h) { return h.api->bits(); }, "Code bits per dimension.")
+      .def_prop_ro("capacity", [](CodedHandle& h) { return h.api->capacity(); },
+                   "Slots the index has room for (0 before training); doubles as needed within the budget.")
+      .def_prop_ro("M", [](CodedHandle& h) { return h.api->M(); }, "Links chosen per node (lists hold 2M).")
+      .def_prop_ro(
+          "ef_construction", [](CodedHandle& h) { return h.api->ef_construction(); }, "Insertion beam width.")
+      .def_rw("prefetch", &CodedHandle::prefetch,
+              "Searches prefetch the link pages of candidates entering the beam (group reads).")
+      .def("__repr__", [](CodedHandle& h) {
+        return "calico.CodedHnswIndex('" + h.name + "', dim=" + std::to_string(h.api->dim()) + ", metric='" +
+               metric_name(h.api->metric()) + "', bits=" + std::to_string(h.api->bits()) + ")";
       });
 
   nb::class_<IvfHandle>(m, "IvfIndex",

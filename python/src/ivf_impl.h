@@ -135,24 +135,7 @@ class IvfImpl final : public IvfApi {
     opt.nprobe = knobs.param;
     opt.optimistic = knobs.optimistic;
     opt.prefetch = knobs.prefetch;
-    const unsigned threads = threads_for(q.rows, knobs.threads, 4);
-    auto make = [&] { return std::make_unique<State>(x); };
-    std::vector<typename StatePool<State>::Lease> leases;
-    for (unsigned w = 0; w < threads; ++w) leases.push_back(states_.acquire(make));
-    std::vector<std::vector<index::MappedNeighbor>> outs(threads);
-    parallel_rows(q.rows, threads, [&](unsigned w, uint64_t i) {
-      std::vector<index::MappedNeighbor>& out = outs[w];
-      if (filter) {
-        x.search(q.data + i * dim_, opt, *leases[w], &out, *filter);
-      } else {
-        x.search(q.data + i * dim_, opt, *leases[w], &out);
-      }
-      for (uint32_t j = 0; j < knobs.k; ++j) {
-        const bool have = j < out.size();
-        ids[i * knobs.k + j] = have ? out[j].id : std::numeric_limits<uint64_t>::max();
-        dist[i * knobs.k + j] = have ? out[j].distance : std::numeric_limits<float>::infinity();
-      }
-    });
+    search_each_row(x, q, dim_, knobs.k, opt, filter, states_, threads_for(q.rows, knobs.threads, 4), ids, dist);
   }
 
  private:

@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "btree_impl.h"
+#include "coded_impl.h"
 #include "calico/error.h"
 #include "gate.h"
 #include "hnsw_impl.h"
@@ -138,6 +139,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     p.M = cfg.M;
     p.ef_construction = cfg.ef_construction;
     p.seed = cfg.seed;
+    refuse_if_coded(name);
     if (!exists(name) && !create) pool_->open_space(name);  // throws kUnknownSpace naming it
     std::shared_ptr<HnswApi> x;
     if constexpr (kDirect) {  // one space per pool: no id map (hnsw_slot_impl.h)
@@ -162,6 +164,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     std::lock_guard l(registry_mu_);
     std::shared_ptr<IvfApi> x = registered<IvfApi>(name, "an IVF index");
     if (!x) {
+      refuse_if_coded(name);
       using Core = index::BasicIvf<Pool>;
       using Index = index::BasicMapped<Core>;
       if (exists(name)) {
@@ -203,10 +206,54 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
     return x;
   }
 
+  std::shared_ptr<CodedHnswApi> coded_hnsw(std::string_view name, bool create, const CodedHnswConfig& cfg) override {
+    Use u(*gate_);
+    std::lock_guard l(registry_mu_);
+    std::shared_ptr<CodedHnswApi> x = registered<CodedHnswApi>(name, "a coded HNSW index");
+    if (!x) {
+      if constexpr (kDirect) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "coded hnsw '" + std::string(name) +
+                        "': the 'direct' translation holds every page in memory, where the full-vector HnswIndex is "
+                        "faster; use another translation");
+      } else {
+        using Core = index::BasicCodedHnsw<Pool>;
+        using Index = index::BasicMapped<Core>;
+        if (exists(name)) {
+          throw Error(ErrorCode::kInvalidArgument, "space '" + std::string(name) + "' holds another kind of structure");
+        }
+        if (coded_exists(name)) {
+          x = std::make_shared<CodedHnswImpl<Pool>>(
+              gate_, this->shared_from_this(), pool_.get(), std::string(name), cfg,
+              Index::attach(*pool_, name, Core::open(*pool_, name, cfg.memory_budget)));
+        } else if (create) {
+          if (cfg.dim == 0) throw Error(ErrorCode::kInvalidArgument, "coded hnsw '" + std::string(name) + "': dim is 0");
+          if (name.empty() || name.size() > Core::kMaxNameBytes) {
+            throw Error(ErrorCode::kInvalidArgument, "coded hnsw name '" + std::string(name) + "': 1 to " +
+                                                         std::to_string(Core::kMaxNameBytes) + " characters");
+          }
+          check_map_name(name);
+          x = std::make_shared<CodedHnswImpl<Pool>>(gate_, this->shared_from_this(), pool_.get(), std::string(name),
+                                                    cfg, std::nullopt);
+        } else {
+          pool_->open_space(std::string(name) + ".codes");  // throws kUnknownSpace naming it
+        }
+      }
+      registry_[std::string(name)] = x;
+    }
+    if (create && (x->dim() != cfg.dim || x->metric() != cfg.metric)) {
+      throw Error(ErrorCode::kInvalidArgument, "coded hnsw '" + std::string(name) + "' exists with dim " +
+                                                   std::to_string(x->dim()) +
+                                                   " and another metric or dim than asked; open it with CodedHnswIndex.open");
+    }
+    return x;
+  }
+
   std::shared_ptr<BTreeApi> btree(std::string_view name, bool create) override {
     Use u(*gate_);
     std::lock_guard l(registry_mu_);
     if (auto x = registered<BTreeApi>(name, "a B+tree")) return x;
+    refuse_if_coded(name);
     using Tree = index::BasicBTree<Pool>;
     std::unique_ptr<Tree> tree;
     if (exists(name)) {
@@ -260,6 +307,36 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
       return false;
     }
     return false;
+  }
+
+  // A coded HNSW has no space named `name` (its spaces are name + kCodedSuffixes), so whether
+  // one is stored under `name` is asked of its codes space; one created and never flushed
+  // (no block) is dropped with its other spaces and its id map, as exists() drops others.
+  static constexpr const char* kCodedSuffixes[] = {".codes", ".graph", ".vectors"};
+  bool coded_exists(std::string_view name) {
+    const std::string codes = std::string(name) + ".codes";
+    bool found = false, empty = false;
+    for (const SpaceInfo& s : pool_->spaces()) {
+      if (s.name != codes) continue;
+      found = true;
+      empty = s.blocks == 0;
+    }
+    if (!found || !empty) return found;
+    for (const char* suffix : kCodedSuffixes) {
+      const std::string n = std::string(name) + suffix;
+      for (const SpaceInfo& s : pool_->spaces()) {
+        if (s.name == n) pool_->drop_space(s.id);
+      }
+    }
+    if constexpr (!kDirect) index::BasicIdMap<Pool>::drop(*pool_, name);
+    return false;
+  }
+  // Another kind of structure may not take the name of a coded HNSW (their id maps would
+  // share spaces).
+  void refuse_if_coded(std::string_view name) {
+    if (coded_exists(name)) {
+      throw Error(ErrorCode::kInvalidArgument, "space '" + std::string(name) + "' holds a coded HNSW index");
+    }
   }
 
   // The live index registered under `name` as a T; kInvalidArgument when it is another kind.

@@ -57,20 +57,31 @@ def brute_force(base: np.ndarray, queries: np.ndarray, k: int, metric: str = "l2
     return np.argsort(d, axis=1, kind="stable")[:, :k]
 
 
+# The vector index classes by the kind names the parametrized tests use.
+INDEX_CLASSES = {"hnsw": calico.HnswIndex, "ivf": calico.IvfIndex, "coded": calico.CodedHnswIndex}
+
+
 def small_index(pool, kind: str, name: str = "v", dim: int = 8, nlist: int = 8):
-    """A small index of `kind` ('hnsw': M 8, ef_construction 64, capacity 256; 'ivf': `nlist`
-    lists trained on 400 clustered rows), for the model tests of ids and labels."""
+    """A small index of `kind` ('hnsw': M 8, ef_construction 64, capacity 256; 'coded': the
+    same, its codes trained on 400 clustered rows; 'ivf': `nlist` lists trained on them), for
+    the model tests of ids and labels."""
     if kind == "hnsw":
         return calico.HnswIndex(pool, name, dim=dim, M=8, ef_construction=64, capacity=256)
-    index = calico.IvfIndex(pool, name, dim=dim, nlist=nlist)
+    if kind == "coded":
+        index = calico.CodedHnswIndex(pool, name, dim=dim, M=8, ef_construction=64, capacity=256)
+    else:
+        index = calico.IvfIndex(pool, name, dim=dim, nlist=nlist)
     index.train(clustered(400, dim, seed=9))
     return index
 
 
 def search_small(index, kind: str, q, k: int, **kw):
-    """search() of a small_index: HNSW with ef 128, IVF exact (every list probed)."""
+    """search() of a small_index: HNSW with ef 128, the coded HNSW with ef and rerank 128 (its
+    1-bit codes of 8 dimensions rank coarsely), IVF exact (every list probed)."""
     if kind == "hnsw":
         return index.search(q, k=k, ef=128, **kw)
+    if kind == "coded":
+        return index.search(q, k=k, ef=128, rerank=128, **kw)
     return index.search(q, k=k, nprobe=index.nlist, **kw)
 
 

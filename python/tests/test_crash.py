@@ -27,8 +27,9 @@ rng = np.random.default_rng(7)
 base = rng.random((3000, 16), dtype=np.float32)
 with calico.Pool(path, pool_bytes=64 * 4096) as pool:
     index = (calico.HnswIndex(pool, "v", dim=16, M=8, ef_construction=32) if kind == "hnsw"
+             else calico.CodedHnswIndex(pool, "v", dim=16, M=8, ef_construction=32) if kind == "coded"
              else calico.IvfIndex(pool, "v", dim=16, nlist=8))
-    if kind == "ivf":
+    if kind != "hnsw":
         index.train(base[:500])
     index.add(base[:2000], ids=np.arange(2000, dtype=np.uint64) * 7, labels=np.arange(2000, dtype=np.uint32) % 3)
     index.delete(np.arange(0, 300, dtype=np.uint64) * 7)
@@ -43,7 +44,7 @@ with calico.Pool(path, pool_bytes=64 * 4096) as pool:
 """
 
 
-@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "coded"])
 def test_a_kill_after_a_flush_reopens_the_flushed_index(tmp_path, kind):
     path = str(tmp_path / "pool")
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD), path, kind], capture_output=True, text=True,
@@ -56,7 +57,7 @@ def test_a_kill_after_a_flush_reopens_the_flushed_index(tmp_path, kind):
     rng = np.random.default_rng(7)
     base = rng.random((3000, 16), dtype=np.float32)
     with calico.Pool(path, pool_bytes=64 * 4096) as pool:
-        index = calico.HnswIndex.open(pool, "v") if kind == "hnsw" else calico.IvfIndex.open(pool, "v")
+        index = {"hnsw": calico.HnswIndex, "ivf": calico.IvfIndex, "coded": calico.CodedHnswIndex}[kind].open(pool, "v")
         assert len(index) == 1700
         for i in [300, 301, 999, 1500, 1599, 1999]:  # flushed rows, some changed after the flush
             ids, dist = index.search(base[i], k=1, filter=np.array([i * 7], dtype=np.uint64))
@@ -86,6 +87,8 @@ with calico.Pool(path, pool_bytes=64 * 4096) as pool:
     ivf.add(rng.random((50, 8), dtype=np.float32))
     tree = calico.BTree(pool, "t")
     tree.put(b"a", b"b")
+    coded = calico.CodedHnswIndex(pool, "c", dim=8)
+    coded.add(rng.random((50, 8), dtype=np.float32))
     print(" ".join(sorted(pool.spaces())), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -99,16 +102,16 @@ def test_structures_created_after_the_last_flush_are_gone_after_a_kill(tmp_path)
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(NEW_CHILD), path], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == -signal.SIGKILL, r.stderr
-    assert "h.slots" in r.stdout.split() and "t" in r.stdout.split()
+    assert "h.slots" in r.stdout.split() and "t" in r.stdout.split() and "c.codes" in r.stdout.split()
 
     rng = np.random.default_rng(5)
     rows = rng.random((40, 8), dtype=np.float32)
     with calico.Pool(path, pool_bytes=64 * 4096) as pool:
         assert calico.BTree.open(pool, "kept")[b"k"] == b"flushed"
-        for name in ["h", "i", "t"]:
-            with pytest.raises(calico.UnknownSpaceError, match=f"'{name}'"):
-                (calico.HnswIndex.open if name == "h" else calico.IvfIndex.open if name == "i"
-                 else calico.BTree.open)(pool, name)
+        for name in ["h", "i", "t", "c"]:
+            with pytest.raises(calico.UnknownSpaceError, match=f"'{name}"):
+                {"h": calico.HnswIndex, "i": calico.IvfIndex, "t": calico.BTree,
+                 "c": calico.CodedHnswIndex}[name].open(pool, name)
         hnsw = calico.HnswIndex(pool, "h", dim=8)
         assert len(hnsw) == 0
         hnsw.add(rows, ids=np.arange(40, dtype=np.uint64) + 100)
@@ -119,9 +122,14 @@ def test_structures_created_after_the_last_flush_are_gone_after_a_kill(tmp_path)
         tree = calico.BTree(pool, "t")
         assert len(tree) == 0
         tree.put(b"x", b"y")
+        coded = calico.CodedHnswIndex(pool, "c", dim=8)
+        assert len(coded) == 0 and not coded.is_trained
+        coded.add(rows)
         assert hnsw.search(rows[7], k=1)[0][0, 0] == 107
         assert ivf.search(rows[7], k=1)[0][0, 0] == 7
+        assert coded.search(rows[7], k=1)[0][0, 0] == 7
     with calico.Pool(path, pool_bytes=64 * 4096) as pool:
         assert len(calico.HnswIndex.open(pool, "h")) == 40
         assert len(calico.IvfIndex.open(pool, "i")) == 40
+        assert len(calico.CodedHnswIndex.open(pool, "c")) == 40
         assert calico.BTree.open(pool, "t")[b"x"] == b"y"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import calico
-from conftest import clustered, run_python, search_small, small_index
+from conftest import INDEX_CLASSES, clustered, run_python, search_small, small_index
 
 DIM, K = 8, 10
 NO_ID = np.iinfo(np.uint64).max
@@ -54,7 +54,7 @@ def _check_row(model, q, ids, dist, allow, exact, k):
     return len(set(got) & set(want_ids)), n
 
 
-@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "coded"])
 def test_model_of_upsert_delete_and_filtered_search(data_dir, kind):
     rng = np.random.default_rng(7)
     rows = clustered(3000, DIM, seed=3)
@@ -120,7 +120,7 @@ def test_model_of_upsert_delete_and_filtered_search(data_dir, kind):
         assert set(int(i) for i in ids[0] if i != NO_ID) == set(small)
         saved = {i: v.copy() for i, v in model.items()}
     with calico.Pool(data_dir, pool_bytes=64 * 4096) as pool:
-        index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
+        index = INDEX_CLASSES[kind].open(pool, "v")
         assert len(index) == len(saved)
         for q in rows[:20]:
             ids, dist = search_small(index, kind, q, K)
@@ -192,7 +192,7 @@ def test_bad_ids_raise_and_change_nothing(pool, kind):
     assert int(ids[99]) in index and 7 not in index
 
 
-@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "coded"])
 def test_ids_none_skips_user_ids(pool, kind):
     index = small_index(pool, kind)
     rows = clustered(20, DIM, seed=6)
@@ -248,7 +248,7 @@ def test_an_index_without_a_map_opens_with_its_ids(data_dir, kind):
         assert pool.spaces() == ["v"], "no map on 'direct'"
         before = search_small(index, kind, rows[:20], K)
     with calico.Pool(data_dir, pool_bytes=16 << 20) as pool:
-        index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
+        index = INDEX_CLASSES[kind].open(pool, "v")
         assert sorted(pool.spaces()) == ["v", "v.ids", "v.slots"]
         assert len(index) == 270 and 5 in index and 10 not in index
         after = search_small(index, kind, rows[:20], K)
@@ -256,6 +256,6 @@ def test_an_index_without_a_map_opens_with_its_ids(data_dir, kind):
         index.add(rows[:2] + 1, ids=np.array([5, 2**63], dtype=np.uint64))  # an upsert, a 64-bit id
         assert len(index) == 271
     with calico.Pool(data_dir, pool_bytes=16 << 20) as pool:  # the map is kept, not built again
-        index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
+        index = INDEX_CLASSES[kind].open(pool, "v")
         got, dist = search_small(index, kind, rows[:2] + 1, 1)
         assert got[:, 0].tolist() == [5, 2**63] and (dist[:, 0] == 0).all()

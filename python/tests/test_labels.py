@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import calico
-from conftest import clustered, run_python, search_small, small_index
+from conftest import INDEX_CLASSES, clustered, run_python, search_small, small_index
 
 DIM, K = 8, 10
 NO_ID = np.iinfo(np.uint64).max
@@ -82,7 +82,7 @@ def _check(model, q, ids, dist, labels, allow, exact):
     return len(set(got) & set(want)), n
 
 
-@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "coded"])
 def test_model_of_labeled_upserts_deletes_and_label_filtered_search(data_dir, kind):
     rng = np.random.default_rng(11)
     rows = clustered(2400, DIM, seed=5)
@@ -153,7 +153,7 @@ def test_model_of_labeled_upserts_deletes_and_label_filtered_search(data_dir, ki
         if kind == "hnsw":  # ~1,000 IVF rows fit in 64 pages; the graph does not
             assert pool.stats()["evictions"] > 0, "the pool is smaller than the index"
     with calico.Pool(data_dir, pool_bytes=64 * 4096, translation="array") as pool:
-        index = (calico.HnswIndex if kind == "hnsw" else calico.IvfIndex).open(pool, "v")
+        index = INDEX_CLASSES[kind].open(pool, "v")
         assert len(index) == len(model.vec)
         for i in model.vec:
             assert index.get_label(i) == model.label[i]
@@ -162,7 +162,7 @@ def test_model_of_labeled_upserts_deletes_and_label_filtered_search(data_dir, ki
             _check(model, q, ids[0], dist[0], {1, 2}, None, exact=kind == "ivf")
 
 
-@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "coded"])
 def test_bad_labels_raise_naming_labels_and_add_nothing(pool, kind):
     index = small_index(pool, kind)
     rows = clustered(50, DIM, seed=7)

@@ -6,5 +6,6 @@
 
 #include "index/coded_hnsw/coded_hnsw_layout.h"
 #include "vector/distance.h"
+#include "vector/id_filter.h"
 #include "vector/neighbor.h"
 #include "vector/quantizer.h"

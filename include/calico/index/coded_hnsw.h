@@ -14,7 +14,10 @@
 //                                   a new, empty index; the code model is trained on the sample
 //   BasicCodedHnsw::open(pool, name, budget_bytes)   an index written earlier (any process)
 //   add(id, v)                      inserts vector v as slot id (growing the capacity); thread-safe
-//   search(q, options, state, &out) the k approximate nearest neighbours; thread-safe
+//   remove(id)                      a tombstone: never returned again; thread-safe
+//   consolidate()                   relinks around the tombstones and frees their slots
+//   search(q, options, state, &out[, filter])  the k approximate nearest neighbours (among
+//                                   the ids filter allows); thread-safe
 //   memory()                        resident bytes: codes, model, pool frames, translation
 //   size(), capacity(), dim(), code_bytes(), check_structure()
 //
@@ -44,6 +47,16 @@
 //     Then the best `rerank` by estimate have their vector pages requested as one group
 //     (pool.read_group: one batch of asynchronous reads for the evicted ones), are scored
 //     exactly, and the best k returned.
+//   - Deletes and filters, as BasicHnsw does them (calico/index/hnsw.h, "Removal and
+//     filters"): remove() marks the slot removed (in memory and in its code page's removed
+//     bitmap); the node keeps code, vector and links, so searches still pass through it, but
+//     only admissible nodes (not removed, allowed by the filter) enter the beam's results and
+//     the re-rank. A filter that allows few ids is answered by scanning their resident codes
+//     (no graph page read) and re-ranking the best; a graph search that found fewer than k
+//     admissible nodes is completed the same way. consolidate() is FreshDiskANN's
+//     (Algorithm 4, as BasicHnsw's): each list naming a removed node keeps its live members
+//     and fills the removed ones' places from their lists by the heuristic (exact distances,
+//     one group read); then the removed slots are cleared and may be added again.
 //   - add: code and vector written first; then a search on codes with ef_construction whose
 //     results are re-ranked exactly, the heuristic picks M, the node's own list is written,
 //     then back links; a list that overflows 2M is cut back by the heuristic around its owner
@@ -62,9 +75,18 @@
 //   - Shared::codes_mutex (shared_mutex): a search or an add holds it shared from start to
 //     end (the code array and slot states do not move under it); a growth holds it exclusive
 //     to reallocate them, and raises Shared::growing meanwhile so that new readers wait
-//     instead of starving it. Lock order: codes_mutex before any page latch; a growth takes
-//     it holding no latch. The entry sample has its own mutex (innermost). One
-//     BasicCodedHnsw object per index per pool (the in-process state above).
+//     instead of starving it. Lock order: writers, then codes_mutex, then any page latch; a
+//     growth takes codes_mutex holding no latch. The entry sample has its own mutex
+//     (innermost). One BasicCodedHnsw object per index per pool (the in-process state above).
+//   - Shared::writers (shared_mutex): add() and remove() hold it shared, consolidate()
+//     exclusive, so lists change under consolidate() only by its own hand. Searches do not
+//     take it: one that read a list before consolidate() rewrote it may reach a slot
+//     consolidate() then freed. Shared::frees counts the frees; a search that meets an
+//     absent slot (or a vector row that is not its code's) after the count moved skips it
+//     instead of reporting corruption. A freed slot should be added again only once the
+//     searches that began before consolidate() returned have ended (BasicMapped waits for
+//     them: calico/index/mapped_index.h); a search that meets it re-added scores it like any
+//     node.
 //
 // Errors (calico::Error; kInvalidArgument naming the parameter unless noted):
 //   create: dim 0, bits not 1/2/4, M < 2 or > 256, metric out of range, an empty or
@@ -74,16 +96,17 @@
 //   open: kUnknownSpace; kCorruptPage naming the page when a header (magic, kind, format,
 //     uuid, block) or a code page's CRC disagrees, or the metadata is malformed;
 //     budget_bytes as create;
-//   add: an id past kMaxCapacity, an id added before, a non-finite vector, a zero cosine
-//     vector, a growth past budget_bytes; pool errors;
+//   add: an id past kMaxCapacity, an id added before (or removed and not yet freed), a
+//     non-finite vector, a zero cosine vector, a growth past budget_bytes; pool errors;
+//   remove: an id not in the index (never added, removed before, its add running or failed);
 //   search: k 0, rerank 0, a state of another index, a non-finite query; kCorruptPage when a
 //     validated link row breaks the format or a vector row's code CRC disagrees with the
 //     resident code (the code or the vector is wrong: neither is used).
 // A failed add leaves the index searchable: a node whose code was written is reachable by
 // whatever links were written, is not counted in size(), and its id cannot be added again.
 //
-// Missing: deletes, updates, filtered search, search_batch, the upper levels of HNSW, a
-// Python binding.
+// Updates (a row replaced under the same id) and ids other than slots come from BasicMapped
+// (calico/index/mapped_index.h). Missing: search_batch, the upper levels of HNSW.
 #pragma once
 
 #include <atomic>
@@ -124,6 +147,12 @@ struct CodedHnswSearchOptions {
   // coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults.
   uint32_t rerank = 50;
   bool prefetch = true;   // prefetch the link pages of candidates entering the beam
+  // A filtered search whose filter allows at most this many ids scans their codes instead of
+  // searching the graph. 0: automatic, a scan when m * m <= kScanC * ef * live for m allowed
+  // ids (a graph search scores about 2M codes for each of ef / selectivity nodes it expands,
+  // and reads their link rows; a scan scores m codes and reads nothing).
+  static constexpr uint64_t kScanC = 64;
+  uint32_t exact_scan_below = 0;
 };
 
 // Counters of one CodedHnswSearchState. Cumulative until reset.
@@ -134,6 +163,7 @@ struct CodedHnswSearchStats {
   uint64_t reranked = 0;      // exact distances (vector rows read)
   uint64_t group_reads = 0;   // vector page reads the re-rank groups submitted
   uint64_t retries = 0;       // optimistic reads that failed validation
+  uint64_t scans = 0;         // searches answered (or completed) by a scan of codes
 };
 
 // Resident memory of the index (bytes).
@@ -174,6 +204,7 @@ class CodedHnswSearchState {
   std::vector<float> rows_;        // re-ranked vectors, rerank x dim (add: the heuristic's rows)
   std::vector<vector::Neighbor> exact_;  // re-rank: {exact distance, index of the input id}
   std::vector<uint32_t> row_of_;         // exact_[j]'s row in rows_
+  uint64_t frees_ = 0;                   // Shared::frees when the search began
   CodedHnswSearchStats stats_;
 };
 
@@ -204,8 +235,12 @@ class BasicCodedHnsw {
   const vector::Quantizer& quantizer() const { return *model_; }
   // Slots with pages (ids below it may be added without growth). Only grows.
   uint32_t capacity() const { return shared_->capacity.load(std::memory_order_acquire); }
-  // Completed adds. Racy while adds run.
-  uint32_t size() const { return shared_->size.load(std::memory_order_relaxed); }
+  // Live nodes: completed adds, not removed. Racy while adds and removes run.
+  uint32_t size() const {
+    return shared_->size.load(std::memory_order_relaxed) - shared_->removed.load(std::memory_order_relaxed);
+  }
+  // Removed nodes not yet freed by consolidate().
+  uint32_t tombstones() const { return shared_->removed.load(std::memory_order_relaxed); }
   // The bytes codes, model and slot states of `capacity` slots take in memory.
   uint64_t codes_bytes(uint64_t capacity) const;
   CodedHnswMemory memory() const;
@@ -216,12 +251,31 @@ class BasicCodedHnsw {
   void reserve(uint64_t n);
   // Inserts v[0 .. dim) as slot id (reserve(id + 1) first when needed). Thread-safe.
   void add(uint32_t id, const float* v);
-  // Whether slot id holds a node (its code is written). Errors: id >= capacity.
+  // Removes slot id: no search returns it again (a search running meanwhile may). Its node
+  // stays as a tombstone that searches pass through until consolidate(). Thread-safe with
+  // add, remove and search. Errors: see the file comment (the index is unchanged).
+  void remove(uint32_t id);
+  // Relinks every list that names a removed node and frees the removed slots (see "Deletes
+  // and filters"); returns how many. Blocks add() and remove(); searches go on. Errors:
+  // pool errors, kCorruptPage; lists are rewritten before any slot is freed, so a failure
+  // part-way leaves a searchable index whose tombstones the next call frees.
+  uint32_t consolidate();
+  // Whether slot id holds a node that is not removed (its code is written: an add running
+  // or failed counts). Errors: id >= capacity.
   bool contains(uint32_t id) const;
+  // Whether slot id is removed (a tombstone). Errors: id >= capacity.
+  bool removed(uint32_t id) const;
+  // Slots whose add() failed after the code was written, ascending (their nodes are in the
+  // graph, not counted in size(), never added again). Racy while adds run.
+  std::vector<uint32_t> failed_adds() const;
   // The k (or fewer) approximate nearest neighbours of q with exact distances, ascending
   // by (distance, id), into *out (replaced).
   void search(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
               std::vector<vector::Neighbor>* out) const;
+  // search() among the ids filter allows: the k (or fewer, when fewer live nodes are
+  // allowed) approximate nearest of them.
+  void search(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
+              std::vector<vector::Neighbor>* out, const vector::IdFilter& filter) const;
 
   // Whole-structure check for tests, at quiescence: the invariants of coded_hnsw_layout.h,
   // reading every page pinned. Throws std::logic_error naming the first violation.
@@ -230,12 +284,16 @@ class BasicCodedHnsw {
  private:
   friend class CodedHnswSearchState;
   // Slot states (in memory): absent -> claimed (add running) -> coded (code and vector
-  // written: links may name it) -> complete (linked and counted).
-  enum SlotState : uint8_t { kAbsent = 0, kClaimed = 1, kCoded = 2, kComplete = 3 };
+  // written: links may name it) -> complete (linked and counted) -> removed (a tombstone)
+  // -> absent (consolidate()). States >= kCoded have a code and may be traversed.
+  enum SlotState : uint8_t { kAbsent = 0, kClaimed = 1, kCoded = 2, kComplete = 3, kRemoved = 4 };
 
   struct Shared {
     std::atomic<uint32_t> capacity{0};
-    std::atomic<uint32_t> size{0};
+    std::atomic<uint32_t> size{0};     // completed adds not yet freed (live + removed)
+    std::atomic<uint32_t> removed{0};  // tombstones
+    std::atomic<uint64_t> frees{0};    // consolidations that freed slots (see "Concurrency")
+    std::shared_mutex writers;         // add / remove shared, consolidate exclusive
     // codes_mutex: shared to read or write codes / slot states, exclusive to reallocate them.
     mutable std::shared_mutex codes_mutex;
     // Set while a growth waits for codes_mutex exclusive: new readers wait for it to clear
@@ -294,10 +352,26 @@ class BasicCodedHnsw {
   void read_row(PageId pid, uint32_t off, const OptimisticRead* started, CodedHnswSearchState& st, Copy&& copy) const;
   uint32_t read_links(uint32_t id, CodedHnswSearchState& st, uint32_t* out) const;
   void read_vector(uint32_t id, const OptimisticRead* started, CodedHnswSearchState& st, float* out) const;
-  // Beam search on codes; leaves st.results_ sorted ascending by estimate.
-  void beam(uint32_t ef, bool prefetch, CodedHnswSearchState& st) const;
+  // Beam search on codes; leaves st.results_ sorted ascending by estimate, holding only
+  // nodes admit(slot) accepts (every node is traversed).
+  template <class Admit>
+  void beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st) const;
+  template <class Admit>
+  void search_admitted(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
+                       std::vector<vector::Neighbor>* out, const Admit& admit, const vector::IdFilter* filter) const;
+  // The best `keep` by estimate among admissible slots (filter's allowed ids, or all) not
+  // in st.results_, merged into st.results_ (ascending).
+  template <class Admit>
+  void scan_codes(uint32_t keep, const Admit& admit, const vector::IdFilter* filter, CodedHnswSearchState& st) const;
+  // A stale read during consolidate(): true when the search may skip what it read.
+  bool freed_since(const CodedHnswSearchState& st) const {
+    return shared_->frees.load(std::memory_order_acquire) != st.frees_;
+  }
+  void write_code_bits(uint32_t id, bool present, bool removed, const uint8_t* code);
   // Exact distances from q to ids (one group read) into st.exact_ (ascending), vectors in st.rows_.
-  void rerank(const float* q, const uint32_t* ids, uint32_t n, CodedHnswSearchState& st) const;
+  // skip_stale: a search's re-rank drops rows freed meanwhile (freed_since) instead of
+  // reporting them.
+  void rerank(const float* q, const uint32_t* ids, uint32_t n, CodedHnswSearchState& st, bool skip_stale = false) const;
   void select_heuristic(uint32_t m, CodedHnswSearchState& st, std::vector<uint32_t>* out) const;
   void link_back(uint32_t node, uint32_t id, CodedHnswSearchState& st);
   uint32_t first_complete() const;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -35,6 +36,20 @@ inline uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+// Every slot is admissible (no tombstone, no filter): the plain path costs nothing more.
+struct AdmitAll {
+  bool operator()(uint32_t) const { return true; }
+};
+
+// Starts a new visited epoch over cap slots.
+inline void begin_epoch(std::vector<uint16_t>& visited, uint16_t& epoch, uint32_t cap) {
+  if (visited.size() < cap) visited.resize(cap, 0);
+  if (++epoch == 0) {
+    std::fill(visited.begin(), visited.end(), 0);
+    epoch = 1;
+  }
 }
 
 }  // namespace coded_detail
@@ -203,6 +218,9 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   {
     SharedGuard g = pool.pin_shared(meta_pid);
     const CodedPageHeader h = header_of(g.data());
+    if (h.magic == CodedPageHeader::kMagic && h.format == 1) {
+      corrupt_page(coded_detail::kKind, "format 1 (an index written before deletes existed): build it again", meta_pid);
+    }
     if (h.magic != CodedPageHeader::kMagic || h.format != CodedPageHeader::kFormat || h.kind != CodedPageHeader::kMeta ||
         h.block != 0) {
       corrupt_page(coded_detail::kKind, "metadata page header", meta_pid);
@@ -281,6 +299,7 @@ inline void BasicCodedHnsw<Pool>::load_codes(uint32_t capacity) {
   Shared& sh = *shared_;
   sh.codes.assign(size_t{capacity} * layout_.code_bytes, 0);
   sh.states = std::make_unique<std::atomic<uint8_t>[]>(capacity);
+  uint32_t removed_count = 0;
   for (uint64_t c = 0; c < code_pages; ++c) {
     const PageId pid(codes_space_, static_cast<BlockId>(1 + layout_.model_pages + c));
     SharedGuard g = pool_->pin_shared(pid);
@@ -292,19 +311,31 @@ inline void BasicCodedHnsw<Pool>::load_codes(uint32_t capacity) {
     for (uint32_t i = 0; i < layout_.per_code_page; ++i) {
       const uint64_t s = c * layout_.per_code_page + i;
       if (s >= capacity) break;
-      uint64_t word;
-      std::memcpy(&word, payload + 8 * (i / 64), 8);
-      if ((word >> (i % 64) & 1) == 0) continue;
+      uint64_t present, removed;
+      std::memcpy(&present, payload + 8 * (i / 64), 8);
+      std::memcpy(&removed, payload + 8 * layout_.bitmap_words + 8 * (i / 64), 8);
+      const bool is_present = (present >> (i % 64) & 1) != 0, is_removed = (removed >> (i % 64) & 1) != 0;
+      if (is_removed && !is_present) corrupt_page(coded_detail::kKind, "removed bit of an absent slot", pid);
+      if (!is_present) continue;
       std::memcpy(sh.codes.data() + s * layout_.code_bytes, g.data() + layout_.code_offset(static_cast<uint32_t>(s)),
                   layout_.code_bytes);
-      sh.states[s].store(kComplete, std::memory_order_relaxed);
-      if (sampled(static_cast<uint32_t>(s))) sh.entries.push_back(static_cast<uint32_t>(s));
+      sh.states[s].store(is_removed ? kRemoved : kComplete, std::memory_order_relaxed);
+      if (is_removed) {
+        ++removed_count;
+      } else if (sampled(static_cast<uint32_t>(s))) {
+        sh.entries.push_back(static_cast<uint32_t>(s));
+      }
     }
   }
   const uint32_t entry = sh.entry.load(std::memory_order_relaxed);
-  if (entry != CodedMeta::kNone && sh.states[entry].load(std::memory_order_relaxed) != kComplete) {
+  // The entry may be removed (it moves at the next consolidate()), never absent.
+  if (entry != CodedMeta::kNone && sh.states[entry].load(std::memory_order_relaxed) < kCoded) {
     corrupt_page(coded_detail::kKind, "metadata entry names an absent slot", meta_pid);
   }
+  if (removed_count > sh.size.load(std::memory_order_relaxed)) {
+    corrupt_page(coded_detail::kKind, "metadata size below the removed slots", meta_pid);
+  }
+  sh.removed.store(removed_count, std::memory_order_relaxed);
   sh.capacity.store(capacity, std::memory_order_release);
 }
 
@@ -414,7 +445,50 @@ template <class Pool>
 inline bool BasicCodedHnsw<Pool>::contains(uint32_t id) const {
   const auto lock = lock_codes();
   if (id >= capacity()) coded_detail::invalid("contains: id " + std::to_string(id) + " >= capacity");
-  return state_of(id) >= kCoded;
+  const uint8_t s = state_of(id);
+  return s == kCoded || s == kComplete;
+}
+
+template <class Pool>
+inline bool BasicCodedHnsw<Pool>::removed(uint32_t id) const {
+  const auto lock = lock_codes();
+  if (id >= capacity()) coded_detail::invalid("removed: id " + std::to_string(id) + " >= capacity");
+  return state_of(id) == kRemoved;
+}
+
+template <class Pool>
+inline std::vector<uint32_t> BasicCodedHnsw<Pool>::failed_adds() const {
+  const auto lock = lock_codes();
+  std::vector<uint32_t> out;
+  const uint32_t cap = capacity();
+  for (uint32_t s = 0; s < cap; ++s) {
+    if (state_of(s) == kCoded) out.push_back(s);
+  }
+  return out;
+}
+
+// The code page of slot id: its presence and removed bits, and its code when `code` is
+// given (present) or zeros (absent); then the page's CRC. One exclusive latch.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::write_code_bits(uint32_t id, bool present, bool removed, const uint8_t* code) {
+  ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, layout_.code_block(id)));
+  check_header(g.data(), g.page_id(), CodedPageHeader::kCodes);
+  if (code != nullptr) {
+    std::memcpy(g.data() + layout_.code_offset(id), code, layout_.code_bytes);
+  } else if (!present) {
+    std::memset(g.data() + layout_.code_offset(id), 0, layout_.code_bytes);
+  }
+  const uint64_t bit = CodedLayout::bit_of(id, layout_.per_code_page);
+  for (const auto& [at, on] : {std::pair{layout_.presence_word(id), present}, std::pair{layout_.removed_word(id), removed}}) {
+    uint64_t word;
+    std::memcpy(&word, g.data() + at, 8);
+    word = on ? (word | bit) : (word & ~bit);
+    std::memcpy(g.data() + at, &word, 8);
+  }
+  CodedPageHeader h = header_of(g.data());
+  h.crc = io::crc32c(g.data() + CodedLayout::kHeader, layout_.code_payload_bytes());
+  std::memcpy(g.data(), &h, sizeof h);
+  g.mark_dirty();
 }
 
 template <class Pool>
@@ -424,13 +498,17 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   Lease lease(*this);
   CodedHnswSearchState& st = *lease.state;
   prepare_vector(v, st.query_.data(), "add");
+  std::shared_lock writing(shared_->writers);
+  st.frees_ = shared_->frees.load(std::memory_order_acquire);  // none while writers is held
   reserve(uint64_t{id} + 1);
   Shared& sh = *shared_;
   const auto lock = lock_codes();  // held to the end: codes are read and written
   {
     uint8_t expected = kAbsent;
     if (!sh.states[id].compare_exchange_strong(expected, kClaimed, std::memory_order_acq_rel)) {
-      coded_detail::invalid("add: id " + std::to_string(id) + " was added before");
+      coded_detail::invalid("add: id " + std::to_string(id) +
+                            (expected == kRemoved ? " was removed; its slot is a tombstone until consolidate() frees it"
+                                                  : " was added before"));
     }
   }
   std::vector<uint8_t> code(layout_.code_bytes);
@@ -451,22 +529,9 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
       std::memcpy(row + 8, st.query_.data(), size_t{dim} * 4);
       g.mark_dirty();
     }
-    {  // the code: resident array, then its page (presence bit, CRC)
-      std::memcpy(sh.codes.data() + size_t{id} * layout_.code_bytes, code.data(), code.size());
-      ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, layout_.code_block(id)));
-      check_header(g.data(), g.page_id(), CodedPageHeader::kCodes);
-      std::memcpy(g.data() + layout_.code_offset(id), code.data(), code.size());
-      const uint32_t i = id % layout_.per_code_page;
-      std::byte* word_at = g.data() + CodedLayout::kHeader + 8 * (i / 64);
-      uint64_t word;
-      std::memcpy(&word, word_at, 8);
-      word |= uint64_t{1} << (i % 64);
-      std::memcpy(word_at, &word, 8);
-      CodedPageHeader h = header_of(g.data());
-      h.crc = io::crc32c(g.data() + CodedLayout::kHeader, layout_.code_payload_bytes());
-      std::memcpy(g.data(), &h, sizeof h);
-      g.mark_dirty();
-    }
+    // the code: resident array, then its page (presence bit, CRC)
+    std::memcpy(sh.codes.data() + size_t{id} * layout_.code_bytes, code.data(), code.size());
+    write_code_bits(id, true, false, code.data());
   } catch (...) {
     sh.states[id].store(kAbsent, std::memory_order_release);  // no link names it yet
     throw;
@@ -489,7 +554,14 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   }
   if (!first) {
     model_->prepare(st.query_.data(), *st.query_state_);
-    beam(params_.ef_construction, false, st);
+    // Removed nodes are walked through, not linked to (consolidate() would unlink them).
+    // When removes left no live node reachable from the entries, the nearest live ones are
+    // found by a scan of the codes instead, so that the node is linked while any other is.
+    auto live = [this](uint32_t s) { return state_of(s) != kRemoved; };
+    beam(params_.ef_construction, false, live, st);
+    if (st.results_.empty() || (st.results_.size() == 1 && st.results_[0].id == id)) {
+      scan_codes(params_.ef_construction, live, nullptr, st);
+    }
     st.fresh_.clear();
     for (const vector::Neighbor& r : st.results_) {
       if (r.id != id) st.fresh_.push_back(r.id);
@@ -611,6 +683,188 @@ inline void BasicCodedHnsw<Pool>::select_heuristic(uint32_t m, CodedHnswSearchSt
   }
 }
 
+// --- remove / consolidate --------------------------------------------------------------------------
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::remove(uint32_t id) {
+  std::shared_lock writing(shared_->writers);
+  const auto lock = lock_codes();
+  if (id >= capacity()) coded_detail::invalid("remove: id " + std::to_string(id) + " >= capacity");
+  uint8_t expected = kComplete;
+  if (!shared_->states[id].compare_exchange_strong(expected, kRemoved, std::memory_order_acq_rel)) {
+    coded_detail::invalid("remove: id " + std::to_string(id) +
+                          (expected == kRemoved ? " was removed before" : " is not in the index"));
+  }
+  try {
+    write_code_bits(id, true, true, nullptr);
+  } catch (...) {
+    shared_->states[id].store(kComplete, std::memory_order_release);
+    throw;
+  }
+  shared_->removed.fetch_add(1, std::memory_order_relaxed);
+}
+
+template <class Pool>
+inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
+  std::unique_lock writing(shared_->writers);  // no add or remove: states change only here
+  if (tombstones() == 0) return 0;
+  Lease lease(*this);
+  CodedHnswSearchState& st = *lease.state;
+  Shared& sh = *shared_;
+  const auto lock = lock_codes();
+  st.frees_ = sh.frees.load(std::memory_order_acquire);
+  const uint32_t cap = capacity();
+  const uint32_t max = 2 * params_.M;
+  std::vector<uint32_t> removed;
+  uint32_t live = 0;
+  for (uint32_t s = 0; s < cap; ++s) {
+    const uint8_t state = state_of(s);
+    if (state == kRemoved) removed.push_back(s);
+    if (state == kCoded || state == kComplete) ++live;
+  }
+  if (removed.empty()) return 0;
+  auto is_live = [&](uint32_t s) { return state_of(s) == kCoded || state_of(s) == kComplete; };
+  // 1. Every live node's list that names a removed node: its live members (the survivors)
+  // all stay, and the removed ones' places are filled from the live nodes those lead to,
+  // by the heuristic seeded with the survivors (as BasicHnsw::consolidate, and for the same
+  // measured reason: docs/results/vector_churn.md). A removed member's own removed
+  // neighbours are walked only while no live candidate is found. A node left with no
+  // candidate (or with an empty list) while the index has other live nodes is linked as
+  // insertion links it.
+  std::vector<uint32_t> members(max), theirs(max), through, merged, chosen;
+  std::vector<uint32_t> mark(cap, 0);
+  std::vector<float> base(params_.dim);
+  uint32_t epoch = 0;
+  for (uint32_t p = 0; p < cap; ++p) {
+    if (!is_live(p)) continue;
+    const uint32_t n = read_links(p, st, members.data());
+    ++epoch;
+    mark[p] = epoch;
+    merged.clear();
+    through.clear();
+    auto take = [&](uint32_t v, uint32_t owner) {
+      if (v >= cap || state_of(v) < kCoded) {
+        corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(owner) + " names an absent slot",
+                     PageId(graph_space_, layout_.link_block(owner)));
+      }
+      if (mark[v] == epoch) return false;
+      mark[v] = epoch;
+      return true;
+    };
+    for (uint32_t i = 0; i < n; ++i) {
+      if (take(members[i], p)) (is_live(members[i]) ? merged : through).push_back(members[i]);
+    }
+    // A list naming no removed node stays, unless it is empty (an insertion that found no
+    // live node to link to while others were removed): that one is linked as insertion links.
+    if (through.empty() && (n > 0 || live < 2)) continue;
+    const size_t survivors = merged.size();
+    for (size_t t = 0; t < through.size(); ++t) {
+      const uint32_t m = read_links(through[t], st, theirs.data());
+      for (uint32_t j = 0; j < m; ++j) {
+        const uint32_t v = theirs[j];
+        if (!take(v, through[t])) continue;
+        if (is_live(v)) {
+          merged.push_back(v);
+        } else if (merged.empty()) {
+          through.push_back(v);
+        }
+      }
+    }
+    if (merged.empty() && live >= 2) {  // as insertion: a beam from p's vector on codes
+      read_vector(p, nullptr, st, base.data());
+      model_->prepare(base.data(), *st.query_state_);
+      auto admit = [&](uint32_t s) { return s != p && is_live(s); };
+      beam(params_.ef_construction, false, admit, st);
+      if (st.results_.empty()) scan_codes(params_.ef_construction, admit, nullptr, st);  // none reachable
+      for (const vector::Neighbor& r : st.results_) merged.push_back(r.id);
+      rerank(base.data(), merged.data(), static_cast<uint32_t>(merged.size()), st);
+      for (vector::Neighbor& e : st.exact_) e.id = merged[e.id];
+      select_heuristic(params_.M, st, &chosen);
+    } else if (merged.size() > max) {  // the survivors stay; the freed places are filled
+      read_vector(p, nullptr, st, base.data());
+      rerank(base.data(), merged.data(), static_cast<uint32_t>(merged.size()), st);
+      chosen.assign(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(survivors));
+      std::vector<uint32_t> kept_rows;
+      for (size_t j = 0; j < st.exact_.size(); ++j) {
+        if (st.exact_[j].id < survivors) kept_rows.push_back(st.row_of_[j]);
+      }
+      for (size_t j = 0; j < st.exact_.size() && chosen.size() < max; ++j) {
+        if (st.exact_[j].id < survivors) continue;
+        const float* row = st.rows_.data() + size_t{st.row_of_[j]} * params_.dim;
+        bool keep = true;
+        for (size_t r = 0; r < kept_rows.size() && keep; ++r) {
+          keep = !(dist_(row, st.rows_.data() + size_t{kept_rows[r]} * params_.dim, params_.dim) < st.exact_[j].distance);
+        }
+        if (keep) {
+          chosen.push_back(merged[st.exact_[j].id]);
+          kept_rows.push_back(st.row_of_[j]);
+        }
+      }
+    } else {
+      chosen = merged;
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(p)));
+    check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
+    std::byte* row = g.data() + layout_.link_offset(p);
+    const uint16_t head[2] = {static_cast<uint16_t>(chosen.size()), 1};
+    std::memcpy(row, head, 4);
+    std::memcpy(row + 4, chosen.data(), chosen.size() * 4);
+    g.mark_dirty();
+  }
+  // 2. A removed entry gives way to a live node (searches start there), before any slot is
+  // freed; the entry sample drops the removed slots.
+  const uint32_t entry = sh.entry.load(std::memory_order_acquire);
+  if (entry != CodedMeta::kNone && !is_live(entry)) {
+    uint32_t next = CodedMeta::kNone;
+    for (uint32_t s = 0; s < cap && next == CodedMeta::kNone; ++s) {
+      if (state_of(s) == kComplete) next = s;
+    }
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, 0));
+    CodedMeta m;
+    std::memcpy(&m, g.data() + CodedLayout::kHeader, sizeof m);
+    m.entry = next;
+    std::memcpy(g.data() + CodedLayout::kHeader, &m, sizeof m);
+    g.mark_dirty();
+    sh.entry.store(next, std::memory_order_release);
+  }
+  {
+    std::lock_guard entries(sh.entries_mutex);
+    std::erase_if(sh.entries, [&](uint32_t s) { return !is_live(s); });
+  }
+  // 3. The removed slots: no list names them now. Counted as freed first (a search that
+  // then finds one absent skips it: freed_since), then cleared: state (the resident code
+  // stays as it was: a search may still be reading it), code page bits and code, vector
+  // row, link row.
+  sh.frees.fetch_add(1, std::memory_order_acq_rel);
+  for (const uint32_t id : removed) {
+    sh.states[id].store(kAbsent, std::memory_order_release);
+    write_code_bits(id, false, false, nullptr);
+    {
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(vectors_space_, layout_.vec_block(id)));
+      std::memset(g.data() + layout_.vec_offset(id), 0, layout_.vec_row_bytes);
+      g.mark_dirty();
+    }
+    {
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(id)));
+      std::memset(g.data() + layout_.link_offset(id), 0, layout_.row_bytes);
+      g.mark_dirty();
+    }
+  }
+  const uint32_t freed = static_cast<uint32_t>(removed.size());
+  {
+    ExclusiveGuard g = pool_->pin_exclusive(PageId(codes_space_, 0));
+    CodedMeta m;
+    std::memcpy(&m, g.data() + CodedLayout::kHeader, sizeof m);
+    if (m.size < freed) corrupt_page(coded_detail::kKind, "metadata size below the removed slots", g.page_id());
+    m.size -= freed;
+    std::memcpy(g.data() + CodedLayout::kHeader, &m, sizeof m);
+    g.mark_dirty();
+  }
+  sh.size.fetch_sub(freed, std::memory_order_relaxed);
+  sh.removed.fetch_sub(freed, std::memory_order_relaxed);
+  return freed;
+}
+
 // --- reads -------------------------------------------------------------------------------------
 
 // Reads one row of page pid through copy(const std::byte* page) (racy copies only):
@@ -681,8 +935,8 @@ inline void BasicCodedHnsw<Pool>::read_vector(uint32_t id, const OptimisticRead*
 // validated. st.exact_ = {distance, index into ids} ascending; st.row_of_[j] = the row of
 // st.exact_[j] in st.rows_. Pre: codes_mutex held shared.
 template <class Pool>
-inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, uint32_t n,
-                                         CodedHnswSearchState& st) const {
+inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, uint32_t n, CodedHnswSearchState& st,
+                                         bool skip_stale) const {
   const uint32_t dim = params_.dim;
   st.rows_.resize(size_t{n} * dim);
   st.group_.resize(n);
@@ -694,38 +948,42 @@ inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, ui
   }
   st.stats_.group_reads += pool_->read_group(std::span<const PageId>(st.group_), std::span<const uint32_t>(st.offsets_),
                                              std::span<OptimisticRead>(st.reads_));
-  st.exact_.resize(n);
+  st.exact_.clear();
   for (uint32_t i = 0; i < n; ++i) {
     float* row = st.rows_.data() + size_t{i} * dim;
-    read_vector(ids[i], &st.reads_[i], st, row);
-    st.exact_[i] = vector::Neighbor{dist_(q, row, dim), i};
+    if (skip_stale && state_of(ids[i]) < kCoded) continue;  // freed meanwhile (frees counted first)
+    try {
+      read_vector(ids[i], &st.reads_[i], st, row);
+    } catch (const Error& e) {
+      if (!skip_stale || e.code() != ErrorCode::kCorruptPage || !freed_since(st)) throw;
+      continue;  // freed (and perhaps added again) during the read
+    }
+    st.exact_.push_back(vector::Neighbor{dist_(q, row, dim), i});
   }
   st.stats_.reranked += n;
   std::sort(st.exact_.begin(), st.exact_.end());
-  st.row_of_.resize(n);
-  for (uint32_t j = 0; j < n; ++j) st.row_of_[j] = st.exact_[j].id;
+  st.row_of_.resize(st.exact_.size());
+  for (size_t j = 0; j < st.exact_.size(); ++j) st.row_of_[j] = st.exact_[j].id;
 }
 
 // --- search ------------------------------------------------------------------------------------
 
 // The beam of width ef on level 0, scored by code estimates of the prepared query
-// (st.query_state_), from the entry sample. Leaves st.results_ ascending by estimate.
-// Pre: codes_mutex held shared.
+// (st.query_state_), from the entry sample. Every node scored near enough enters the
+// candidates (the beam walks through removed and filtered-out nodes); only those admit()
+// accepts enter the results, which decide when the beam stops (hnswlib's filtered search).
+// Leaves st.results_ ascending by estimate. Pre: codes_mutex held shared.
 template <class Pool>
-inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, CodedHnswSearchState& st) const {
+template <class Admit>
+inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st) const {
   const uint32_t cap = capacity();
   const uint32_t max = 2 * params_.M;
   const size_t cb = layout_.code_bytes;
-  if (st.visited_.size() < cap) st.visited_.resize(cap, 0);
-  if (++st.epoch_ == 0) {
-    std::fill(st.visited_.begin(), st.visited_.end(), 0);
-    st.epoch_ = 1;
-  }
+  coded_detail::begin_epoch(st.visited_, st.epoch_, cap);
   st.candidates_.clear();
   st.results_.clear();
   st.links_.resize(max);
-  // Scores st.fresh_ (unvisited, coded, marked) and offers them to the beam; returns how
-  // many entered the candidates (they are at the end of st.fresh_'s prefix reordering).
+  // Scores st.fresh_ (unvisited, coded, marked) and offers them to the beam.
   auto offer = [&](bool prefetch_links) {
     const size_t n = st.fresh_.size();
     if (n == 0) return;
@@ -740,11 +998,13 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, CodedHnswSear
       if (st.results_.size() < ef || c < st.results_.front()) {
         st.candidates_.push_back(c);
         std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
-        st.results_.push_back(c);
-        std::push_heap(st.results_.begin(), st.results_.end());
-        if (st.results_.size() > ef) {
-          std::pop_heap(st.results_.begin(), st.results_.end());
-          st.results_.pop_back();
+        if (admit(c.id)) {
+          st.results_.push_back(c);
+          std::push_heap(st.results_.begin(), st.results_.end());
+          if (st.results_.size() > ef) {
+            std::pop_heap(st.results_.begin(), st.results_.end());
+            st.results_.pop_back();
+          }
         }
         if (prefetch_links) st.group_.push_back(PageId(graph_space_, layout_.link_block(c.id)));
       }
@@ -783,6 +1043,7 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, CodedHnswSear
       }
       if (st.visited_[s] == st.epoch_) continue;
       if (state_of(s) < kCoded) {
+        if (freed_since(st)) continue;  // a list read before consolidate() rewrote it
         corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(c.id) + " names an absent slot",
                      PageId(graph_space_, layout_.link_block(c.id)));
       }
@@ -795,26 +1056,129 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, CodedHnswSear
 }
 
 template <class Pool>
+template <class Admit>
+inline void BasicCodedHnsw<Pool>::scan_codes(uint32_t keep, const Admit& admit, const vector::IdFilter* filter,
+                                             CodedHnswSearchState& st) const {
+  ++st.stats_.scans;
+  const uint32_t cap = std::min<uint32_t>(capacity(), static_cast<uint32_t>(st.visited_.size()));
+  const size_t cb = layout_.code_bytes;
+  std::make_heap(st.results_.begin(), st.results_.end());  // a max-heap of the best `keep`
+  constexpr size_t kBatch = 256;
+  st.fresh_.clear();
+  auto flush = [&] {
+    const size_t n = st.fresh_.size();
+    if (n == 0) return;
+    st.codes_.resize(n * cb);
+    st.est_.resize(n);
+    for (size_t i = 0; i < n; ++i) std::memcpy(st.codes_.data() + i * cb, code_of(st.fresh_[i]), cb);
+    model_->estimate(*st.query_state_, st.codes_.data(), n, st.est_.data());
+    st.stats_.estimates += n;
+    for (size_t i = 0; i < n; ++i) {
+      const vector::Neighbor c{st.est_[i], st.fresh_[i]};
+      if (st.results_.size() < keep) {
+        st.results_.push_back(c);
+        std::push_heap(st.results_.begin(), st.results_.end());
+      } else if (c < st.results_.front()) {
+        std::pop_heap(st.results_.begin(), st.results_.end());
+        st.results_.back() = c;
+        std::push_heap(st.results_.begin(), st.results_.end());
+      }
+    }
+    st.fresh_.clear();
+  };
+  auto consider = [&](uint32_t s) {
+    // Visited slots were scored by the beam (an admissible one is in the results already).
+    if (st.visited_[s] == st.epoch_ || state_of(s) < kCoded || !admit(s)) return;
+    st.visited_[s] = st.epoch_;
+    st.fresh_.push_back(s);
+    if (st.fresh_.size() == kBatch) flush();
+  };
+  if (filter != nullptr) {
+    const size_t words = std::min<size_t>(filter->allowed.size(), (size_t{cap} + 63) / 64);
+    for (size_t w = 0; w < words; ++w) {
+      for (uint64_t bits = filter->allowed[w]; bits != 0; bits &= bits - 1) {
+        const uint32_t s = static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+        if (s < cap) consider(s);
+      }
+    }
+  } else {
+    for (uint32_t s = 0; s < cap; ++s) consider(s);
+  }
+  flush();
+  std::sort_heap(st.results_.begin(), st.results_.end());
+}
+
+// The search proper, for admit() (and the filter it reads, when given). Pre: the query is
+// prepared in st.query_, codes_mutex held shared, st.frees_ read.
+template <class Pool>
+template <class Admit>
+inline void BasicCodedHnsw<Pool>::search_admitted(const float* q, const CodedHnswSearchOptions& opt,
+                                                  CodedHnswSearchState& st, std::vector<vector::Neighbor>* out,
+                                                  const Admit& admit, const vector::IdFilter* filter) const {
+  (void)q;
+  const uint32_t depth = std::max(opt.rerank, opt.k);  // re-ranked: at least the k returned
+  const uint32_t ef = std::max(opt.ef, depth);
+  ++st.stats_.searches;
+  model_->prepare(st.query_.data(), *st.query_state_);
+  const uint32_t cap = capacity();
+  bool scanned = false;
+  if (filter != nullptr) {
+    uint64_t allowed = 0;
+    const size_t words = std::min<size_t>(filter->allowed.size(), (size_t{cap} + 63) / 64);
+    for (size_t w = 0; w < words; ++w) allowed += static_cast<uint64_t>(std::popcount(filter->allowed[w]));
+    const uint64_t live = std::max<uint64_t>(size(), 1);
+    const bool scan = opt.exact_scan_below != 0 ? allowed <= opt.exact_scan_below
+                                                : allowed * allowed <= CodedHnswSearchOptions::kScanC * ef * live;
+    if (scan) {
+      coded_detail::begin_epoch(st.visited_, st.epoch_, cap);
+      st.results_.clear();
+      scan_codes(depth, admit, filter, st);
+      scanned = true;
+    }
+  }
+  if (!scanned) {
+    beam(ef, opt.prefetch, admit, st);
+    // Fewer than k admissible nodes found: the rest of them, by a scan of their codes.
+    if (st.results_.size() < opt.k) scan_codes(depth, admit, filter, st);
+  }
+  const uint32_t r = std::min<uint32_t>(depth, static_cast<uint32_t>(st.results_.size()));
+  st.fresh_.resize(r);
+  for (uint32_t i = 0; i < r; ++i) st.fresh_[i] = st.results_[i].id;
+  rerank(st.query_.data(), st.fresh_.data(), r, st, true);
+  out->clear();
+  for (size_t j = 0; j < std::min<size_t>(opt.k, st.exact_.size()); ++j) {
+    out->push_back(vector::Neighbor{st.exact_[j].distance, st.fresh_[st.exact_[j].id]});
+  }
+  std::sort(out->begin(), out->end());
+}
+
+template <class Pool>
 inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
                                          std::vector<vector::Neighbor>* out) const {
   if (opt.k == 0) coded_detail::invalid("search: k is 0");
   if (opt.rerank == 0) coded_detail::invalid("search: rerank is 0 (at least the k best must be re-ranked)");
   if (st.owner_ != shared_.get()) coded_detail::invalid("search: the state was made for another index");
   prepare_vector(q, st.query_.data(), "search");
-  const uint32_t ef = std::max({opt.ef, opt.k, opt.rerank});
   const auto lock = lock_codes();
-  ++st.stats_.searches;
-  model_->prepare(st.query_.data(), *st.query_state_);
-  beam(ef, opt.prefetch, st);
-  const uint32_t r = std::min<uint32_t>(opt.rerank, static_cast<uint32_t>(st.results_.size()));
-  st.fresh_.resize(r);
-  for (uint32_t i = 0; i < r; ++i) st.fresh_[i] = st.results_[i].id;
-  rerank(st.query_.data(), st.fresh_.data(), r, st);
-  out->clear();
-  for (uint32_t j = 0; j < std::min(opt.k, r); ++j) {
-    out->push_back(vector::Neighbor{st.exact_[j].distance, st.fresh_[st.exact_[j].id]});
+  st.frees_ = shared_->frees.load(std::memory_order_acquire);
+  if (tombstones() == 0) {  // a remove after this read may be returned, as by a search that began before it
+    search_admitted(q, opt, st, out, coded_detail::AdmitAll{}, nullptr);
+  } else {
+    search_admitted(q, opt, st, out, [this](uint32_t s) { return state_of(s) != kRemoved; }, nullptr);
   }
-  std::sort(out->begin(), out->end());
+}
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
+                                         std::vector<vector::Neighbor>* out, const vector::IdFilter& filter) const {
+  if (opt.k == 0) coded_detail::invalid("search: k is 0");
+  if (opt.rerank == 0) coded_detail::invalid("search: rerank is 0 (at least the k best must be re-ranked)");
+  if (st.owner_ != shared_.get()) coded_detail::invalid("search: the state was made for another index");
+  prepare_vector(q, st.query_.data(), "search");
+  const auto lock = lock_codes();
+  st.frees_ = shared_->frees.load(std::memory_order_acquire);
+  search_admitted(q, opt, st, out, [this, &filter](uint32_t s) { return filter.allows(s) && state_of(s) != kRemoved; },
+                  &filter);
 }
 
 // --- check_structure -----------------------------------------------------------------------------
@@ -828,8 +1192,8 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
   uint32_t present = 0;
   for (uint32_t s = 0; s < cap; ++s) {
     const uint8_t state = state_of(s);
-    if (state != kAbsent && state != kComplete) fail("slot " + std::to_string(s) + " not complete at quiescence");
-    bool bit;
+    if (state == kClaimed) fail("slot " + std::to_string(s) + " claimed at quiescence");
+    bool bit, removed_bit;
     {
       SharedGuard g = pool_->pin_shared(PageId(codes_space_, layout_.code_block(s)));
       check_header(g.data(), g.page_id(), CodedPageHeader::kCodes);
@@ -837,15 +1201,17 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
           io::crc32c(g.data() + CodedLayout::kHeader, layout_.code_payload_bytes()) != header_of(g.data()).crc) {
         fail("code page CRC at slot " + std::to_string(s));
       }
-      const uint32_t i = s % layout_.per_code_page;
-      uint64_t word;
-      std::memcpy(&word, g.data() + CodedLayout::kHeader + 8 * (i / 64), 8);
-      bit = (word >> (i % 64) & 1) != 0;
+      uint64_t word, removed_word;
+      std::memcpy(&word, g.data() + layout_.presence_word(s), 8);
+      std::memcpy(&removed_word, g.data() + layout_.removed_word(s), 8);
+      bit = (word & CodedLayout::bit_of(s, layout_.per_code_page)) != 0;
+      removed_bit = (removed_word & CodedLayout::bit_of(s, layout_.per_code_page)) != 0;
       if (bit && std::memcmp(g.data() + layout_.code_offset(s), code_of(s), layout_.code_bytes) != 0) {
         fail("resident code of slot " + std::to_string(s) + " differs from its page");
       }
     }
-    if (bit != (state == kComplete)) fail("presence bit of slot " + std::to_string(s) + " disagrees with its state");
+    if (bit != (state >= kCoded)) fail("presence bit of slot " + std::to_string(s) + " disagrees with its state");
+    if (removed_bit != (state == kRemoved)) fail("removed bit of slot " + std::to_string(s) + " disagrees with its state");
     uint32_t row_head[2];
     {
       SharedGuard g = pool_->pin_shared(PageId(vectors_space_, layout_.vec_block(s)));
@@ -868,15 +1234,25 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
     if (!bit && head[0] != 0) fail("absent slot " + std::to_string(s) + " has links");
     ids.resize(head[0]);
     for (uint32_t n : ids) {
-      if (n >= cap || state_of(n) != kComplete) fail("slot " + std::to_string(s) + " links an absent slot");
+      if (n >= cap || state_of(n) < kCoded) fail("slot " + std::to_string(s) + " links an absent slot");
       if (n == s) fail("slot " + std::to_string(s) + " links itself");
     }
     std::sort(ids.begin(), ids.end());
     if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) fail("slot " + std::to_string(s) + " links twice");
     if (bit) ++present;
   }
-  if (present < size()) fail("size " + std::to_string(size()) + " > present slots " + std::to_string(present));
-  if (present > 1 && size() == present) {
+  const uint32_t added = shared_->size.load(std::memory_order_relaxed);
+  if (present < added) fail("size " + std::to_string(added) + " > present slots " + std::to_string(present));
+  uint32_t removed_slots = 0;
+  for (uint32_t s = 0; s < cap; ++s) removed_slots += state_of(s) == kRemoved ? 1 : 0;
+  if (removed_slots != tombstones()) fail("tombstone count " + std::to_string(tombstones()) + " != removed slots " + std::to_string(removed_slots));
+  const uint32_t entry = shared_->entry.load(std::memory_order_relaxed);
+  if (entry != CodedMeta::kNone && (entry >= cap || state_of(entry) < kCoded)) {
+    fail("entry " + std::to_string(entry) + " is absent");
+  }
+  // Every node has a link while the graph has another node (not after removals: a node
+  // whose only neighbours were removed keeps an empty list when no live node is left).
+  if (present > 1 && added == present && removed_slots == 0) {
     for (uint32_t s = 0; s < cap; ++s) {
       if (state_of(s) != kComplete) continue;
       SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.link_block(s)));

@@ -7,9 +7,11 @@
 //                     model_bytes bytes after each page's header, in order (kind kModel)
 //                   then code pages (kind kCodes): code page c holds slots
 //                     [c * per_code_page, (c + 1) * per_code_page):
-//                     [header][presence bitmap: u64[bitmap_words]][codes: per_code_page x code_bytes]
-//                     header.crc = CRC32C of bitmap and codes (every byte after the header up
-//                     to the last code)
+//                     [header][presence bitmap: u64[bitmap_words]][removed bitmap: u64[bitmap_words]]
+//                     [codes: per_code_page x code_bytes]
+//                     header.crc = CRC32C of the bitmaps and codes (every byte after the
+//                     header up to the last code). A removed slot (a tombstone) keeps its
+//                     presence bit, code, vector and links until consolidate() frees it.
 //   <name>.graph    block 0: header only (kind kGraphHead)
 //                   blocks 1 ..: link pages (kind kLinks), per_link_page rows of
 //                     {count u16, flags u16, ids u32[2M]}: the node's level-0 neighbours
@@ -25,8 +27,12 @@
 // Invariants (BasicCodedHnsw::check_structure): every page's header has the magic, its
 // kind, the format, the index's uuid and its own block; a code page's crc matches; a slot's
 // presence bit is set iff its vector row is present (flags == 1) and its code_crc is the
-// CRC32C of its code; a link names a present slot below the capacity, never its owner, at
-// most once; count <= 2M; meta.size counts the completed adds (<= present slots).
+// CRC32C of its code; a removed bit only beside a presence bit; a link names a present slot
+// (removed or not) below the capacity, never its owner, at most once; count <= 2M; an
+// absent slot has no links; meta.size counts the completed adds not yet freed (<= present
+// slots), meta.entry names a present slot (removed only until the next consolidate()).
+//
+// Format 2 added the removed bitmap (deletes); format-1 indexes are refused by open().
 #pragma once
 
 #include <bit>
@@ -40,7 +46,7 @@ static_assert(std::endian::native == std::endian::little, "the coded HNSW format
 // The first bytes of every page of the three spaces.
 struct CodedPageHeader {
   static constexpr uint32_t kMagic = 0x31504843;  // "CHP1" little-endian
-  static constexpr uint16_t kFormat = 1;
+  static constexpr uint16_t kFormat = 2;
   enum Kind : uint16_t { kMeta = 1, kModel = 2, kCodes = 3, kGraphHead = 4, kLinks = 5, kVectorsHead = 6, kVectors = 7 };
   uint32_t magic;
   uint16_t kind;
@@ -91,12 +97,12 @@ struct CodedLayout {
     l.code_bytes = code_bytes;
     const uint32_t room = usable > kHeader ? usable - kHeader : 0;
     l.model_pages = room == 0 ? 0 : (model_bytes + room - 1) / room;
-    // n codes need n * code_bytes + 8 * ceil(n / 64) bytes.
+    // n codes need n * code_bytes + 2 bitmaps of 8 * ceil(n / 64) bytes.
     uint32_t n = code_bytes == 0 ? 0 : room / code_bytes;
-    while (n > 0 && uint64_t{n} * code_bytes + 8 * ((uint64_t{n} + 63) / 64) > room) --n;
+    while (n > 0 && uint64_t{n} * code_bytes + 16 * ((uint64_t{n} + 63) / 64) > room) --n;
     l.per_code_page = n;
     l.bitmap_words = (n + 63) / 64;
-    l.codes_offset = kHeader + 8 * l.bitmap_words;
+    l.codes_offset = kHeader + 16 * l.bitmap_words;
     l.row_bytes = 4 + 8 * M;
     l.per_link_page = room / l.row_bytes;
     l.vec_row_bytes = 8 + 4 * dim;
@@ -111,7 +117,11 @@ struct CodedLayout {
   uint32_t vec_offset(uint32_t s) const { return kHeader + (s % per_vec_page) * vec_row_bytes; }
   uint32_t code_offset(uint32_t s) const { return codes_offset + (s % per_code_page) * code_bytes; }
   // Bytes of a code page the crc covers.
-  uint32_t code_payload_bytes() const { return 8 * bitmap_words + per_code_page * code_bytes; }
+  uint32_t code_payload_bytes() const { return 16 * bitmap_words + per_code_page * code_bytes; }
+  // The byte offsets in a code page of the presence and removed bitmaps' word holding slot s.
+  uint32_t presence_word(uint32_t s) const { return kHeader + 8 * ((s % per_code_page) / 64); }
+  uint32_t removed_word(uint32_t s) const { return kHeader + 8 * bitmap_words + 8 * ((s % per_code_page) / 64); }
+  static uint64_t bit_of(uint32_t s, uint32_t per_code_page) { return uint64_t{1} << ((s % per_code_page) % 64); }
 };
 
 }  // namespace calico::index

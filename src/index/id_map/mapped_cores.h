@@ -1,5 +1,5 @@
 // MappedCore<Index>: what BasicMapped (calico/index/mapped_index.h) needs of the index it
-// composes with an id map, for BasicHnsw and BasicIvf: the index's calls in terms of slots
+// composes with an id map, for BasicHnsw, BasicIvf and BasicCodedHnsw: the index's calls in terms of slots
 // (its u32 ids), and the few places where the two differ (removal in batches, which slots
 // are live, the structure check). Everything else is BasicMapped's one piece of code.
 //
@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "calico/index/coded_hnsw.h"
 #include "calico/index/hnsw.h"
 #include "calico/index/ivf.h"
 
@@ -128,6 +129,53 @@ struct MappedCore<BasicIvf<P>> {
   }
   static std::vector<uint32_t> unbound_ok(const Index&) { return {}; }
   static void check(const Index& x) { x.verify(); }
+};
+
+template <class P>
+struct MappedCore<BasicCodedHnsw<P>> {
+  using Index = BasicCodedHnsw<P>;
+  using Pool = P;
+  using Options = CodedHnswSearchOptions;
+  using State = CodedHnswSearchState;
+  static constexpr const char* kKind = "coded hnsw";
+  static constexpr uint64_t kSlotLimit = Index::kMaxCapacity;
+  static constexpr bool kConsolidates = true;
+  static constexpr bool kBatches = false;
+
+  static uint32_t dim(const Index& x) { return x.dim(); }
+  static vector::Metric metric(const Index& x) { return x.params().metric; }
+  static uint64_t size(const Index& x) { return x.size(); }
+  static void add(Index& x, uint32_t slot, const float* v) { x.add(slot, v); }
+  static bool add_left_nothing(const Index& x, uint32_t slot) { return unused(x, slot); }
+  static void remove(Index& x, std::span<const uint32_t> slots) {
+    for (const uint32_t s : slots) x.remove(s);
+  }
+  static void search(const Index& x, const float* q, const Options& opt, State& st, std::vector<vector::Neighbor>* out,
+                     const vector::IdFilter* filter) {
+    if (filter) {
+      x.search(q, opt, st, out, *filter);
+    } else {
+      x.search(q, opt, st, out);
+    }
+  }
+  static Options with_k(Options o, uint32_t k) {
+    o.k = k;
+    return o;
+  }
+  static uint32_t k(const Options& o) { return o.k; }
+  template <class Fn>
+  static void live_slots(const Index& x, Fn&& fn) {
+    const uint32_t cap = x.capacity();
+    for (uint32_t s = 0; s < cap; ++s) {
+      if (x.contains(s)) fn(s);
+    }
+  }
+  static bool unused(const Index& x, uint32_t slot) {
+    return slot >= x.capacity() || (!x.contains(slot) && !x.removed(slot));
+  }
+  static std::vector<uint32_t> unbound_ok(const Index& x) { return x.failed_adds(); }
+  static void check(const Index& x) { x.check_structure(); }
+  static uint32_t consolidate(Index& x) { return x.consolidate(); }
 };
 
 }  // namespace calico::index
