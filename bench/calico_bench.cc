@@ -282,6 +282,7 @@ CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConf
   v->add_option("--hnsw-ef", vc.hnsw_ef, "ef values of the full-vector HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--coded-ef", vc.coded_ef, "ef values of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--rerank", vc.rerank, "re-rank depths of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--entries", vc.entries, "entry points the coded HNSW scores per search (0: its whole sample; comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--k", vc.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--seconds", vc.seconds, "timed region per setting")->capture_default_str()->check(CLI::Range(0.01, 3600.0));
   v->add_option("--json", vc.json_path, "append one JSON line per setting to this file");

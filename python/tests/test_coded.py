@@ -81,7 +81,7 @@ def test_bad_parameters_raise_naming_them(data_dir):
         with pytest.raises(calico.InvalidArgumentError, match="dim"):
             calico.CodedHnswIndex(pool, "d", dim=0)
         index = calico.CodedHnswIndex(pool, "c", dim=DIM)
-        with pytest.raises(calico.InvalidArgumentError, match="no rows yet"):
+        with pytest.raises(calico.InvalidArgumentError, match="larger than the index"):
             index.search(rows[:1], k=1)
         with pytest.raises(calico.InvalidArgumentError, match="no rows yet"):
             index.delete(np.array([1], dtype=np.uint64))

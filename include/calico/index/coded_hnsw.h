@@ -43,7 +43,9 @@
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
 //     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes.
 //   - Search: a beam of width ef on level 0 scored by code estimates (no vector read); the
-//     link pages of candidates that enter the beam are prefetched (pool.prefetch_group).
+//     link pages of candidates that enter the beam are prefetched (pool.prefetch_group),
+//     until 8 prefetches in a row found every page resident (then 256 offers skip it: in
+//     memory the prefetch only costs).
 //     Then the best `rerank` by estimate have their vector pages requested as one group
 //     (pool.read_group: one batch of asynchronous reads for the evicted ones), are scored
 //     exactly, and the best k returned.
@@ -147,6 +149,9 @@ struct CodedHnswSearchOptions {
   // coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults.
   uint32_t rerank = 50;
   bool prefetch = true;   // prefetch the link pages of candidates entering the beam
+  // Entry points scored per search: at most this many of the entry sample, spread evenly
+  // over it (0: all of them). The sample holds about 1 node in CodedHnswParams::entry_rate.
+  uint32_t entries = 0;
   // A filtered search whose filter allows at most this many ids scans their codes instead of
   // searching the graph. 0: automatic, a scan when m * m <= kScanC * ef * live for m allowed
   // ids (a graph search scores about 2M codes for each of ef / selectivity nodes it expands,
@@ -205,6 +210,10 @@ class CodedHnswSearchState {
   std::vector<vector::Neighbor> exact_;  // re-rank: {exact distance, index of the input id}
   std::vector<uint32_t> row_of_;         // exact_[j]'s row in rows_
   uint64_t frees_ = 0;                   // Shared::frees when the search began
+  // Adaptive prefetch: group prefetches that found every page resident, in a row; past
+  // kIdlePrefetches the beam skips kSkippedOffers offers before it tries again (in memory
+  // the prefetch only costs).
+  uint32_t idle_prefetches_ = 0, skip_prefetch_ = 0;
   CodedHnswSearchStats stats_;
 };
 
@@ -214,6 +223,7 @@ template <class Pool>
 class BasicCodedHnsw {
  public:
   static constexpr uint32_t kMaxLinkAttempts = 10000;
+  static constexpr uint32_t kIdlePrefetches = 8, kSkippedOffers = 256;  // CodedHnswSearchState
   static constexpr uint64_t kMaxCapacity = UINT32_MAX - 1;
   static constexpr size_t kMaxNameBytes = 56;  // + ".vectors" fits a space name (64)
 
@@ -355,7 +365,7 @@ class BasicCodedHnsw {
   // Beam search on codes; leaves st.results_ sorted ascending by estimate, holding only
   // nodes admit(slot) accepts (every node is traversed).
   template <class Admit>
-  void beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st) const;
+  void beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st, uint32_t entries = 0) const;
   template <class Admit>
   void search_admitted(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
                        std::vector<vector::Neighbor>* out, const Admit& admit, const vector::IdFilter* filter) const;

@@ -388,7 +388,10 @@ inline void BasicCodedHnsw<Pool>::grow_pages(uint32_t new_capacity) {
     std::unique_lock lock(sh.codes_mutex);
     sh.growing.store(false, std::memory_order_release);
     const uint32_t old = sh.capacity.load(std::memory_order_relaxed);
-    sh.codes.resize(size_t{new_capacity} * l.code_bytes, 0);
+    // Exactly the new size (resize() may reserve more, past what the budget counted).
+    std::vector<uint8_t> codes(size_t{new_capacity} * l.code_bytes, 0);
+    std::copy(sh.codes.begin(), sh.codes.end(), codes.begin());
+    sh.codes.swap(codes);
     auto states = std::make_unique<std::atomic<uint8_t>[]>(new_capacity);
     for (uint32_t s = 0; s < old; ++s) states[s].store(sh.states[s].load(std::memory_order_relaxed), std::memory_order_relaxed);
     sh.states = std::move(states);
@@ -975,7 +978,8 @@ inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, ui
 // Leaves st.results_ ascending by estimate. Pre: codes_mutex held shared.
 template <class Pool>
 template <class Admit>
-inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st) const {
+inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st,
+                                       uint32_t entries) const {
   const uint32_t cap = capacity();
   const uint32_t max = 2 * params_.M;
   const size_t cb = layout_.code_bytes;
@@ -1010,8 +1014,18 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& 
       }
     }
     // Larger than memory: the link pages of the new candidates are read while this thread
-    // goes on scoring (one batch of asynchronous reads).
-    if (!st.group_.empty()) pool_->prefetch_group(std::span<const PageId>(st.group_));
+    // goes on scoring (one batch of asynchronous reads). After kIdlePrefetches groups in a
+    // row found every page resident, the next kSkippedOffers offers prefetch nothing.
+    if (!st.group_.empty()) {
+      if (st.skip_prefetch_ > 0) {
+        --st.skip_prefetch_;
+      } else if (pool_->prefetch_group(std::span<const PageId>(st.group_)) > 0) {
+        st.idle_prefetches_ = 0;
+      } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
+        st.idle_prefetches_ = 0;
+        st.skip_prefetch_ = kSkippedOffers;
+      }
+    }
   };
   st.fresh_.clear();
   const uint32_t entry = shared_->entry.load(std::memory_order_acquire);
@@ -1023,8 +1037,10 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& 
   };
   if (entry != CodedMeta::kNone) start(entry);
   {
-    std::lock_guard entries(shared_->entries_mutex);
-    for (uint32_t s : shared_->entries) start(s);
+    std::lock_guard lock(shared_->entries_mutex);
+    const std::vector<uint32_t>& sample = shared_->entries;
+    const size_t step = entries == 0 || sample.size() <= entries ? 1 : (sample.size() + entries - 1) / entries;
+    for (size_t i = 0; i < sample.size(); i += step) start(sample[i]);
   }
   offer(false);
   while (!st.candidates_.empty()) {
@@ -1137,7 +1153,7 @@ inline void BasicCodedHnsw<Pool>::search_admitted(const float* q, const CodedHns
     }
   }
   if (!scanned) {
-    beam(ef, opt.prefetch, admit, st);
+    beam(ef, opt.prefetch, admit, st, opt.entries);
     // Fewer than k admissible nodes found: the rest of them, by a scan of their codes.
     if (st.results_.size() < opt.k) scan_codes(depth, admit, filter, st);
   }
