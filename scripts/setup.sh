@@ -65,3 +65,25 @@ if [ "${#py_missing[@]}" -gt 0 ]; then
 else
   echo "setup: all Python packages present in $VENV"
 fi
+
+# DiskANN, the larger-than-memory peer of the coded HNSW (bench/harness/peers/diskann_peer.py):
+# diskannpy 0.7.0 pins numpy 1.25 (its wheel requires numpy==1.25) and, forced under numpy 2,
+# returns wrong ids (all 0) without an error, while faiss-cpu above needs numpy 2. So it gets a
+# virtualenv of its own beside .venv, with the same convention (import names, same order).
+DISKANN_VENV="$REPO_ROOT/.venv-diskann"
+DISKANN_PACKAGES=(diskannpy==0.7.0)
+DISKANN_MODULES=(diskannpy)  # import names, same order
+if [ ! -x "$DISKANN_VENV/bin/python" ]; then
+  echo "setup: creating the Python virtualenv $DISKANN_VENV"
+  /usr/bin/python3 -m venv "$DISKANN_VENV"
+fi
+py_missing=()
+for i in "${!DISKANN_PACKAGES[@]}"; do
+  "$DISKANN_VENV/bin/python" -c "import ${DISKANN_MODULES[$i]}" 2>/dev/null || py_missing+=("${DISKANN_PACKAGES[$i]}")
+done
+if [ "${#py_missing[@]}" -gt 0 ]; then
+  echo "setup: pip installing ${py_missing[*]} into $DISKANN_VENV"
+  "$DISKANN_VENV/bin/python" -m pip install -q --disable-pip-version-check "${py_missing[@]}"
+else
+  echo "setup: all Python packages present in $DISKANN_VENV"
+fi
