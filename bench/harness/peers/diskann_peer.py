@@ -39,10 +39,10 @@ Memory accounting (what --budget-bytes must cover, see plan_cache):
   in subprocesses, caches them in the index directory, and caches as many nodes as the budget
   leaves: nodes = (budget - fixed) / per_node, at least 0. When the fixed part alone exceeds the
   budget the run still goes ahead with 0 nodes and reports "over_budget": true.
-  Cache selection: "bfs" (default, DiskANN's search_disk_index app: BFS from the medoid, capped by
-  DiskANN at 10% of the nodes) or "sample" (diskannpy's default: the nodes most visited by searches of
-  the build's sample rows; it keeps an n x 8 B visit counter resident for good, which the fixed
-  part then includes).
+  Cache selection: "bfs" (DiskANN's search_disk_index app: BFS from the medoid, capped by DiskANN
+  at 10% of the nodes) or "sample" (diskannpy's default: the nodes most visited by searches of the
+  build's sample rows, no cap; it keeps an n x 8 B visit counter resident for good, which its fixed
+  part then includes). "auto" (default): bfs while the budget's nodes fit its cap, else sample.
 
 Measurement (as bench/harness/peers/vector_peers.py): per thread count, every point searched --warmup
 times untimed, then --repeat timed runs interleaved across the points, each run repeating the
@@ -106,14 +106,6 @@ def loadavg():
     """/proc/loadavg's 1, 5 and 15 minute load averages."""
     with open("/proc/loadavg") as f:
         return [float(x) for x in f.read().split()[:3]]
-
-
-def peak_rss_bytes():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,25 +207,26 @@ def load_threads(args):
     return max(2, max(args.threads))  # 1 deadlocks in diskannpy 0.7.0's load (see the module comment)
 
 
-def load_index(args, path, nodes):
+def load_index(args, path, nodes, mechanism):
     diskannpy = need_diskannpy()
     return diskannpy.StaticDiskIndex(path, num_threads=load_threads(args), num_nodes_to_cache=nodes,
-                                     cache_mechanism=CACHE_MECHANISM[args.cache_mechanism], index_prefix=PREFIX)
+                                     cache_mechanism=CACHE_MECHANISM[mechanism], index_prefix=PREFIX)
 
 
 def resident_probe(args, path, queries, nodes):
     """Loads with `nodes` cached nodes, searches a few queries at the largest L, beam width and
     thread count, and returns the RSS growth over the process's state before the load."""
+    assert args.cache_mechanism in CACHE_MECHANISM, "a probe is given bfs or sample"
     before = rss_bytes()
-    index = load_index(args, path, nodes)
+    index = load_index(args, path, nodes, args.cache_mechanism)
     index.batch_search(queries[:64], args.k, max(args.L), max(args.threads), beam_width=max(args.beam_width))
     return rss_bytes() - before
 
 
-def calibrate(args, path, n):
+def calibrate(args, path, n, mechanism):
     """(fixed bytes, bytes per cached node), measured in two subprocesses (0 nodes and a probe),
     cached in <index>/calibration.json per (load threads, cache mechanism, largest L and beam)."""
-    key = f"threads{load_threads(args)}-{args.cache_mechanism}-L{max(args.L)}-W{max(args.beam_width)}"
+    key = f"threads{load_threads(args)}-{mechanism}-L{max(args.L)}-W{max(args.beam_width)}"
     cal_path = os.path.join(path, "calibration.json")
     cal = {}
     if os.path.exists(cal_path):
@@ -244,7 +237,8 @@ def calibrate(args, path, n):
     probe_nodes = max(1, min(4000, n // 20))
 
     def probe(nodes):
-        argv = [sys.executable, os.path.abspath(__file__), "--resident-probe", str(nodes)] + args.passthrough
+        argv = ([sys.executable, os.path.abspath(__file__), "--resident-probe", str(nodes)] + args.passthrough
+                + ["--cache-mechanism", mechanism])
         out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])["resident_bytes"]
 
@@ -262,13 +256,20 @@ def calibrate(args, path, n):
 def plan_cache(args, path, n):
     """The node cache the budget leaves room for: a dict with nodes, the calibration, the
     predicted resident bytes and whether even 0 nodes are over the budget."""
-    fixed, per_node = calibrate(args, path, n)
-    nodes = max(0, int((args.budget_bytes - fixed) // per_node)) if args.nodes is None else args.nodes
-    nodes = min(nodes, n)
-    effective = nodes
-    if args.cache_mechanism == "bfs" and nodes > round(BFS_CACHE_CAP * n):
-        effective = round(BFS_CACHE_CAP * n)  # DiskANN caps the BFS cache; the budget stays part unused
-    return {"nodes_requested": nodes, "nodes_cached": effective, "fixed_bytes": fixed, "per_node_bytes": per_node,
+    def nodes_for(mechanism):
+        fixed, per_node = calibrate(args, path, n, mechanism)
+        nodes = max(0, int((args.budget_bytes - fixed) // per_node)) if args.nodes is None else args.nodes
+        return min(nodes, n), fixed, per_node
+
+    mechanism = "bfs" if args.cache_mechanism == "auto" else args.cache_mechanism
+    nodes, fixed, per_node = nodes_for(mechanism)
+    cap = max(1, round(BFS_CACHE_CAP * n))
+    if args.cache_mechanism == "auto" and nodes > cap:
+        mechanism = "sample"
+        nodes, fixed, per_node = nodes_for(mechanism)
+    effective = min(nodes, cap) if mechanism == "bfs" else nodes  # the budget's rest stays unused
+    return {"nodes_requested": nodes, "nodes_cached": effective, "cache_mechanism": mechanism,
+            "fixed_bytes": fixed, "per_node_bytes": per_node,
             "predicted_resident_bytes": int(fixed + effective * per_node),
             "over_budget": bool(args.budget_bytes and fixed > args.budget_bytes)}
 
@@ -371,7 +372,8 @@ def parse_args(argv):
     ap.add_argument("--budget-bytes", type=int, help="memory budget of the index (default: from --calico-json)")
     ap.add_argument("--pq-bytes", type=positive_int, help="PQ chunks (bytes) per vector (default: from --calico-json)")
     ap.add_argument("--nodes", type=int, help="cache exactly this many nodes (default: what the budget leaves)")
-    ap.add_argument("--cache-mechanism", choices=tuple(CACHE_MECHANISM), default="bfs")
+    ap.add_argument("--cache-mechanism", choices=("auto",) + tuple(CACHE_MECHANISM), default="auto",
+                    help="which nodes to cache: bfs (from the medoid, at most 10%% of n), sample, auto")
     ap.add_argument("--R", type=positive_int, default=32, help="graph degree (Calico: 2M = 32 at M 16)")
     ap.add_argument("--L-build", type=positive_int, default=100, help="build complexity (Calico's ef_construction)")
     ap.add_argument("--build-threads", type=positive_int, default=2)
@@ -467,10 +469,10 @@ def run(args):
     machine["versions"]["diskannpy"] = metadata.version("diskannpy")
     print(f"diskann_peer: {dataset} ({n} x {dim0}, {len(queries)} queries, {metric}); budget "
           f"{(args.budget_bytes or 0) / 2**20:.2f} MB, PQ {meta['pq_chunks']} B/vector, cache {plan['nodes_cached']} "
-          f"nodes ({args.cache_mechanism}); threads {args.threads}; {machine['versions']}", file=sys.stderr)
+          f"nodes ({plan['cache_mechanism']}); threads {args.threads}; {machine['versions']}", file=sys.stderr)
     baseline = rss_bytes()
     start = time.perf_counter()
-    index = load_index(args, path, plan["nodes_requested"])
+    index = load_index(args, path, plan["nodes_requested"], plan["cache_mechanism"])
     load_s = time.perf_counter() - start
     rss_loaded = rss_bytes()
     rows = measure(args, index, path, queries, gt)
@@ -478,9 +480,9 @@ def run(args):
     common = {"bench": "diskann_peer", "system": "diskann", "index": "diskann", "dataset": dataset, "n": n,
               "dim": dim0, "queries": len(queries), "metric": metric, "k": args.k,
               "pool_fraction": args.pool_fraction, "budget_bytes": args.budget_bytes,
-              "baseline_rss_bytes": baseline, "rss_bytes": rss_loaded, "rss_peak_bytes": peak_rss_bytes(),
+              "baseline_rss_bytes": baseline, "rss_bytes": rss_loaded, "rss_peak_bytes": rss_bytes("VmHWM"),
               "resident_bytes": rss_loaded - baseline, **plan,
-              "pq_bytes_per_vector": meta["pq_chunks"], "cache_mechanism": args.cache_mechanism,
+              "pq_bytes_per_vector": meta["pq_chunks"],
               "load_threads": load_threads(args), "R": meta["R"], "L_build": meta["L_build"],
               "build_s": meta["build_s"], "build_threads": meta["build_threads"],
               "index_bytes": meta["index_bytes"], "disk_index_bytes": meta["disk_index_bytes"], "load_s": load_s,
@@ -517,7 +519,8 @@ def self_test():
         write_vecs(os.path.join(data, "gt.ivecs"), gt)
         out = os.path.join(tmp, "out.jsonl")
         argv = ["--data-dir", data, "--index-dir", os.path.join(tmp, "idx"), "--pq-bytes", "8",
-                "--budget-bytes", str(4 << 20), "--L", "20,40", "--beam-width", "2", "--threads", "1",
+                "--budget-bytes", str(4 << 20), "--cache-mechanism", "bfs", "--L", "20,40", "--beam-width", "2",
+                "--threads", "1",
                 "--repeat", "1", "--min-seconds", "0.05", "--json", out]
         assert run(parse_args(argv)) == 0
         rows = [json.loads(line) for line in open(out)]
