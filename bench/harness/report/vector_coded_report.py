@@ -126,7 +126,7 @@ def report(merged, png_dir):
         lines.append(f"Memory: {desc}.")
         if dk:
             lines.append(f"DiskANN: budget {mb(dk['budget'])}, {dk['pq']} PQ bytes per vector, {fmt(dk['nodes'])} nodes "
-                         f"cached{', over budget (its fixed part alone)' if dk['over'] else ''}.")
+                         f"cached{' (no room: its calibrated fixed part is above the budget)' if dk['over'] else ''}.")
         lines.append("")
         for threads in sorted(by_threads):
             systems = by_threads[threads]
