@@ -76,7 +76,7 @@ run_calico() {
       --cache-dir "$data" --dir "$scratch/calico" --json "$json" |
     while IFS= read -r line; do
       echo "$line" >&2
-      if [[ $line =~ ^built:.*\(([0-9]+)\ MB\) ]]; then
+      if [[ $line =~ ^built[^:]*:.*\(([0-9]+)\ MB\) ]]; then  # "built:" or "built (reused):"
         # Built: the search phase may hold what it holds now plus f x the HNSW (+ slack).
         drop_caches
         local base limit
