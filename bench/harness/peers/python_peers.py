@@ -199,6 +199,7 @@ def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from bench.harness.report.common import recall_qps_axes
     threads = sorted({r["threads"] for r in rows})
     fig, axes = plt.subplots(1, len(threads), figsize=(6 * len(threads), 4.5), squeeze=False)
     for ax, t in zip(axes[0], threads):
@@ -206,12 +207,7 @@ def plot(rows, path):
             pts = sorted((r["recall"], r["qps"]) for r in rows if r["system"] == s and r["threads"] == t)
             style = "-o" if s.startswith("calico") else "--s"
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=s, markersize=4)
-        ax.set_yscale("log")
-        ax.set_xlabel("recall@10")
-        ax.set_ylabel("queries per second (batch)")
-        ax.set_title(f"{t} search thread{'s' if t > 1 else ''}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        recall_qps_axes(ax, f"{t} search thread{'s' if t > 1 else ''}", "queries per second (batch)")
     fig.suptitle(f"Python APIs, {rows[0]['dataset']} ({rows[0]['n']} x {rows[0]['dim']}, {rows[0]['queries']} queries)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

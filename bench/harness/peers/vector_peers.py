@@ -422,10 +422,11 @@ def disk_read_counters(path):
         return None
 
 
-def rss_bytes():
+def rss_bytes(field="VmRSS"):
+    """This process's resident set size (VmRSS) or another /proc/self/status size (VmHWM: its peak)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     return 0
 

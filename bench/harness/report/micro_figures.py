@@ -31,6 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 if not __package__:  # run by path (python3 bench/harness/...): the repository root makes `bench` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from bench.harness.report.common import json_lines  # noqa: E402
 from bench.harness.report.micro_quick import paired_rows, ratio_cell  # noqa: E402
 
 TIMED = ("scan", "btree", "bfs", "ablation")
@@ -39,23 +40,17 @@ TIMED = ("scan", "btree", "bfs", "ablation")
 def load(paths):
     timed, memory, skipped = {}, {}, []
     order = []
-    for path in paths:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                r = json.loads(line)
-                exp = r.get("experiment")
-                if exp in TIMED:
-                    key = (exp, r["workload"], r["translation"])
-                    if key not in timed:
-                        order.append(key)
-                    timed[key] = r
-                elif exp in ("memory_size", "memory_moving"):
-                    memory[(exp, r["translation"])] = r
-                elif exp == "skipped":
-                    skipped.append(r)
+    for r in json_lines(paths):
+        exp = r.get("experiment")
+        if exp in TIMED:
+            key = (exp, r["workload"], r["translation"])
+            if key not in timed:
+                order.append(key)
+            timed[key] = r
+        elif exp in ("memory_size", "memory_moving"):
+            memory[(exp, r["translation"])] = r
+        elif exp == "skipped":
+            skipped.append(r)
     records = [timed[k] for k in order]
     repair_speedups(records)
     return records, memory, skipped

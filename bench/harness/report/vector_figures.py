@@ -22,15 +22,19 @@ Usage: vector_figures.py RESULTS.jsonl [...] [--md docs/results/vector.md] [--pn
 import argparse
 import collections
 import datetime
-import json
 import math
 import os
 import statistics
+import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+if not __package__:  # run by path (python3 bench/harness/...): the repository root makes `bench` importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+from bench.harness.report.common import json_lines  # noqa: E402
 
 
 def norm(r):
@@ -71,24 +75,18 @@ def load(paths):
     groups = collections.OrderedDict()
     disk = {}
     unfinished.clear()
-    for path in paths:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if not line:
-                    continue
-                r = json.loads(line)
-                if r.get("experiment") == "vector_peer_ltm_unfinished":
-                    unfinished.append(r)
-                    continue
-                if r.get("experiment") == "disk_iops":
-                    disk.setdefault(int(r["iodepth"]), []).append(r["iops"])
-                    continue
-                n = norm(r)
-                if n is None:
-                    continue
-                key = (n["system"], n["index"], n["translation"], n["fraction"], n["threads"], n["param"])
-                groups.setdefault(key, []).append(n)
+    for r in json_lines(paths):
+        if r.get("experiment") == "vector_peer_ltm_unfinished":
+            unfinished.append(r)
+            continue
+        if r.get("experiment") == "disk_iops":
+            disk.setdefault(int(r["iodepth"]), []).append(r["iops"])
+            continue
+        n = norm(r)
+        if n is None:
+            continue
+        key = (n["system"], n["index"], n["translation"], n["fraction"], n["threads"], n["param"])
+        groups.setdefault(key, []).append(n)
     points = []
     for key, rs in groups.items():
         m = dict(rs[-1])
