@@ -273,13 +273,15 @@ class CodedHnswIndex:
     code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.
     """
 
-    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 1, clusters: int = 1, memory_budget: int | None = None, seed: int = 42) -> None:
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 1, clusters: int | None = None, memory_budget: int | None = None, seed: int = 42) -> None:
         """
         Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,
         ``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes
         (1, 2 or 4: 1 needs rerank about 50 for recall 0.95-0.99, 2 about 20); ``clusters``: codes
-        are residuals to the nearest of this many k-means centroids of the training rows (data of
-        well-separated clusters estimates better with about as many). ``memory_budget``: the bytes
+        are residuals to the nearest of this many k-means centroids of the training rows (None:
+        about the square root of the training rows, at most 256; data of well-separated clusters
+        estimates better with about as many). Training uses at most 65,536 rows, evenly spaced.
+        ``memory_budget``: the bytes
         the index may hold resident (its codes + model + the pool's frames + translation); a
         growth past it raises InvalidArgumentError (None: no limit). An existing index keeps its
         parameters (budget: the one given now).

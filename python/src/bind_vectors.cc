@@ -266,12 +266,13 @@ void bind_vectors(nb::module_& m) {
       .def(
           "__init__",
           [](CodedHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
-             uint32_t M, uint32_t ef_construction, uint32_t capacity, uint32_t bits, uint32_t clusters,
+             uint32_t M, uint32_t ef_construction, uint32_t capacity, uint32_t bits, std::optional<uint32_t> clusters,
              std::optional<uint64_t> memory_budget, uint64_t seed) {
             CodedHnswConfig c;
             static_cast<HnswConfig&>(c) = HnswConfig{dim, parse_metric(metric), M, ef_construction, capacity, seed};
             c.bits = bits;
-            c.clusters = clusters;
+            if (clusters && *clusters == 0) throw Error(ErrorCode::kInvalidArgument, "clusters must be 1 to 256 (or None)");
+            c.clusters = clusters.value_or(0);
             c.memory_budget = memory_budget.value_or(UINT64_MAX);
             std::shared_ptr<CodedHnswApi> api;
             {
@@ -281,12 +282,14 @@ void bind_vectors(nb::module_& m) {
             new (self) CodedHandle{std::move(api), name};
           },
           "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "M"_a = 16, "ef_construction"_a = 100,
-          "capacity"_a = 10000, "bits"_a = 1, "clusters"_a = 1, "memory_budget"_a = nb::none(), "seed"_a = 42,
+          "capacity"_a = 10000, "bits"_a = 1, "clusters"_a = nb::none(), "memory_budget"_a = nb::none(), "seed"_a = 42,
           "Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,\n"
           "``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes\n"
           "(1, 2 or 4: 1 needs rerank about 50 for recall 0.95-0.99, 2 about 20); ``clusters``: codes\n"
-          "are residuals to the nearest of this many k-means centroids of the training rows (data of\n"
-          "well-separated clusters estimates better with about as many). ``memory_budget``: the bytes\n"
+          "are residuals to the nearest of this many k-means centroids of the training rows (None:\n"
+          "about the square root of the training rows, at most 256; data of well-separated clusters\n"
+          "estimates better with about as many). Training uses at most 65,536 rows, evenly spaced.\n"
+          "``memory_budget``: the bytes\n"
           "the index may hold resident (its codes + model + the pool's frames + translation); a\n"
           "growth past it raises InvalidArgumentError (None: no limit). An existing index keeps its\n"
           "parameters (budget: the one given now).")

@@ -8,6 +8,7 @@
 // every growth.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -65,33 +66,19 @@ class CodedHnswImpl final : public CodedHnswApi {
     return index_.has_value();
   }
   uint64_t size() override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ ? index_->size() : 0;
+    return locked([&]() -> uint64_t { return index_ ? index_->size() : 0; });
   }
   uint32_t capacity() override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ ? index_->index().capacity() : 0;
+    return locked([&]() -> uint32_t { return index_ ? index_->index().capacity() : 0; });
   }
   bool contains(uint64_t id) override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ && index_->contains(id);
+    return locked([&] { return index_ && index_->contains(id); });
   }
   std::optional<uint32_t> label(uint64_t id) override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ ? index_->label(id) : std::nullopt;
+    return locked([&] { return index_ ? index_->label(id) : std::nullopt; });
   }
-  std::map<std::string, uint64_t> memory() override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
+  std::map<std::string, uint64_t> memory() override { return locked([&] { return memory_locked(); }); }
+  std::map<std::string, uint64_t> memory_locked() {
     std::map<std::string, uint64_t> m{{"budget", cfg_.memory_budget}};
     if (index_) {
       const index::CodedHnswMemory mem = index_->index().memory();
@@ -137,21 +124,15 @@ class CodedHnswImpl final : public CodedHnswApi {
     trained_index("delete").remove(std::span<const uint64_t>(ids, n));
   }
   uint64_t consolidate() override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ ? index_->consolidate() : 0;
+    return locked([&]() -> uint64_t { return index_ ? index_->consolidate() : 0; });
   }
   double auto_consolidate() override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ ? index_->auto_consolidate_fraction() : pending_auto_;
+    return locked([&] { return index_ ? index_->auto_consolidate_fraction() : pending_auto_; });
   }
   void set_auto_consolidate(double fraction) override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
+    locked([&] { set_auto_locked(fraction); });
+  }
+  void set_auto_locked(double fraction) {
     if (index_) {
       index_->set_auto_consolidate(fraction);
     } else {
@@ -163,10 +144,7 @@ class CodedHnswImpl final : public CodedHnswApi {
     }
   }
   uint64_t tombstones() override {
-    Use u(*gate_);
-    check_open();
-    std::lock_guard l(train_mu_);
-    return index_ ? index_->tombstones() : 0;
+    return locked([&]() -> uint64_t { return index_ ? index_->tombstones() : 0; });
   }
 
   void search(const VectorBatch& q, const SearchKnobs& knobs, uint64_t* ids, float* dist) override {
@@ -184,6 +162,14 @@ class CodedHnswImpl final : public CodedHnswApi {
   }
 
  private:
+  // fn() under the gate, on an open handle, with the trained state stable (train_mu_).
+  template <class Fn>
+  auto locked(Fn&& fn) {
+    Use u(*gate_);
+    check_open();
+    std::lock_guard l(train_mu_);
+    return fn();
+  }
   void check_open() {
     if (closed_) throw ClosedError("the index's pool is closed");
   }
@@ -199,16 +185,33 @@ class CodedHnswImpl final : public CodedHnswApi {
   // Pre: train_mu_ held, no index. Creates the index (its spaces, the model fitted to v) and
   // its id map.
   void train_locked(const VectorBatch& v) {
+    // At most kMaxTrainRows rows, evenly spaced, train the model.
+    std::vector<float> sample;
+    const float* rows = v.data;
+    uint64_t n = v.rows;
+    if (n > kMaxTrainRows) {
+      sample.resize(size_t{kMaxTrainRows} * cfg_.dim);
+      for (uint64_t i = 0; i < kMaxTrainRows; ++i) {
+        std::copy_n(v.data + (i * v.rows / kMaxTrainRows) * cfg_.dim, cfg_.dim, sample.data() + i * cfg_.dim);
+      }
+      rows = sample.data();
+      n = kMaxTrainRows;
+    }
     index::CodedHnswParams p;
     p.dim = cfg_.dim;
     p.metric = to_metric(cfg_.metric);
     p.bits = cfg_.bits;
-    p.clusters = cfg_.clusters;
+    // Automatic: about the square root of the training rows, 1 to 256. Codes are residuals
+    // to the nearest centroid, so clustered data needs centroids near its clusters: on
+    // isotropic clusters, one centroid (the mean) left 1-bit codes at recall 0.55 where
+    // 63 reached 0.93 (python/tests/test_coded.py's data, rerank 50).
+    p.clusters = cfg_.clusters != 0 ? cfg_.clusters
+                                    : static_cast<uint32_t>(std::clamp<double>(std::round(std::sqrt(double(n))), 1, 256));
     p.M = cfg_.M;
     p.ef_construction = cfg_.ef_construction;
     p.seed = cfg_.seed;
     const uint32_t capacity = std::max<uint32_t>(1, cfg_.capacity);
-    index_.emplace(Index::attach(*pool_, name_, Core::create(*pool_, name_, p, v.data, v.rows, capacity, cfg_.memory_budget)));
+    index_.emplace(Index::attach(*pool_, name_, Core::create(*pool_, name_, p, rows, n, capacity, cfg_.memory_budget)));
     if (pending_auto_ != Index::kAutoFraction) index_->set_auto_consolidate(pending_auto_);
   }
   // The parameters of the index as written (an opened index keeps its own).
@@ -221,6 +224,8 @@ class CodedHnswImpl final : public CodedHnswApi {
     cfg_.bits = p.bits;
     cfg_.seed = p.seed;
   }
+
+  static constexpr uint64_t kMaxTrainRows = 65536;
 
   std::shared_ptr<Gate> gate_;
   std::shared_ptr<void> owner_;

@@ -17,6 +17,7 @@
 #include "calico/index/coded_hnsw.h"
 #include "calico/index/mapped_index.h"
 #include "support/failure_log.h"
+#include "support/filter_model.h"
 #include "support/test_util.h"
 #include "support/vector_data.h"
 
@@ -57,61 +58,14 @@ CodedHnswSearchOptions options(uint32_t ef = 48, uint32_t rerank = 30) {
   return o;
 }
 
-// The model: which ids are live, and the exact answer among live ids an allow-list
-// (nullptr: every id) admits.
-struct Model {
-  const testing::Data& data;
-  std::vector<uint8_t> live = std::vector<uint8_t>(kCapacity, 0);
-  vector::DistanceFn dist = vector::distance_kernel(Metric::kL2);
-
-  uint32_t live_count() const { return static_cast<uint32_t>(std::count(live.begin(), live.end(), 1)); }
-  static bool allowed_by(const std::vector<uint64_t>* allow, uint32_t id) {
-    return allow == nullptr || IdFilter{*allow}.allows(id);
-  }
-  std::vector<Neighbor> exact(const float* q, const std::vector<uint64_t>* allow, size_t* admissible) const {
-    std::vector<Neighbor> all;
-    for (uint32_t id = 0; id < kCapacity; ++id) {
-      if (live[id] && allowed_by(allow, id)) all.push_back({dist(q, data.row(id), kDim), id});
-    }
-    *admissible = all.size();
-    std::sort(all.begin(), all.end());
-    all.resize(std::min<size_t>(kK, all.size()));
-    return all;
-  }
+// The brute-force model (tests/support/filter_model.h) over this file's ids and k.
+struct Model : testing::FilterModel {
+  explicit Model(const testing::Data& d) : testing::FilterModel{d, kCapacity, kK} {}
 };
-
-// Every search result, whatever the path: min(k, admissible) results, sorted, distinct,
-// each live and allowed, with its exact distance.
-void expect_admissible(const Model& m, const float* q, const std::vector<uint64_t>* allow,
-                       const std::vector<Neighbor>& got, const std::string& what) {
-  size_t admissible = 0;
-  m.exact(q, allow, &admissible);
-  ASSERT_EQ(got.size(), std::min<size_t>(kK, admissible)) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const uint32_t id = got[i].id;
-    ASSERT_LT(id, kCapacity) << what;
-    ASSERT_TRUE(m.live[id]) << what << ": returned id " << id << ", which is not live";
-    ASSERT_TRUE(Model::allowed_by(allow, id)) << what << ": returned id " << id << ", which the filter excludes";
-    ASSERT_EQ(got[i].distance, m.dist(q, m.data.row(id), kDim)) << what << ": id " << id;
-    if (i > 0) {
-      ASSERT_TRUE(got[i - 1] < got[i]) << what << ": results must be sorted and distinct";
-    }
-  }
-}
-
-template <class Fn>
-void expect_invalid(const std::string& part, Fn&& fn) {
-  const Error e = testing::expect_error(ErrorCode::kInvalidArgument, fn);
-  EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-}
-
+using testing::expect_admissible;
+using testing::expect_invalid;
 std::vector<uint64_t> random_allow_list(std::mt19937_64& rng, double fraction) {
-  std::vector<uint64_t> words((kCapacity + 63) / 64, 0);
-  std::bernoulli_distribution pick(fraction);
-  for (uint32_t id = 0; id < kCapacity; ++id) {
-    if (pick(rng)) words[id / 64] |= uint64_t{1} << (id % 64);
-  }
-  return words;
+  return testing::random_allow_list(rng, fraction, kCapacity);
 }
 
 const testing::Data& data() {
@@ -130,7 +84,7 @@ TEST(CodedHnswDelete, RandomAddsRemovesAndFilteredSearchesMatchTheModel) {
   TempDir dir;
   auto pool = BufferPool::open(testing::small_options(dir.path(), kTinyPoolFrames));
   Coded h = Coded::create(*pool, "v", params(), data().rows.data(), kCapacity, kCapacity, budget_for(*pool));
-  Model model{data()};
+  Model model(data());
   std::vector<uint8_t> tomb(kCapacity, 0);
   std::mt19937_64 rng(5);
   CodedHnswSearchState st(h);
@@ -293,7 +247,7 @@ TEST(CodedHnswDelete, ConcurrentAddsRemovesConsolidationsAndFilteredSearches) {
   std::printf("coded hnsw delete, concurrent: %u slots freed while searching\n", freed.load());
   EXPECT_GT(freed.load(), 0u);
   ASSERT_NO_THROW(h.check_structure());
-  Model model{data()};
+  Model model(data());
   for (uint32_t id = 0; id < kCapacity; ++id) model.live[id] = removed_at[id].load() == 0;
   EXPECT_EQ(h.size(), model.live_count());
   CodedHnswSearchState st(h);
@@ -321,7 +275,7 @@ TEST(CodedHnswDelete, RemovalsSurviveAReopenAndAreFreedThere) {
     for (uint32_t i = 0; i < n; i += 3) h.remove(i);
     pool->flush();
   }
-  Model model{data()};
+  Model model(data());
   for (uint32_t i = 0; i < n; ++i) model.live[i] = i % 3 != 0;
   {
     auto pool = BufferPool::open(testing::small_options(dir.path(), 64));

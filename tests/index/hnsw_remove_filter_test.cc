@@ -17,6 +17,7 @@
 
 #include "calico/index/hnsw.h"
 #include "support/failure_log.h"
+#include "support/filter_model.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "support/vector_data.h"
@@ -48,63 +49,14 @@ HnswParams params() {
   return p;
 }
 
-// The model: every row's vector, which ids are live, and the exact answer among live ids
-// that an allow-list (empty: every id) admits.
-struct Model {
-  const testing::Data& data;
-  std::vector<uint8_t> live = std::vector<uint8_t>(kCapacity, 0);
-  vector::DistanceFn dist = vector::distance_kernel(Metric::kL2);
-
-  uint32_t live_count() const { return static_cast<uint32_t>(std::count(live.begin(), live.end(), 1)); }
-  static bool allowed_by(const std::vector<uint64_t>* allow, uint32_t id) {
-    return allow == nullptr || HnswFilter{*allow}.allows(id);
-  }
-  std::vector<Neighbor> exact(const float* q, const std::vector<uint64_t>* allow, size_t* admissible) const {
-    std::vector<Neighbor> all;
-    for (uint32_t id = 0; id < kCapacity; ++id) {
-      if (live[id] && allowed_by(allow, id)) all.push_back({dist(q, data.row(id), kDim), id});
-    }
-    *admissible = all.size();
-    std::sort(all.begin(), all.end());
-    all.resize(std::min<size_t>(kK, all.size()));
-    return all;
-  }
+// The brute-force model (tests/support/filter_model.h) over this file's ids and k.
+struct Model : testing::FilterModel {
+  explicit Model(const testing::Data& d) : testing::FilterModel{d, kCapacity, kK} {}
 };
-
-// The checks every search result must pass, whatever the path: min(k, admissible) results,
-// sorted, distinct, each live and allowed, with its exact distance.
-void expect_admissible(const Model& m, const float* q, const std::vector<uint64_t>* allow,
-                       const std::vector<Neighbor>& got, const std::string& what) {
-  size_t admissible = 0;
-  m.exact(q, allow, &admissible);
-  ASSERT_EQ(got.size(), std::min<size_t>(kK, admissible)) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const uint32_t id = got[i].id;
-    ASSERT_LT(id, kCapacity) << what;
-    ASSERT_TRUE(m.live[id]) << what << ": returned id " << id << ", which is not live";
-    ASSERT_TRUE(Model::allowed_by(allow, id)) << what << ": returned id " << id << ", which the filter excludes";
-    ASSERT_EQ(got[i].distance, m.dist(q, m.data.row(id), kDim)) << what << ": id " << id;
-    if (i > 0) {
-      ASSERT_TRUE(got[i - 1] < got[i]) << what << ": results must be sorted and distinct";
-    }
-  }
-}
-
-// Expects `fn` to throw kInvalidArgument whose message contains `part`.
-template <class Fn>
-void expect_invalid(const std::string& part, Fn&& fn) {
-  const Error e = testing::expect_error(ErrorCode::kInvalidArgument, fn);
-  EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-}
-
-// An allow-list admitting each id with probability `fraction`.
+using testing::expect_admissible;
+using testing::expect_invalid;
 std::vector<uint64_t> random_allow_list(std::mt19937_64& rng, double fraction) {
-  std::vector<uint64_t> words((kCapacity + 63) / 64, 0);
-  std::bernoulli_distribution pick(fraction);
-  for (uint32_t id = 0; id < kCapacity; ++id) {
-    if (pick(rng)) words[id / 64] |= uint64_t{1} << (id % 64);
-  }
-  return words;
+  return testing::random_allow_list(rng, fraction, kCapacity);
 }
 
 template <class Pool>
@@ -121,7 +73,7 @@ TYPED_TEST_SUITE(HnswRemoveFilterOnEveryTranslation, testing::EvictingPools, tes
 TYPED_TEST(HnswRemoveFilterOnEveryTranslation, RandomAddsRemovesAndFilteredSearchesMatchTheModel) {
   TempDir dir;
   const testing::Data data = testing::clustered(kCapacity, kDim, 30, 40, 7);
-  Model model{data};
+  Model model(data);
   auto pool = TypeParam::open(testing::pool_options<TypeParam>(dir.path(), kTinyPoolFrames));
   auto h = BasicHnsw<TypeParam>::create(*pool, "hnsw", params(), kCapacity);
   HnswSearchState st(h);
@@ -291,7 +243,7 @@ TEST(HnswRemoveFilter, ConcurrentAddsRemovesAndFilteredSearches) {
   consolidator.join();
   EXPECT_EQ(failures.count(), 0u) << failures.first();
   ASSERT_NO_THROW(h.check_structure());
-  Model model{data};
+  Model model(data);
   for (uint32_t id = 0; id < kCapacity; ++id) model.live[id] = removed_at[id].load() == 0;
   EXPECT_EQ(h.size(), model.live_count());
   HnswSearchState st(h);
@@ -311,7 +263,7 @@ TEST(HnswRemoveFilter, ConcurrentAddsRemovesAndFilteredSearches) {
 TEST(HnswRemoveFilter, RemovalsSurviveAReopen) {
   TempDir dir;
   const testing::Data data = testing::clustered(300, kDim, 10, 20, 5);
-  Model model{data};
+  Model model(data);
   {
     auto pool = BufferPool::open(testing::small_options(dir.path(), 64));
     auto h = BasicHnsw<BufferPool>::create(*pool, "hnsw", params(), kCapacity);

@@ -383,6 +383,10 @@ class BasicCodedHnsw {
   // reporting them.
   void rerank(const float* q, const uint32_t* ids, uint32_t n, CodedHnswSearchState& st, bool skip_stale = false) const;
   void select_heuristic(uint32_t m, CodedHnswSearchState& st, std::vector<uint32_t>* out) const;
+  template <class Admit>
+  void choose_links(const float* base, uint32_t node, const Admit& admit, CodedHnswSearchState& st,
+                    std::vector<uint32_t>* chosen) const;
+  void write_list(uint32_t node, const std::vector<uint32_t>& ids);
   void link_back(uint32_t node, uint32_t id, CodedHnswSearchState& st);
   uint32_t first_complete() const;
 

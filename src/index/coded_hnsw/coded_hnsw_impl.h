@@ -556,33 +556,11 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
     }
   }
   if (!first) {
-    model_->prepare(st.query_.data(), *st.query_state_);
     // Removed nodes are walked through, not linked to (consolidate() would unlink them).
-    // When removes left no live node reachable from the entries, the nearest live ones are
-    // found by a scan of the codes instead, so that the node is linked while any other is.
-    auto live = [this](uint32_t s) { return state_of(s) != kRemoved; };
-    beam(params_.ef_construction, false, live, st);
-    if (st.results_.empty() || (st.results_.size() == 1 && st.results_[0].id == id)) {
-      scan_codes(params_.ef_construction, live, nullptr, st);
-    }
-    st.fresh_.clear();
-    for (const vector::Neighbor& r : st.results_) {
-      if (r.id != id) st.fresh_.push_back(r.id);
-    }
-    const std::vector<uint32_t> ids = st.fresh_;
-    rerank(st.query_.data(), ids.data(), static_cast<uint32_t>(ids.size()), st);
-    for (vector::Neighbor& e : st.exact_) e.id = ids[e.id];
     std::vector<uint32_t> chosen;
-    select_heuristic(params_.M, st, &chosen);
-    {  // own list first, then the back links (a node is linked to only once its list is written)
-      ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(id)));
-      check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
-      std::byte* row = g.data() + layout_.link_offset(id);
-      const uint16_t head[2] = {static_cast<uint16_t>(chosen.size()), 1};
-      std::memcpy(row, head, 4);
-      std::memcpy(row + 4, chosen.data(), chosen.size() * 4);
-      g.mark_dirty();
-    }
+    const std::vector<float> base = st.query_;
+    choose_links(base.data(), id, [this](uint32_t s) { return state_of(s) != kRemoved; }, st, &chosen);
+    write_list(id, chosen);  // own list first, then the back links (a node is linked to only once its list is written)
     for (uint32_t n : chosen) link_back(n, id, st);
   }
   {
@@ -661,6 +639,38 @@ inline void BasicCodedHnsw<Pool>::link_back(uint32_t node, uint32_t id, CodedHns
     return;
   }
   throw Error(ErrorCode::kRestartLimit, "coded hnsw: a back link to slot " + std::to_string(node) + " kept changing", pid);
+}
+
+// The links of `node` (vector `base`) as insertion chooses them: a beam of ef_construction on
+// codes from the entries, among the nodes admit() accepts (and not node itself), its results
+// re-ranked exactly, the heuristic choosing M. When no admissible node is reachable from the
+// entries (removes cut them off), the nearest by a scan of the codes are taken instead, so a
+// node is linked while any other admissible node exists. Pre: codes_mutex held shared.
+template <class Pool>
+template <class Admit>
+inline void BasicCodedHnsw<Pool>::choose_links(const float* base, uint32_t node, const Admit& admit,
+                                               CodedHnswSearchState& st, std::vector<uint32_t>* chosen) const {
+  auto other = [&](uint32_t s) { return s != node && admit(s); };
+  model_->prepare(base, *st.query_state_);
+  beam(params_.ef_construction, false, other, st);
+  if (st.results_.empty()) scan_codes(params_.ef_construction, other, nullptr, st);
+  std::vector<uint32_t> ids;
+  for (const vector::Neighbor& r : st.results_) ids.push_back(r.id);
+  rerank(base, ids.data(), static_cast<uint32_t>(ids.size()), st);
+  for (vector::Neighbor& e : st.exact_) e.id = ids[e.id];
+  select_heuristic(params_.M, st, chosen);
+}
+
+// Writes node's level-0 list (one exclusive latch).
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::write_list(uint32_t node, const std::vector<uint32_t>& ids) {
+  ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(node)));
+  check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
+  std::byte* row = g.data() + layout_.link_offset(node);
+  const uint16_t head[2] = {static_cast<uint16_t>(ids.size()), 1};
+  std::memcpy(row, head, 4);
+  std::memcpy(row + 4, ids.data(), ids.size() * 4);
+  g.mark_dirty();
 }
 
 // HNSW's neighbour heuristic (Malkov & Yashunin, Algorithm 4, no extension, pruned
@@ -773,16 +783,9 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
         }
       }
     }
-    if (merged.empty() && live >= 2) {  // as insertion: a beam from p's vector on codes
+    if (merged.empty() && live >= 2) {  // as insertion links it
       read_vector(p, nullptr, st, base.data());
-      model_->prepare(base.data(), *st.query_state_);
-      auto admit = [&](uint32_t s) { return s != p && is_live(s); };
-      beam(params_.ef_construction, false, admit, st);
-      if (st.results_.empty()) scan_codes(params_.ef_construction, admit, nullptr, st);  // none reachable
-      for (const vector::Neighbor& r : st.results_) merged.push_back(r.id);
-      rerank(base.data(), merged.data(), static_cast<uint32_t>(merged.size()), st);
-      for (vector::Neighbor& e : st.exact_) e.id = merged[e.id];
-      select_heuristic(params_.M, st, &chosen);
+      choose_links(base.data(), p, is_live, st, &chosen);
     } else if (merged.size() > max) {  // the survivors stay; the freed places are filled
       read_vector(p, nullptr, st, base.data());
       rerank(base.data(), merged.data(), static_cast<uint32_t>(merged.size()), st);
@@ -806,13 +809,7 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
     } else {
       chosen = merged;
     }
-    ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(p)));
-    check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
-    std::byte* row = g.data() + layout_.link_offset(p);
-    const uint16_t head[2] = {static_cast<uint16_t>(chosen.size()), 1};
-    std::memcpy(row, head, 4);
-    std::memcpy(row + 4, chosen.data(), chosen.size() * 4);
-    g.mark_dirty();
+    write_list(p, chosen);
   }
   // 2. A removed entry gives way to a live node (searches start there), before any slot is
   // freed; the entry sample drops the removed slots.

@@ -28,16 +28,16 @@ namespace calico::index {
 template <class Index>
 struct MappedCore;
 
-template <class P>
-struct MappedCore<BasicHnsw<P>> {
-  using Index = BasicHnsw<P>;
+// What the cores of BasicHnsw and BasicCodedHnsw share: both are graphs over u32 slots whose
+// removed nodes stay as tombstones until consolidate() frees them, with the same calls.
+template <class I, class P, class O, class S>
+struct GraphMappedCore {
+  using Index = I;
   using Pool = P;
-  using Options = HnswSearchOptions;
-  using State = HnswSearchState;
-  static constexpr const char* kKind = "hnsw";
+  using Options = O;
+  using State = S;
   static constexpr uint64_t kSlotLimit = Index::kMaxCapacity;
   static constexpr bool kConsolidates = true;
-  static constexpr bool kBatches = true;
 
   static uint32_t dim(const Index& x) { return x.dim(); }
   static vector::Metric metric(const Index& x) { return x.params().metric; }
@@ -55,10 +55,6 @@ struct MappedCore<BasicHnsw<P>> {
     } else {
       x.search(q, opt, st, out);
     }
-  }
-  static void search_batch(const Index& x, std::span<const float* const> qs, const Options& opt,
-                           std::span<State* const> states, std::span<std::vector<vector::Neighbor>> out) {
-    x.search_batch(qs, opt, states, out);
   }
   static Options with_k(Options o, uint32_t k) {
     o.k = k;
@@ -80,6 +76,23 @@ struct MappedCore<BasicHnsw<P>> {
   static std::vector<uint32_t> unbound_ok(const Index& x) { return x.failed_adds(); }
   static void check(const Index& x) { x.check_structure(); }
   static uint32_t consolidate(Index& x) { return x.consolidate(); }
+};
+
+template <class P>
+struct MappedCore<BasicHnsw<P>> : GraphMappedCore<BasicHnsw<P>, P, HnswSearchOptions, HnswSearchState> {
+  static constexpr const char* kKind = "hnsw";
+  static constexpr bool kBatches = true;
+  static void search_batch(const BasicHnsw<P>& x, std::span<const float* const> qs, const HnswSearchOptions& opt,
+                           std::span<HnswSearchState* const> states, std::span<std::vector<vector::Neighbor>> out) {
+    x.search_batch(qs, opt, states, out);
+  }
+};
+
+template <class P>
+struct MappedCore<BasicCodedHnsw<P>>
+    : GraphMappedCore<BasicCodedHnsw<P>, P, CodedHnswSearchOptions, CodedHnswSearchState> {
+  static constexpr const char* kKind = "coded hnsw";
+  static constexpr bool kBatches = false;
 };
 
 template <class P>
@@ -129,53 +142,6 @@ struct MappedCore<BasicIvf<P>> {
   }
   static std::vector<uint32_t> unbound_ok(const Index&) { return {}; }
   static void check(const Index& x) { x.verify(); }
-};
-
-template <class P>
-struct MappedCore<BasicCodedHnsw<P>> {
-  using Index = BasicCodedHnsw<P>;
-  using Pool = P;
-  using Options = CodedHnswSearchOptions;
-  using State = CodedHnswSearchState;
-  static constexpr const char* kKind = "coded hnsw";
-  static constexpr uint64_t kSlotLimit = Index::kMaxCapacity;
-  static constexpr bool kConsolidates = true;
-  static constexpr bool kBatches = false;
-
-  static uint32_t dim(const Index& x) { return x.dim(); }
-  static vector::Metric metric(const Index& x) { return x.params().metric; }
-  static uint64_t size(const Index& x) { return x.size(); }
-  static void add(Index& x, uint32_t slot, const float* v) { x.add(slot, v); }
-  static bool add_left_nothing(const Index& x, uint32_t slot) { return unused(x, slot); }
-  static void remove(Index& x, std::span<const uint32_t> slots) {
-    for (const uint32_t s : slots) x.remove(s);
-  }
-  static void search(const Index& x, const float* q, const Options& opt, State& st, std::vector<vector::Neighbor>* out,
-                     const vector::IdFilter* filter) {
-    if (filter) {
-      x.search(q, opt, st, out, *filter);
-    } else {
-      x.search(q, opt, st, out);
-    }
-  }
-  static Options with_k(Options o, uint32_t k) {
-    o.k = k;
-    return o;
-  }
-  static uint32_t k(const Options& o) { return o.k; }
-  template <class Fn>
-  static void live_slots(const Index& x, Fn&& fn) {
-    const uint32_t cap = x.capacity();
-    for (uint32_t s = 0; s < cap; ++s) {
-      if (x.contains(s)) fn(s);
-    }
-  }
-  static bool unused(const Index& x, uint32_t slot) {
-    return slot >= x.capacity() || (!x.contains(slot) && !x.removed(slot));
-  }
-  static std::vector<uint32_t> unbound_ok(const Index& x) { return x.failed_adds(); }
-  static void check(const Index& x) { x.check_structure(); }
-  static uint32_t consolidate(Index& x) { return x.consolidate(); }
 };
 
 }  // namespace calico::index
