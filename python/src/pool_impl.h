@@ -131,7 +131,12 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
   std::shared_ptr<HnswApi> hnsw(std::string_view name, bool create, const HnswConfig& cfg) override {
     Use u(*gate_);
     std::lock_guard l(registry_mu_);
-    if (auto x = registered<HnswApi>(name, "an HNSW index")) return check_hnsw(x, name, create, cfg);
+    if (auto x = registered<HnswApi>(name, "an HNSW index")) {
+      if (std::dynamic_pointer_cast<CodedHnswApi>(x)) {  // a CodedHnswApi is an HnswApi too
+        throw Error(ErrorCode::kInvalidArgument, "space '" + std::string(name) + "' holds a coded HNSW index");
+      }
+      return check_hnsw(x, name, create, cfg);
+    }
     using Core = index::BasicHnsw<Pool>;
     index::HnswParams p;
     p.dim = cfg.dim;

@@ -52,7 +52,8 @@ def test_recall_against_brute_force_at_several_memory_budgets(data_dir, pages):
         assert mem["total"] == mem["codes"] + mem["model"] + mem["pool_frames"] + mem["translation"]
         assert mem["total"] <= budget == mem["budget"]
         if pages == 64:
-            assert pool.stats()["pages_read"] > 0, "a pool this small must read vectors"
+            s = pool.stats()
+            assert s["faults"] + s["prefetch_issued"] > 0, "a pool this small must read vectors"
 
 
 def test_a_budget_below_the_codes_and_frames_is_refused(data_dir):
@@ -72,7 +73,9 @@ def test_a_budget_below_the_codes_and_frames_is_refused(data_dir):
         with pytest.raises(calico.InvalidArgumentError, match="budget"):
             index.add(clustered(60_000, DIM, seed=5), num_threads=1)
         assert 500 <= len(index) < 60_500
-        assert index.memory()["total"] <= (1 << 20) + (1 << 19)
+        # The budget counts the translation as it stands at each growth; pages first touched
+        # after the last growth (the id map's) add a few entries.
+        assert index.memory()["total"] <= (1 << 20) + (1 << 19) + 4 * 4096
         ids, _ = index.search(rows[:3], k=3)
         assert (ids != 2**64 - 1).all()
 
@@ -140,34 +143,38 @@ def test_reopen_in_a_new_process_gives_the_same_answers(data_dir):
 
 
 def test_deletes_and_upserts_with_consolidation_keep_recall(data_dir):
+    m = N // 6  # rows deleted, and rows upserted
     base = clustered(N, DIM, clusters=40, seed=3)
-    fresh = clustered(N // 3, DIM, clusters=40, seed=8)
+    fresh = clustered(2 * m, DIM, clusters=40, seed=8)
     queries = clustered(200, DIM, clusters=40, seed=4)
     rng = np.random.default_rng(2)
     with calico.Pool(data_dir, pool_bytes=256 * 4096) as pool:
         index = calico.CodedHnswIndex(pool, "c", dim=DIM, capacity=N)
         index.auto_consolidate = 0  # consolidated below, by hand
         index.add(base)
-        gone = rng.choice(N, size=N // 3, replace=False)
-        index.delete(gone[: N // 6])
-        index.add(fresh[: N // 6], ids=gone[N // 6: N // 3])  # upserts: new vectors for old ids
+        gone = rng.choice(N, size=2 * m, replace=False)
+        deleted, updated = gone[:m], gone[m:]
+        index.delete(deleted)
+        index.add(fresh[:m], ids=updated)  # upserts: new vectors for old ids
         rows = base.copy()
-        rows[gone[N // 6: N // 3]] = fresh[: N // 6]
+        rows[updated] = fresh[:m]
         live = np.ones(N, dtype=bool)
-        live[gone[: N // 6]] = False
+        live[deleted] = False
         assert len(index) == live.sum()
-        assert index.tombstones == 2 * (N // 6)  # the deleted rows and the upserts' replaced ones
+        assert index.tombstones == 2 * m  # the deleted rows and the upserts' replaced ones
         alive = np.flatnonzero(live)
         want = alive[brute_force(rows[alive], queries, K)]
         ids, dist = index.search(queries, k=K, **DEEP)
-        assert not np.isin(ids, gone[: N // 6]).any(), "a deleted id was returned"
+        assert not np.isin(ids, deleted).any(), "a deleted id was returned"
         assert recall(ids, want) >= 0.93
+        exact = ((queries[:, None, :] - rows[ids.astype(np.int64)]) ** 2).sum(-1)
+        assert np.allclose(dist, exact, rtol=1e-4, atol=1e-3), "an upserted id must be measured with its new vector"
         freed = index.consolidate()
-        assert freed == 2 * (N // 6) and index.tombstones == 0
+        assert freed == 2 * m and index.tombstones == 0
         cap = index.capacity
         ids2, _ = index.search(queries, k=K, **DEEP)
         assert recall(ids2, want) >= 0.93
-        index.add(fresh[N // 6:], ids=np.arange(N, N + len(fresh) - N // 6, dtype=np.uint64))
+        index.add(fresh[m:], ids=np.arange(N, N + m, dtype=np.uint64))
         assert index.capacity == cap, "freed slots are reused"
         # A filter: only even ids.
         evens = np.flatnonzero(live & (np.arange(N) % 2 == 0))

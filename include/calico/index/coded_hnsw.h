@@ -36,7 +36,8 @@
 //   - Codes stay resident: open() reads every code page (checking header and CRC) into one
 //     array in memory, add() writes a code to the array and through to its page. The budget
 //     (budget_bytes) must hold the codes of the whole capacity plus the model plus the pool's
-//     frames; growth past it is refused.
+//     frames and its translation (as it stands, plus 8 bytes for each page a growth adds);
+//     growth past it is refused.
 //   - The graph is HNSW's level 0 only (2M links per node, the paper's heuristic
 //     Algorithm 4 choosing M of them): flat graphs search as well as the hierarchy on
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
@@ -93,7 +94,8 @@
 // Errors (calico::Error; kInvalidArgument naming the parameter unless noted):
 //   create: dim 0, bits not 1/2/4, M < 2 or > 256, metric out of range, an empty or
 //     non-finite sample, capacity 0, a name too long, rows that do not fit a page,
-//     budget_bytes below the codes of the capacity plus the model plus the pool's frames;
+//     budget_bytes below the codes of the capacity plus the model plus the pool's frames and
+//     translation;
 //     kSpaceExists;
 //   open: kUnknownSpace; kCorruptPage naming the page when a header (magic, kind, format,
 //     uuid, block) or a code page's CRC disagrees, or the metadata is malformed;

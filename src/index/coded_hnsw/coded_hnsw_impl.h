@@ -93,14 +93,16 @@ inline uint64_t BasicCodedHnsw<Pool>::codes_bytes(uint64_t capacity) const {
 
 template <class Pool>
 inline void BasicCodedHnsw<Pool>::check_budget(Pool& pool, uint64_t budget, uint64_t codes, const char* what) {
-  const uint64_t frames = uint64_t{pool.num_frames()} * pool.page_size();
+  // The pool's frames and its translation as it stands (memory() reports both).
+  const uint64_t frames = uint64_t{pool.num_frames()} * pool.page_size() + pool.stats().translation_private_bytes;
   if (budget < codes) {
     coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) +
                           " is below the codes' size " + std::to_string(codes) + " (capacity x (code + state) + model)");
   }
   if (budget - codes < frames) {
     coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) + " is below the codes (" +
-                          std::to_string(codes) + ") plus the pool's frames (" + std::to_string(frames) + ")");
+                          std::to_string(codes) + ") plus the pool's frames and translation (" + std::to_string(frames) +
+                          ")");
   }
 }
 
@@ -354,9 +356,14 @@ inline void BasicCodedHnsw<Pool>::reserve(uint64_t n) {
   const uint64_t cap = capacity();
   if (n <= cap) return;
   uint64_t target = std::min<uint64_t>(std::max<uint64_t>(n, 2 * cap), kMaxCapacity);
-  const uint64_t frames = uint64_t{pool_->num_frames()} * pool_->page_size();
-  if (codes_bytes(target) + frames > shared_->budget_bytes) target = n;  // no doubling past the budget
-  check_budget(*pool_, shared_->budget_bytes, codes_bytes(target), "growth");
+  // Codes and states, plus a translation entry (8 bytes) for each page the growth adds.
+  auto need = [&](uint64_t c) {
+    const uint64_t pages = c / layout_.per_code_page + c / layout_.per_link_page + c / layout_.per_vec_page + 3;
+    return codes_bytes(c) + 8 * pages;
+  };
+  const uint64_t frames = uint64_t{pool_->num_frames()} * pool_->page_size() + pool_->stats().translation_private_bytes;
+  if (need(target) + frames > shared_->budget_bytes) target = n;  // no doubling past the budget
+  check_budget(*pool_, shared_->budget_bytes, need(target), "growth");
   grow_pages(static_cast<uint32_t>(target));
 }
 
