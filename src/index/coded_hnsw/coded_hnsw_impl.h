@@ -676,7 +676,7 @@ inline void BasicCodedHnsw<Pool>::write_list(uint32_t node, const std::vector<ui
   std::byte* row = g.data() + layout_.link_offset(node);
   const uint16_t head[2] = {static_cast<uint16_t>(ids.size()), 1};
   std::memcpy(row, head, 4);
-  std::memcpy(row + 4, ids.data(), ids.size() * 4);
+  if (!ids.empty()) std::memcpy(row + 4, ids.data(), ids.size() * 4);  // data() may be null when empty
   g.mark_dirty();
 }
 
