@@ -371,6 +371,9 @@ void stress_test() {
   for (unsigned w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
       std::mt19937_64 rng(100 + w);
+      // Under load the writers could finish every round before a reader runs once: they
+      // start after the first search (readers search until the writers are done).
+      while (searches.load() == 0) std::this_thread::yield();
       for (uint64_t r = 1; r <= kMaxRounds && (r <= kMinRounds || std::chrono::steady_clock::now() < deadline ||
                                                 searches.load() < 10);
            ++r) {
