@@ -273,25 +273,25 @@ int run_vector_coded(const VectorCodedConfig& c) {
       for (uint32_t rr : c.rerank) {
         for (uint32_t ef : c.coded_ef) {
           for (uint32_t ent : c.entries) {
-          index::CodedHnswSearchOptions opt;
-          opt.k = c.k;
-          opt.ef = ef;
-          opt.rerank = rr;
-          opt.entries = ent;
-          const double recall = recall_of(ds, c.k, searcher(opt));
-          for (uint32_t th : c.threads) {
-            Row r;
-            r.index = "coded";
-            r.pool_fraction = f;
-            r.ef = ef;
-            r.rerank = rr;
-            r.entries = ent;
-            r.threads = th;
-            r.pool_bytes = pool->num_frames() * pool->page_size();
-            r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
-            r.recall = recall;
-            rows.push_back(r);
-          }
+            index::CodedHnswSearchOptions opt;
+            opt.k = c.k;
+            opt.ef = ef;
+            opt.rerank = rr;
+            opt.entries = ent;
+            const double recall = recall_of(ds, c.k, searcher(opt));
+            for (uint32_t th : c.threads) {
+              Row r;
+              r.index = "coded";
+              r.pool_fraction = f;
+              r.ef = ef;
+              r.rerank = rr;
+              r.entries = ent;
+              r.threads = th;
+              r.pool_bytes = pool->num_frames() * pool->page_size();
+              r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
+              r.recall = recall;
+              rows.push_back(r);
+            }
           }
         }
       }
