@@ -257,8 +257,8 @@ CLI::App* add_vector_codes_command(CLI::App& app, calico::bench::VectorCodesConf
 }
 // `calico_bench vector-coded` and its options (vector/coded.h).
 CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConfig& vc) {
-  CLI::App* v = app.add_subcommand("vector-coded", "larger than memory: the coded HNSW (RaBitQ codes resident, re-rank as one "
-                                                   "group read) against the full-vector HNSW with the same memory");
+  CLI::App* v = app.add_subcommand("vector-coded", "larger than memory: the coded HNSW (RaBitQ codes resident, node rows of "
+                                                   "links and vector in the pool) against the full-vector HNSW with the same memory");
   v->add_option("--dataset", vc.dataset, "clustered (SIFT-like, l2), embedding (unit vectors, ip; 384-d unless --dim) or files (--base/--query[/--gt])")->capture_default_str()->check(CLI::IsMember({"clustered", "embedding", "files"}));
   v->add_option("--metric", vc.metric, "l2, ip or cosine (embedding: ip unless given)")->capture_default_str()->check(CLI::IsMember({"l2", "ip", "cosine"}));
   v->add_option("--base", vc.base_path, ".fvecs/.bvecs base vectors (files)");
@@ -283,6 +283,7 @@ CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConf
   v->add_option("--coded-ef", vc.coded_ef, "ef values of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--rerank", vc.rerank, "re-rank depths of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--entries", vc.entries, "entry points the coded HNSW scores per search (0: its whole sample; comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--prefetch-width", vc.prefetch_width, "node pages the coded HNSW requests as one batch before each expansion (0: no prefetch; comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--k", vc.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--seconds", vc.seconds, "timed region per setting")->capture_default_str()->check(CLI::Range(0.01, 3600.0));
   v->add_option("--json", vc.json_path, "append one JSON line per setting to this file");

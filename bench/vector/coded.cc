@@ -37,7 +37,7 @@ double elapsed_s(std::chrono::steady_clock::time_point t0) {
 struct Row {
   std::string index;
   double pool_fraction = 0;
-  uint32_t ef = 0, rerank = 0, entries = 0, threads = 1;
+  uint32_t ef = 0, rerank = 0, entries = 0, width = 0, threads = 1;
   uint64_t pool_bytes = 0, resident_codes_bytes = 0;
   double recall = 0;
   std::vector<double> qps, reads_per_query, p50_ms, p99_ms;
@@ -273,24 +273,29 @@ int run_vector_coded(const VectorCodedConfig& c) {
       for (uint32_t rr : c.rerank) {
         for (uint32_t ef : c.coded_ef) {
           for (uint32_t ent : c.entries) {
-            index::CodedHnswSearchOptions opt;
-            opt.k = c.k;
-            opt.ef = ef;
-            opt.rerank = rr;
-            opt.entries = ent;
-            const double recall = recall_of(ds, c.k, searcher(opt));
-            for (uint32_t th : c.threads) {
-              Row r;
-              r.index = "coded";
-              r.pool_fraction = f;
-              r.ef = ef;
-              r.rerank = rr;
-              r.entries = ent;
-              r.threads = th;
-              r.pool_bytes = pool->num_frames() * pool->page_size();
-              r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
-              r.recall = recall;
-              rows.push_back(r);
+            for (uint32_t w : c.prefetch_width) {
+              index::CodedHnswSearchOptions opt;
+              opt.k = c.k;
+              opt.ef = ef;
+              opt.rerank = rr;
+              opt.entries = ent;
+              opt.prefetch = w > 0;
+              opt.prefetch_width = w;
+              const double recall = recall_of(ds, c.k, searcher(opt));
+              for (uint32_t th : c.threads) {
+                Row r;
+                r.index = "coded";
+                r.pool_fraction = f;
+                r.ef = ef;
+                r.rerank = rr;
+                r.entries = ent;
+                r.width = w;
+                r.threads = th;
+                r.pool_bytes = pool->num_frames() * pool->page_size();
+                r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
+                r.recall = recall;
+                rows.push_back(r);
+              }
             }
           }
         }
@@ -302,6 +307,8 @@ int run_vector_coded(const VectorCodedConfig& c) {
           opt.ef = rows[i].ef;
           opt.rerank = rows[i].rerank;
           opt.entries = rows[i].entries;
+          opt.prefetch = rows[i].width > 0;
+          opt.prefetch_width = rows[i].width;
           timed(*pool, ds, c.seconds, rows[i], searcher(opt));
         }
       }
@@ -314,18 +321,18 @@ int run_vector_coded(const VectorCodedConfig& c) {
   const std::string load_after = loadavg();
   std::ofstream json;
   if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
-  fmt::print("{:>6} {:>6} {:>5} {:>6} {:>5} {:>3} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "index", "pool",
-             "ef", "rerank", "entr", "thr", "pool MB", "codes MB", "recall", "QPS", "reads/q", "p50 ms", "p99 ms");
+  fmt::print("{:>6} {:>6} {:>5} {:>6} {:>5} {:>3} {:>3} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "index", "pool",
+             "ef", "rerank", "entr", "wid", "thr", "pool MB", "codes MB", "recall", "QPS", "reads/q", "p50 ms", "p99 ms");
   for (const Row& r : rows) {
-    fmt::print("{:>6} {:>5.0f}% {:>5} {:>6} {:>5} {:>3} {:>9.1f} {:>9.2f} {:>7.3f} {:>9.0f} {:>8.1f} {:>8.3f} {:>8.3f}{}\n",
-               r.index, r.pool_fraction * 100, r.ef, r.rerank, r.entries, r.threads, r.pool_bytes / 1048576.0,
+    fmt::print("{:>6} {:>5.0f}% {:>5} {:>6} {:>5} {:>3} {:>3} {:>9.1f} {:>9.2f} {:>7.3f} {:>9.0f} {:>8.1f} {:>8.3f} {:>8.3f}{}\n",
+               r.index, r.pool_fraction * 100, r.ef, r.rerank, r.entries, r.width, r.threads, r.pool_bytes / 1048576.0,
                r.resident_codes_bytes / 1048576.0, r.recall, median(r.qps), median(r.reads_per_query),
                median(r.p50_ms), median(r.p99_ms), r.ok ? "" : "  CHECK FAILED");
     if (json.is_open()) {
       json << fmt::format(
-          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"k":{},"ef":{},"rerank":{},"entries":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
+          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
           r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits,
-          c.k, r.ef, r.rerank, r.entries, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
+          c.k, r.ef, r.rerank, r.entries, r.width, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
           r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.p50_ms),
           median(r.p99_ms), c.rounds, c.seconds, hnsw_build_s, coded_build_s, reused ? "true" : "false", load_before,
           load_after, r.ok ? "true" : "false", machine_json())

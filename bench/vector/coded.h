@@ -50,6 +50,7 @@ struct VectorCodedConfig {
   std::vector<uint32_t> coded_ef = {64, 100, 200};
   std::vector<uint32_t> rerank = {20, 50};
   std::vector<uint32_t> entries = {0};  // CodedHnswSearchOptions::entries
+  std::vector<uint32_t> prefetch_width = {4};  // CodedHnswSearchOptions::prefetch_width (0: no prefetch)
   uint32_t k = 10;
   double seconds = 1.0;
   std::string json_path;

@@ -266,10 +266,11 @@ class CodedHnswIndex:
     """
     An HNSW for vectors larger than memory, stored in a Pool under ``name``: a compressed code
     of every vector (RaBitQ, ``bits`` per dimension) stays in memory and the search walks the
-    graph (level 0, its links in pool pages) on code distances; then the ``rerank`` best
-    candidates' full vectors are read from pool pages as one group and ranked exactly. Each
-    query reads link pages and about ``rerank`` vector rows instead of one page per visited
-    node. The calls are HnswIndex's (ids, upsert, delete, consolidate, filter, labels); the
+    graph (level 0) on code distances. A node's row in pool pages holds its links and its
+    full vector, so each node the search expands costs one row read and is ranked exactly:
+    larger than memory a query reads about as many pages as it expands nodes (DiskANN's
+    layout), not one per visited neighbour. The calls are HnswIndex's (ids, upsert, delete,
+    consolidate, filter, labels); the
     code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.
     """
 
@@ -277,7 +278,7 @@ class CodedHnswIndex:
         """
         Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,
         ``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes
-        (1, 2 or 4: 1 needs rerank about 50 for recall 0.95-0.99, 2 about 20); ``clusters``: codes
+        (1, 2 or 4: more bits steer the beam better at more memory); ``clusters``: codes
         are residuals to the nearest of this many k-means centroids of the training rows (None:
         about the square root of the training rows, at most 256; data of well-separated clusters
         estimates better with about as many). Training uses at most 65,536 rows, evenly spaced.
@@ -321,10 +322,10 @@ class CodedHnswIndex:
     ) -> SearchResult:
         """
         The k approximate nearest neighbours of each query, as HnswIndex.search: (ids uint64 [n, k],
-        distances float32 [n, k], exact). ``ef``: the beam width on codes (None: max(64, k)),
-        raised to max(k, rerank); ``rerank``: candidates whose full vectors are read (one group
-        read per query) and ranked exactly (at least 1; raised to k). A filter allowing few ids
-        is answered by scanning their codes (no graph page read). Raises as HnswIndex.search,
+        distances float32 [n, k], exact). ``ef``: the beam width on codes (None: max(64, k));
+        every node it expands is ranked by its full vector. A filter allowing few ids is
+        answered by scanning their codes (no graph page read); then the ``rerank`` best
+        (at least 1; raised to k) are read as one group and ranked exactly. Raises as HnswIndex.search,
         and InvalidArgumentError for rerank 0 or an index with no rows yet.
         """
 

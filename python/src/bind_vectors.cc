@@ -258,10 +258,11 @@ void bind_vectors(nb::module_& m) {
       m, "CodedHnswIndex",
       "An HNSW for vectors larger than memory, stored in a Pool under ``name``: a compressed code\n"
       "of every vector (RaBitQ, ``bits`` per dimension) stays in memory and the search walks the\n"
-      "graph (level 0, its links in pool pages) on code distances; then the ``rerank`` best\n"
-      "candidates' full vectors are read from pool pages as one group and ranked exactly. Each\n"
-      "query reads link pages and about ``rerank`` vector rows instead of one page per visited\n"
-      "node. The calls are HnswIndex's (ids, upsert, delete, consolidate, filter, labels); the\n"
+      "graph (level 0) on code distances. A node's row in pool pages holds its links and its\n"
+      "full vector, so each node the search expands costs one row read and is ranked exactly:\n"
+      "larger than memory a query reads about as many pages as it expands nodes (DiskANN's\n"
+      "layout), not one per visited neighbour. The calls are HnswIndex's (ids, upsert, delete,\n"
+      "consolidate, filter, labels); the\n"
       "code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.")
       .def(
           "__init__",
@@ -285,7 +286,7 @@ void bind_vectors(nb::module_& m) {
           "capacity"_a = 10000, "bits"_a = 1, "clusters"_a = nb::none(), "memory_budget"_a = nb::none(), "seed"_a = 42,
           "Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,\n"
           "``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes\n"
-          "(1, 2 or 4: 1 needs rerank about 50 for recall 0.95-0.99, 2 about 20); ``clusters``: codes\n"
+          "(1, 2 or 4: more bits steer the beam better at more memory); ``clusters``: codes\n"
           "are residuals to the nearest of this many k-means centroids of the training rows (None:\n"
           "about the square root of the training rows, at most 256; data of well-separated clusters\n"
           "estimates better with about as many). Training uses at most 65,536 rows, evenly spaced.\n"
@@ -336,10 +337,10 @@ void bind_vectors(nb::module_& m) {
           "queries"_a, "k"_a = 10, "ef"_a = nb::none(), "rerank"_a = 50, "num_threads"_a = 0, "filter"_a = nb::none(),
           "labels"_a = nb::none(),
           "The k approximate nearest neighbours of each query, as HnswIndex.search: (ids uint64 [n, k],\n"
-          "distances float32 [n, k], exact). ``ef``: the beam width on codes (None: max(64, k)),\n"
-          "raised to max(k, rerank); ``rerank``: candidates whose full vectors are read (one group\n"
-          "read per query) and ranked exactly (at least 1; raised to k). A filter allowing few ids\n"
-          "is answered by scanning their codes (no graph page read). Raises as HnswIndex.search,\n"
+          "distances float32 [n, k], exact). ``ef``: the beam width on codes (None: max(64, k));\n"
+          "every node it expands is ranked by its full vector. A filter allowing few ids is\n"
+          "answered by scanning their codes (no graph page read); then the ``rerank`` best\n"
+          "(at least 1; raised to k) are read as one group and ranked exactly. Raises as HnswIndex.search,\n"
           "and InvalidArgumentError for rerank 0 or an index with no rows yet.")
       .def("delete", &delete_ids<CodedHnswApi>, "ids"_a, "As HnswIndex.delete.")
       .def(

@@ -317,7 +317,7 @@ class PoolImpl final : public PoolApi, public std::enable_shared_from_this<PoolI
   // A coded HNSW has no space named `name` (its spaces are name + kCodedSuffixes), so whether
   // one is stored under `name` is asked of its codes space; one created and never flushed
   // (no block) is dropped with its other spaces and its id map, as exists() drops others.
-  static constexpr const char* kCodedSuffixes[] = {".codes", ".graph", ".vectors"};
+  static constexpr const char* kCodedSuffixes[] = {".codes", ".graph"};
   bool coded_exists(std::string_view name) {
     const std::string codes = std::string(name) + ".codes";
     bool found = false, empty = false;

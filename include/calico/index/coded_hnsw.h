@@ -1,13 +1,14 @@
 // BasicCodedHnsw<Pool>: a graph index for vectors larger than memory that navigates on
-// compressed codes kept resident and re-ranks the best candidates with their full vectors,
-// read from pool pages as one group. The declaration and its contract; the page format is in
+// compressed codes kept resident and ranks the nodes it expands by their full vectors, which
+// lie beside their links in pool pages (DiskANN's layout). The declaration and its contract; the page format is in
 // src/index/coded_hnsw/coded_hnsw_layout.h, the member definitions in
 // src/index/coded_hnsw/coded_hnsw_impl.h.
 //
 // Why. Larger than memory, every node BasicHnsw visits is a page read (its level-0 pages hold
-// vector and links together). DiskANN (Subramanya et al., NeurIPS 2019) keeps a compressed
-// code of every vector in memory, navigates on code distances and reads full vectors only to
-// re-rank; this index does the same on the pool.
+// vector and links together), and it visits every neighbour of every node it expands.
+// DiskANN (Subramanya et al., NeurIPS 2019) keeps a compressed code of every vector in
+// memory and scores the neighbours on codes: only the nodes it expands are read, and each
+// read gives that node's exact distance. This index does the same on the pool.
 //
 // Principal entry points:
 //   BasicCodedHnsw::create(pool, name, params, sample, n, capacity, budget_bytes)
@@ -28,11 +29,13 @@
 //     seed only, so vectors added later are coded as well as the sample, where PQ's codebooks
 //     go stale), 4-27x faster encoding, and an error bound per code. 1 bit re-ranked 50 deep
 //     reached recall 0.995; 2 bits (CodedHnswParams::bits) need 20.
-//   - Three spaces (coded_hnsw_layout.h): <name>.codes holds the metadata, the model blob and
-//     every code; <name>.graph the level-0 lists, compact (132 B per node at M = 16, 30 per
-//     4 KB page: the hot graph stays resident); <name>.vectors the full vectors, read only to
-//     re-rank. Every page carries the index's uuid and its block; a code page a CRC32C of its
-//     codes; a vector row the CRC32C of its node's code.
+//   - Two spaces (coded_hnsw_layout.h): <name>.codes holds the metadata, the model blob and
+//     every code; <name>.graph one row per node, its level-0 list and its full vector (652 B
+//     at M = 16 and 128 dimensions, 6 per 4 KB page). Every page carries the index's uuid and
+//     its block; a code page a CRC32C of its codes; a node row the CRC32C of its code.
+//     Format 2 kept links and vectors in separate spaces (links compact, so the hot graph
+//     stayed resident): larger than memory it read a link page per expanded node and then
+//     the re-rank's vector pages, 4-5x DiskANN's reads (docs/results/vector_coded.md).
 //   - Codes stay resident: open() reads every code page (checking header and CRC) into one
 //     array in memory, add() writes a code to the array and through to its page. The budget
 //     (budget_bytes) must hold the codes of the whole capacity plus the model plus the pool's
@@ -43,38 +46,43 @@
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
 //     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes.
-//   - Search: a beam of width ef on level 0 scored by code estimates (no vector read); the
-//     link pages of candidates that enter the beam are prefetched (pool.prefetch_group),
-//     until 8 prefetches in a row found every page resident (then 256 offers skip it: in
-//     memory the prefetch only costs).
-//     Then the best `rerank` by estimate have their vector pages requested as one group
-//     (pool.read_group: one batch of asynchronous reads for the evicted ones), are scored
-//     exactly, and the best k returned.
+//   - Search: a beam of width ef on level 0, navigated by code estimates. Before a node is
+//     expanded its page and those of the next prefetch_width - 1 candidates are requested as
+//     one batch (pool.prefetch_group; DiskANN's beam width), until 8 batches in a row found
+//     every page resident (then 256 expansions skip it: in memory the prefetch only costs).
+//     Prefetching every candidate that enters the beam, as format 2 did, read 1.9x the pages
+//     the search expands (100K x 128 at 10% memory, ef 32: 61 against 32). Expanding a node reads its row: its links, and its vector, scored
+//     exactly. The k nearest of the expanded nodes by exact distance are returned (every
+//     node left in the beam was expanded); candidates a scan of codes found (filters, below)
+//     are not expanded, so the best `rerank` of them have their node pages requested as one
+//     group (pool.read_group: one batch of asynchronous reads for the evicted ones) and are
+//     scored exactly.
 //   - Deletes and filters, as BasicHnsw does them (calico/index/hnsw.h, "Removal and
 //     filters"): remove() marks the slot removed (in memory and in its code page's removed
 //     bitmap); the node keeps code, vector and links, so searches still pass through it, but
 //     only admissible nodes (not removed, allowed by the filter) enter the beam's results and
-//     the re-rank. A filter that allows few ids is answered by scanning their resident codes
+//     the ranking. A filter that allows few ids is answered by scanning their resident codes
 //     (no graph page read) and re-ranking the best; a graph search that found fewer than k
 //     admissible nodes is completed the same way. consolidate() is FreshDiskANN's
 //     (Algorithm 4, as BasicHnsw's): each list naming a removed node keeps its live members
 //     and fills the removed ones' places from their lists by the heuristic (exact distances,
 //     one group read); then the removed slots are cleared and may be added again.
-//   - add: code and vector written first; then a search on codes with ef_construction whose
-//     results are re-ranked exactly, the heuristic picks M, the node's own list is written,
-//     then back links; a list that overflows 2M is cut back by the heuristic around its owner
-//     from exact distances (its members' vectors read as one group).
+//   - add: code and vector written first; then a search on codes with ef_construction, the
+//     heuristic picks M among the nearest ef_construction nodes it expanded (exact
+//     distances, from the rows it read), the node's own list is written, then back links; a
+//     list that overflows 2M is cut back by the heuristic around its owner from exact
+//     distances (its members' rows read as one group).
 //
 // Concurrency and latching. A thread holds at most one page latch at a time:
 //   - add() claims its slot (an in-memory state word per slot, CAS absent -> claimed), writes
-//     the vector row and the code (memory, then its page under the page's exclusive latch),
+//     its row's vector and the code (memory, then its page under the page's exclusive latch),
 //     marks the slot coded (release), and only then writes any list that names it; so a
 //     search that reads a link (a validated optimistic read or a pin: acquire) finds the code;
 //   - each list update latches the list's page exclusive, merges, releases; an overflow is
 //     shrunk from a snapshot without a latch and written only if the list is unchanged, else
 //     redone (at most kMaxLinkAttempts);
-//   - searches read link rows optimistically (racy_copy, validate; pinned after
-//     Pool::kOptimisticAttempts failures) and vector rows the same way;
+//   - searches read node rows optimistically (racy_copy, validate; pinned after
+//     Pool::kOptimisticAttempts failures);
 //   - Shared::codes_mutex (shared_mutex): a search or an add holds it shared from start to
 //     end (the code array and slot states do not move under it); a growth holds it exclusive
 //     to reallocate them, and raises Shared::growing meanwhile so that new readers wait
@@ -85,27 +93,28 @@
 //     exclusive, so lists change under consolidate() only by its own hand. Searches do not
 //     take it: one that read a list before consolidate() rewrote it may reach a slot
 //     consolidate() then freed. Shared::frees counts the frees; a search that meets an
-//     absent slot (or a vector row that is not its code's) after the count moved skips it
+//     absent slot (or a node row that is not its code's) after the count moved skips it
 //     instead of reporting corruption. A freed slot should be added again only once the
 //     searches that began before consolidate() returned have ended (BasicMapped waits for
 //     them: calico/index/mapped_index.h); a search that meets it re-added scores it like any
 //     node.
 //
 // Errors (calico::Error; kInvalidArgument naming the parameter unless noted):
-//   create: dim 0, bits not 1/2/4, M < 2 or > 256, metric out of range, an empty or
-//     non-finite sample, capacity 0, a name too long, rows that do not fit a page,
-//     budget_bytes below the codes of the capacity plus the model plus the pool's frames and
-//     translation;
+//   create: dim 0, bits not 1/2/4, M < 2 or > 256, alpha outside [1, 2], metric out of
+//     range, an empty or non-finite sample, capacity 0, a name too long, rows that do not
+//     fit a page, budget_bytes below the codes of the capacity plus the model plus the
+//     pool's frames and translation;
 //     kSpaceExists;
 //   open: kUnknownSpace; kCorruptPage naming the page when a header (magic, kind, format,
-//     uuid, block) or a code page's CRC disagrees, or the metadata is malformed;
+//     uuid, block) or a code page's CRC disagrees, or the metadata is malformed (an index of
+//     formats 1 or 2 is refused with a message to build it again);
 //     budget_bytes as create;
 //   add: an id past kMaxCapacity, an id added before (or removed and not yet freed), a
 //     non-finite vector, a zero cosine vector, a growth past budget_bytes; pool errors;
 //   remove: an id not in the index (never added, removed before, its add running or failed);
 //   search: k 0, rerank 0, a state of another index, a non-finite query; kCorruptPage when a
-//     validated link row breaks the format or a vector row's code CRC disagrees with the
-//     resident code (the code or the vector is wrong: neither is used).
+//     validated node row breaks the format or its code CRC disagrees with the resident code
+//     (the code or the vector is wrong: neither is used).
 // A failed add leaves the index searchable: a node whose code was written is reachable by
 // whatever links were written, is not counted in size(), and its id cannot be added again.
 //
@@ -141,16 +150,28 @@ struct CodedHnswParams {
   // About 1 node in entry_rate (by a hash of seed and id) is a search start, all of them
   // scored on codes first: the flat graph's substitute for HNSW's upper levels.
   uint32_t entry_rate = 64;
+  // The links heuristic keeps a candidate unless a kept neighbour is nearer to it than the
+  // node, by this factor (1: HNSW's heuristic; DiskANN's Vamana uses 1.2). In [1, 2]; L2 and
+  // cosine only (inner products keep 1). 1.2 gave about 0.01 more recall at the same reads
+  // larger than memory (docs/results/vector_coded.md).
+  float alpha = 1.2f;
 };
 
 struct CodedHnswSearchOptions {
   uint32_t k = 10;
-  uint32_t ef = 100;      // beam width on codes (raised to max(k, rerank))
-  // Candidates re-ranked with their full vectors (one group read). 50 with 1-bit codes and
-  // 20 with 2 bits gave recall 0.99 over exact code ranking (docs/results/vector_codes.md);
-  // coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults.
+  // Beam width on codes (raised to k). Every node the beam expands is scored exactly, from
+  // its row. coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults; 32 reached
+  // 0.95 on 100K x 128 (docs/results/vector_coded.md).
+  uint32_t ef = 64;
+  // Candidates found by a scan of codes (a filter that allows few ids, or a beam that found
+  // fewer than k) scored exactly, the best by estimate, as one group read: 50 with 1-bit
+  // codes and 20 with 2 bits gave recall 0.99 over exact code ranking
+  // (docs/results/vector_codes.md).
   uint32_t rerank = 50;
-  bool prefetch = true;   // prefetch the link pages of candidates entering the beam
+  bool prefetch = true;   // prefetch node pages (below)
+  // Node pages requested as one batch before each expansion: the node's and the next
+  // prefetch_width - 1 candidates' (DiskANN's beam width; 0 counts as 1).
+  uint32_t prefetch_width = 4;
   // Entry points scored per search: at most this many of the entry sample, spread evenly
   // over it (0: all of them). The sample holds about 1 node in CodedHnswParams::entry_rate.
   uint32_t entries = 0;
@@ -166,9 +187,9 @@ struct CodedHnswSearchOptions {
 struct CodedHnswSearchStats {
   uint64_t searches = 0;
   uint64_t estimates = 0;     // codes scored
-  uint64_t expanded = 0;      // link rows read
-  uint64_t reranked = 0;      // exact distances (vector rows read)
-  uint64_t group_reads = 0;   // vector page reads the re-rank groups submitted
+  uint64_t expanded = 0;      // node rows read by the beam (each an exact distance)
+  uint64_t reranked = 0;      // node rows read by re-rank groups (a scan's candidates)
+  uint64_t group_reads = 0;   // page reads the re-rank groups submitted
   uint64_t retries = 0;       // optimistic reads that failed validation
   uint64_t scans = 0;         // searches answered (or completed) by a scan of codes
 };
@@ -198,7 +219,8 @@ class CodedHnswSearchState {
   friend class BasicCodedHnsw;
   const void* owner_ = nullptr;
   std::unique_ptr<vector::QueryState> query_state_;
-  std::vector<uint16_t> visited_;  // visited_[s] == epoch_: seen in this search
+  std::vector<uint16_t> visited_;   // visited_[s] == epoch_: seen in this search
+  std::vector<uint16_t> expanded_;  // expanded_[s] == epoch_: its row read (exact distance known)
   uint16_t epoch_ = 0;
   std::vector<float> query_;       // the (normalised) query
   std::vector<vector::Neighbor> candidates_, results_;  // min-heap, max-heap (ef)
@@ -209,11 +231,13 @@ class CodedHnswSearchState {
   std::vector<uint32_t> offsets_;
   std::vector<OptimisticRead> reads_;
   std::vector<float> rows_;        // re-ranked vectors, rerank x dim (add: the heuristic's rows)
+  std::vector<float> vec_;         // the vector of the row being expanded
+  std::vector<vector::Neighbor> scored_;  // expanded admissible nodes: {exact distance, slot}
   std::vector<vector::Neighbor> exact_;  // re-rank: {exact distance, index of the input id}
   std::vector<uint32_t> row_of_;         // exact_[j]'s row in rows_
   uint64_t frees_ = 0;                   // Shared::frees when the search began
   // Adaptive prefetch: group prefetches that found every page resident, in a row; past
-  // kIdlePrefetches the beam skips kSkippedOffers offers before it tries again (in memory
+  // kIdlePrefetches the beam skips kSkippedOffers expansions before it tries again (in memory
   // the prefetch only costs).
   uint32_t idle_prefetches_ = 0, skip_prefetch_ = 0;
   CodedHnswSearchStats stats_;
@@ -227,9 +251,9 @@ class BasicCodedHnsw {
   static constexpr uint32_t kMaxLinkAttempts = 10000;
   static constexpr uint32_t kIdlePrefetches = 8, kSkippedOffers = 256;  // CodedHnswSearchState
   static constexpr uint64_t kMaxCapacity = UINT32_MAX - 1;
-  static constexpr size_t kMaxNameBytes = 56;  // + ".vectors" fits a space name (64)
+  static constexpr size_t kMaxNameBytes = 56;  // + ".codes" fits a space name (64), with room
 
-  // Creates the three spaces; trains RaBitQ on sample[0 .. n * dim) (the sample's mean and
+  // Creates the two spaces; trains RaBitQ on sample[0 .. n * dim) (the sample's mean and
   // a rotation: vector/rabitq.h); allocates pages for `capacity` slots. Errors: see the file
   // comment.
   static BasicCodedHnsw create(Pool& pool, std::string_view name, const CodedHnswParams& params, const float* sample,
@@ -257,7 +281,7 @@ class BasicCodedHnsw {
   uint64_t codes_bytes(uint64_t capacity) const;
   CodedHnswMemory memory() const;
 
-  // Grows the capacity to at least n slots (doubling): pages in all three spaces, the code
+  // Grows the capacity to at least n slots (doubling): pages in both spaces, the code
   // array. Errors: n past kMaxCapacity, a growth past budget_bytes (kInvalidArgument
   // "budget_bytes"); pool errors.
   void reserve(uint64_t n);
@@ -364,10 +388,16 @@ class BasicCodedHnsw {
   void read_row(PageId pid, uint32_t off, const OptimisticRead* started, CodedHnswSearchState& st, Copy&& copy) const;
   uint32_t read_links(uint32_t id, CodedHnswSearchState& st, uint32_t* out) const;
   void read_vector(uint32_t id, const OptimisticRead* started, CodedHnswSearchState& st, float* out) const;
+  static constexpr uint32_t kStale = UINT32_MAX;  // read_node: freed meanwhile
+  uint32_t read_node(uint32_t id, CodedHnswSearchState& st, uint32_t* links, float* vec) const;
+  bool vector_row_ok(uint32_t id, const uint32_t row_head[2]) const;
+  [[noreturn]] void bad_vector_row(uint32_t id, const uint32_t row_head[2], PageId pid) const;
   // Beam search on codes; leaves st.results_ sorted ascending by estimate, holding only
-  // nodes admit(slot) accepts (every node is traversed).
+  // nodes admit(slot) accepts (every node is traversed), and the expanded ones' exact
+  // distances to q in st.scored_.
   template <class Admit>
-  void beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st, uint32_t entries = 0) const;
+  void beam(const float* q, uint32_t ef, uint32_t width, const Admit& admit, CodedHnswSearchState& st,
+            uint32_t entries, bool keep_rows) const;
   template <class Admit>
   void search_admitted(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,
                        std::vector<vector::Neighbor>* out, const Admit& admit, const vector::IdFilter* filter) const;
@@ -384,6 +414,7 @@ class BasicCodedHnsw {
   // skip_stale: a search's re-rank drops rows freed meanwhile (freed_since) instead of
   // reporting them.
   void rerank(const float* q, const uint32_t* ids, uint32_t n, CodedHnswSearchState& st, bool skip_stale = false) const;
+  bool pruned_by(float to_kept, float to_base) const;
   void select_heuristic(uint32_t m, CodedHnswSearchState& st, std::vector<uint32_t>* out) const;
   template <class Admit>
   void choose_links(const float* base, uint32_t node, const Admit& admit, CodedHnswSearchState& st,
@@ -394,7 +425,7 @@ class BasicCodedHnsw {
 
   Pool* pool_;
   std::string name_;
-  SpaceId codes_space_, graph_space_, vectors_space_;
+  SpaceId codes_space_, graph_space_;
   CodedHnswParams params_;
   std::unique_ptr<vector::Quantizer> model_;
   uint64_t uuid_;

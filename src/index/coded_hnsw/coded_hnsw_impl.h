@@ -1,7 +1,7 @@
 // The member definitions of BasicCodedHnsw (include/calico/index/coded_hnsw.h); the page
 // format is in coded_hnsw_layout.h. Entry points in file order: the search state, create /
 // open (with the code load), growth, add (claim, write, link, back links), search (beam on
-// codes, re-rank as one group read), check_structure.
+// codes, exact distances from the node rows it reads), check_structure.
 #pragma once
 
 #include <algorithm>
@@ -43,11 +43,14 @@ struct AdmitAll {
   bool operator()(uint32_t) const { return true; }
 };
 
-// Starts a new visited epoch over cap slots.
-inline void begin_epoch(std::vector<uint16_t>& visited, uint16_t& epoch, uint32_t cap) {
+// Starts a new epoch of the visited and expanded marks over cap slots.
+inline void begin_epoch(std::vector<uint16_t>& visited, std::vector<uint16_t>& expanded, uint16_t& epoch,
+                        uint32_t cap) {
   if (visited.size() < cap) visited.resize(cap, 0);
+  if (expanded.size() < cap) expanded.resize(cap, 0);
   if (++epoch == 0) {
     std::fill(visited.begin(), visited.end(), 0);
+    std::fill(expanded.begin(), expanded.end(), 0);
     epoch = 1;
   }
 }
@@ -116,7 +119,6 @@ inline BasicCodedHnsw<Pool>::BasicCodedHnsw(Pool& pool, std::string name, const 
       name_(std::move(name)),
       codes_space_(pool.open_space(name_ + ".codes")),
       graph_space_(pool.open_space(name_ + ".graph")),
-      vectors_space_(pool.open_space(name_ + ".vectors")),
       params_(p),
       model_(std::move(model)),
       uuid_(uuid),
@@ -137,6 +139,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   if (static_cast<uint32_t>(params.metric) > static_cast<uint32_t>(vector::Metric::kCosine)) invalid("metric out of range");
   if (capacity == 0 || capacity > kMaxCapacity) invalid("capacity must be in [1, 2^32 - 2]");
   if (params.entry_rate == 0) invalid("entry_rate is 0");
+  if (!(params.alpha >= 1.0f && params.alpha <= 2.0f)) invalid("alpha must be in [1, 2]");
   if (sample == nullptr || n == 0) invalid("sample is empty (the code model trains on it)");
   CodedHnswParams p = params;
   p.ef_construction = std::max(p.ef_construction, p.M);
@@ -150,7 +153,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   const CodedLayout l = CodedLayout::make(static_cast<uint32_t>(pool.usable_page_size()), p.dim, p.M,
                                           static_cast<uint32_t>(model->code_bytes()),
                                           static_cast<uint32_t>(blob.size()));
-  if (!l.fits()) invalid("dim / M: a vector row, link row or code does not fit a page");
+  if (!l.fits()) invalid("dim / M: a node row (links and vector) or a code does not fit a page");
   check_budget(pool, budget_bytes, uint64_t{capacity} * (l.code_bytes + 1) + blob.size(), "create");
 
   std::random_device rd;
@@ -159,7 +162,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   const std::string base(name);
   std::vector<SpaceId> made;
   try {
-    for (const char* suffix : {".codes", ".graph", ".vectors"}) made.push_back(pool.create_space(base + suffix));
+    for (const char* suffix : {".codes", ".graph"}) made.push_back(pool.create_space(base + suffix));
     {  // <name>.codes: metadata, then the model blob
       ExclusiveGuard g = pool.allocate(made[0]);
       write_header(g.data(), CodedPageHeader::kMeta, uuid, 0);
@@ -174,8 +177,8 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
       m.model_bytes = static_cast<uint32_t>(blob.size());
       m.model_pages = l.model_pages;
       m.per_code_page = l.per_code_page;
-      m.per_link_page = l.per_link_page;
-      m.per_vec_page = l.per_vec_page;
+      m.per_node_page = l.per_node_page;
+      m.alpha = p.alpha;
       m.seed = p.seed;
       m.capacity = 0;
       m.size = 0;
@@ -192,9 +195,9 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
       std::memcpy(g.data() + CodedLayout::kHeader, blob.data() + at, std::min(room, blob.size() - at));
       g.mark_dirty();
     }
-    for (int s = 1; s <= 2; ++s) {
-      ExclusiveGuard g = pool.allocate(made[s]);
-      write_header(g.data(), s == 1 ? CodedPageHeader::kGraphHead : CodedPageHeader::kVectorsHead, uuid, 0);
+    {
+      ExclusiveGuard g = pool.allocate(made[1]);
+      write_header(g.data(), CodedPageHeader::kGraphHead, uuid, 0);
       g.mark_dirty();
     }
   } catch (...) {
@@ -213,15 +216,17 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   const std::string base(name);
   const SpaceId cs = pool.open_space(base + ".codes");
   pool.open_space(base + ".graph");
-  pool.open_space(base + ".vectors");
   const PageId meta_pid(cs, 0);
   CodedMeta m;
   uint64_t uuid;
   {
     SharedGuard g = pool.pin_shared(meta_pid);
     const CodedPageHeader h = header_of(g.data());
-    if (h.magic == CodedPageHeader::kMagic && h.format == 1) {
-      corrupt_page(coded_detail::kKind, "format 1 (an index written before deletes existed): build it again", meta_pid);
+    if (h.magic == CodedPageHeader::kMagic && (h.format == 1 || h.format == 2)) {
+      corrupt_page(coded_detail::kKind,
+                   "format " + std::to_string(h.format) +
+                       " (links and vectors in separate spaces, before the node rows of format 3): build it again",
+                   meta_pid);
     }
     if (h.magic != CodedPageHeader::kMagic || h.format != CodedPageHeader::kFormat || h.kind != CodedPageHeader::kMeta ||
         h.block != 0) {
@@ -233,7 +238,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   if (m.page_size != pool.page_size()) corrupt_page(coded_detail::kKind, "metadata page size", meta_pid);
   if (m.dim == 0 || m.metric > static_cast<uint32_t>(vector::Metric::kCosine) || m.M < 2 || m.M > HnswLayout::kMaxM ||
       m.model_bytes == 0 || m.model_bytes > vector::kMaxBlobPayloadBytes || m.capacity > kMaxCapacity ||
-      m.entry_rate == 0) {
+      m.entry_rate == 0 || !(m.alpha >= 1.0f && m.alpha <= 2.0f)) {
     corrupt_page(coded_detail::kKind, "metadata fields", meta_pid);
   }
   const uint32_t usable = static_cast<uint32_t>(pool.usable_page_size());
@@ -256,8 +261,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   std::unique_ptr<vector::Quantizer> model = vector::load_quantizer(blob.data(), blob.size());
   const CodedLayout l = CodedLayout::make(usable, m.dim, m.M, m.code_bytes, m.model_bytes);
   if (model->dim() != m.dim || model->code_bytes() != m.code_bytes || static_cast<uint32_t>(model->metric()) != m.metric ||
-      !l.fits() || l.per_code_page != m.per_code_page || l.per_link_page != m.per_link_page ||
-      l.per_vec_page != m.per_vec_page) {
+      !l.fits() || l.per_code_page != m.per_code_page || l.per_node_page != m.per_node_page) {
     corrupt_page(coded_detail::kKind, "metadata disagrees with the model or the layout", meta_pid);
   }
   if (m.entry != CodedMeta::kNone && m.entry >= m.capacity) corrupt_page(coded_detail::kKind, "metadata entry", meta_pid);
@@ -271,6 +275,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   p.ef_construction = m.ef_construction;
   p.seed = m.seed;
   p.entry_rate = m.entry_rate;
+  p.alpha = m.alpha;
   BasicCodedHnsw index(pool, base, p, std::move(model), uuid, l, m.model_bytes);
   index.shared_->budget_bytes = budget_bytes;
   index.shared_->entry.store(m.entry, std::memory_order_relaxed);
@@ -279,24 +284,19 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   return index;
 }
 
-// open(): the space ends, the head pages of the graph and vectors spaces, and every code
-// page (header and CRC) into the resident array; slots with a presence bit are complete.
+// open(): the space ends, the graph's head page, and every code page (header and CRC) into
+// the resident array; slots with a presence bit are complete.
 template <class Pool>
 inline void BasicCodedHnsw<Pool>::load_codes(uint32_t capacity) {
   const PageId meta_pid(codes_space_, 0);
   const uint64_t code_pages = (uint64_t{capacity} + layout_.per_code_page - 1) / layout_.per_code_page;
   if (pool_->space_blocks(codes_space_) < 1 + layout_.model_pages + code_pages ||
-      pool_->space_blocks(graph_space_) < 1 + (uint64_t{capacity} + layout_.per_link_page - 1) / layout_.per_link_page ||
-      pool_->space_blocks(vectors_space_) < 1 + (uint64_t{capacity} + layout_.per_vec_page - 1) / layout_.per_vec_page) {
+      pool_->space_blocks(graph_space_) < 1 + (uint64_t{capacity} + layout_.per_node_page - 1) / layout_.per_node_page) {
     corrupt_page(coded_detail::kKind, "metadata capacity past a space's end", meta_pid);
   }
   {
     SharedGuard g = pool_->pin_shared(PageId(graph_space_, 0));
     check_header(g.data(), g.page_id(), CodedPageHeader::kGraphHead);
-  }
-  {
-    SharedGuard g = pool_->pin_shared(PageId(vectors_space_, 0));
-    check_header(g.data(), g.page_id(), CodedPageHeader::kVectorsHead);
   }
   Shared& sh = *shared_;
   sh.codes.assign(size_t{capacity} * layout_.code_bytes, 0);
@@ -358,7 +358,7 @@ inline void BasicCodedHnsw<Pool>::reserve(uint64_t n) {
   uint64_t target = std::min<uint64_t>(std::max<uint64_t>(n, 2 * cap), kMaxCapacity);
   // Codes and states, plus a translation entry (8 bytes) for each page the growth adds.
   auto need = [&](uint64_t c) {
-    const uint64_t pages = c / layout_.per_code_page + c / layout_.per_link_page + c / layout_.per_vec_page + 3;
+    const uint64_t pages = c / layout_.per_code_page + c / layout_.per_node_page + 2;
     return codes_bytes(c) + 8 * pages;
   };
   const uint64_t frames = uint64_t{pool_->num_frames()} * pool_->page_size() + pool_->stats().translation_private_bytes;
@@ -387,8 +387,7 @@ inline void BasicCodedHnsw<Pool>::grow_pages(uint32_t new_capacity) {
   };
   const uint64_t c = new_capacity;
   extend(codes_space_, 1 + l.model_pages + (c + l.per_code_page - 1) / l.per_code_page, CodedPageHeader::kCodes);
-  extend(graph_space_, 1 + (c + l.per_link_page - 1) / l.per_link_page, CodedPageHeader::kLinks);
-  extend(vectors_space_, 1 + (c + l.per_vec_page - 1) / l.per_vec_page, CodedPageHeader::kVectors);
+  extend(graph_space_, 1 + (c + l.per_node_page - 1) / l.per_node_page, CodedPageHeader::kNodes);
   Shared& sh = *shared_;
   {
     sh.growing.store(true, std::memory_order_release);
@@ -530,9 +529,9 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   }
   const uint32_t crc = io::crc32c(code.data(), code.size());
   try {
-    {  // the vector row
-      ExclusiveGuard g = pool_->pin_exclusive(PageId(vectors_space_, layout_.vec_block(id)));
-      check_header(g.data(), g.page_id(), CodedPageHeader::kVectors);
+    {  // the vector part of the node row (its links are written once chosen)
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.node_block(id)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kNodes);
       std::byte* row = g.data() + layout_.vec_offset(id);
       const uint32_t head[2] = {1, crc};
       std::memcpy(row, head, 8);
@@ -592,15 +591,15 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
 template <class Pool>
 inline void BasicCodedHnsw<Pool>::link_back(uint32_t node, uint32_t id, CodedHnswSearchState& st) {
   const uint32_t max = 2 * params_.M;
-  const PageId pid(graph_space_, layout_.link_block(node));
-  const uint32_t off = layout_.link_offset(node);
+  const PageId pid(graph_space_, layout_.node_block(node));
+  const uint32_t off = layout_.node_offset(node);
   std::vector<uint32_t> snapshot(max);
   std::vector<float> base(params_.dim);
   for (uint32_t attempt = 0; attempt < kMaxLinkAttempts; ++attempt) {
     uint32_t count;
     {
       ExclusiveGuard g = pool_->pin_exclusive(pid);
-      check_header(g.data(), pid, CodedPageHeader::kLinks);
+      check_header(g.data(), pid, CodedPageHeader::kNodes);
       std::byte* row = g.data() + off;
       uint16_t head[2];
       std::memcpy(head, row, 4);
@@ -634,7 +633,7 @@ inline void BasicCodedHnsw<Pool>::link_back(uint32_t node, uint32_t id, CodedHns
     std::vector<uint32_t> chosen;
     select_heuristic(max, st, &chosen);
     ExclusiveGuard g = pool_->pin_exclusive(pid);
-    check_header(g.data(), pid, CodedPageHeader::kLinks);
+    check_header(g.data(), pid, CodedPageHeader::kNodes);
     std::byte* row = g.data() + off;
     uint16_t head[2];
     std::memcpy(head, row, 4);
@@ -649,41 +648,71 @@ inline void BasicCodedHnsw<Pool>::link_back(uint32_t node, uint32_t id, CodedHns
 }
 
 // The links of `node` (vector `base`) as insertion chooses them: a beam of ef_construction on
-// codes from the entries, among the nodes admit() accepts (and not node itself), its results
-// re-ranked exactly, the heuristic choosing M. When no admissible node is reachable from the
-// entries (removes cut them off), the nearest by a scan of the codes are taken instead, so a
-// node is linked while any other admissible node exists. Pre: codes_mutex held shared.
+// codes from the entries, among the nodes admit() accepts (and not node itself); the
+// ef_construction nearest of the nodes it expanded (exact distances, from the rows it read),
+// the heuristic choosing M. When no admissible node is reachable from the entries (removes
+// cut them off), the nearest by a scan of the codes are re-ranked instead, so a node is
+// linked while any other admissible node exists. Pre: codes_mutex held shared.
 template <class Pool>
 template <class Admit>
 inline void BasicCodedHnsw<Pool>::choose_links(const float* base, uint32_t node, const Admit& admit,
                                                CodedHnswSearchState& st, std::vector<uint32_t>* chosen) const {
   auto other = [&](uint32_t s) { return s != node && admit(s); };
   model_->prepare(base, *st.query_state_);
-  beam(params_.ef_construction, false, other, st);
-  if (st.results_.empty()) scan_codes(params_.ef_construction, other, nullptr, st);
-  std::vector<uint32_t> ids;
-  for (const vector::Neighbor& r : st.results_) ids.push_back(r.id);
-  rerank(base, ids.data(), static_cast<uint32_t>(ids.size()), st);
-  for (vector::Neighbor& e : st.exact_) e.id = ids[e.id];
+  beam(base, params_.ef_construction, 0, other, st, 0, true);
+  if (st.results_.empty()) {
+    scan_codes(params_.ef_construction, other, nullptr, st);
+    std::vector<uint32_t> ids;
+    for (const vector::Neighbor& r : st.results_) ids.push_back(r.id);
+    rerank(base, ids.data(), static_cast<uint32_t>(ids.size()), st);
+    for (vector::Neighbor& e : st.exact_) e.id = ids[e.id];
+  } else {
+    st.exact_.clear();
+    for (uint32_t j = 0; j < st.scored_.size(); ++j) st.exact_.push_back(vector::Neighbor{st.scored_[j].distance, j});
+    std::sort(st.exact_.begin(), st.exact_.end());
+    st.exact_.resize(std::min<size_t>(st.exact_.size(), params_.ef_construction));
+    st.row_of_.resize(st.exact_.size());
+    for (size_t j = 0; j < st.exact_.size(); ++j) {
+      st.row_of_[j] = st.exact_[j].id;
+      st.exact_[j].id = st.scored_[st.row_of_[j]].id;
+    }
+  }
   select_heuristic(params_.M, st, chosen);
 }
 
 // Writes node's level-0 list (one exclusive latch).
 template <class Pool>
 inline void BasicCodedHnsw<Pool>::write_list(uint32_t node, const std::vector<uint32_t>& ids) {
-  ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(node)));
-  check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
-  std::byte* row = g.data() + layout_.link_offset(node);
+  ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.node_block(node)));
+  check_header(g.data(), g.page_id(), CodedPageHeader::kNodes);
+  std::byte* row = g.data() + layout_.node_offset(node);
   const uint16_t head[2] = {static_cast<uint16_t>(ids.size()), 1};
   std::memcpy(row, head, 4);
   if (!ids.empty()) std::memcpy(row + 4, ids.data(), ids.size() * 4);  // data() may be null when empty
   g.mark_dirty();
 }
 
+// Whether a candidate at distance to_base from the node is pruned by a kept neighbour at
+// distance to_kept from it: alpha * to_kept < to_base. alpha > 1 keeps some longer edges, so
+// searches take fewer hops. On squared L2; cosine distances (negated inner products of unit
+// vectors) as the squared L2 of unit vectors, 2 + 2d; inner products are no metric, so
+// alpha does not apply to them.
+template <class Pool>
+inline bool BasicCodedHnsw<Pool>::pruned_by(float to_kept, float to_base) const {
+  switch (params_.metric) {
+    case vector::Metric::kL2:
+      return params_.alpha * to_kept < to_base;
+    case vector::Metric::kCosine:
+      return params_.alpha * (2 + 2 * to_kept) < 2 + 2 * to_base;
+    default:
+      return to_kept < to_base;
+  }
+}
+
 // HNSW's neighbour heuristic (Malkov & Yashunin, Algorithm 4, no extension, pruned
-// connections dropped) over st.exact_ (ascending exact distance to the base; id = slot,
-// vectors in st.rows_ at st.row_of_): keeps a candidate unless a kept one is closer to it
-// than the base is; at most m.
+// connections dropped) with Vamana's alpha (DiskANN's RobustPrune) over st.exact_
+// (ascending exact distance to the base; id = slot, vectors in st.rows_ at st.row_of_):
+// keeps a candidate unless a kept one is closer to it than the base is (pruned_by); at most m.
 template <class Pool>
 inline void BasicCodedHnsw<Pool>::select_heuristic(uint32_t m, CodedHnswSearchState& st,
                                                    std::vector<uint32_t>* out) const {
@@ -694,7 +723,7 @@ inline void BasicCodedHnsw<Pool>::select_heuristic(uint32_t m, CodedHnswSearchSt
     const float* row = st.rows_.data() + size_t{st.row_of_[j]} * dim;
     bool keep = true;
     for (size_t r = 0; r < kept_rows.size() && keep; ++r) {
-      keep = !(dist_(row, st.rows_.data() + size_t{kept_rows[r]} * dim, dim) < st.exact_[j].distance);
+      keep = !pruned_by(dist_(row, st.rows_.data() + size_t{kept_rows[r]} * dim, dim), st.exact_[j].distance);
     }
     if (keep) {
       out->push_back(st.exact_[j].id);
@@ -765,7 +794,7 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
     auto take = [&](uint32_t v, uint32_t owner) {
       if (v >= cap || state_of(v) < kCoded) {
         corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(owner) + " names an absent slot",
-                     PageId(graph_space_, layout_.link_block(owner)));
+                     PageId(graph_space_, layout_.node_block(owner)));
       }
       if (mark[v] == epoch) return false;
       mark[v] = epoch;
@@ -806,7 +835,8 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
         const float* row = st.rows_.data() + size_t{st.row_of_[j]} * params_.dim;
         bool keep = true;
         for (size_t r = 0; r < kept_rows.size() && keep; ++r) {
-          keep = !(dist_(row, st.rows_.data() + size_t{kept_rows[r]} * params_.dim, params_.dim) < st.exact_[j].distance);
+          keep = !pruned_by(dist_(row, st.rows_.data() + size_t{kept_rows[r]} * params_.dim, params_.dim),
+                            st.exact_[j].distance);
         }
         if (keep) {
           chosen.push_back(merged[st.exact_[j].id]);
@@ -840,20 +870,14 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
   }
   // 3. The removed slots: no list names them now. Counted as freed first (a search that
   // then finds one absent skips it: freed_since), then cleared: state (the resident code
-  // stays as it was: a search may still be reading it), code page bits and code, vector
-  // row, link row.
+  // stays as it was: a search may still be reading it), code page bits and code, node row.
   sh.frees.fetch_add(1, std::memory_order_acq_rel);
   for (const uint32_t id : removed) {
     sh.states[id].store(kAbsent, std::memory_order_release);
     write_code_bits(id, false, false, nullptr);
     {
-      ExclusiveGuard g = pool_->pin_exclusive(PageId(vectors_space_, layout_.vec_block(id)));
-      std::memset(g.data() + layout_.vec_offset(id), 0, layout_.vec_row_bytes);
-      g.mark_dirty();
-    }
-    {
-      ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.link_block(id)));
-      std::memset(g.data() + layout_.link_offset(id), 0, layout_.row_bytes);
+      ExclusiveGuard g = pool_->pin_exclusive(PageId(graph_space_, layout_.node_block(id)));
+      std::memset(g.data() + layout_.node_offset(id), 0, layout_.row_bytes);
       g.mark_dirty();
     }
   }
@@ -897,8 +921,8 @@ inline void BasicCodedHnsw<Pool>::read_row(PageId pid, uint32_t off, const Optim
 // kCorruptPage when the validated row or its page header breaks the format.
 template <class Pool>
 inline uint32_t BasicCodedHnsw<Pool>::read_links(uint32_t id, CodedHnswSearchState& st, uint32_t* out) const {
-  const PageId pid(graph_space_, layout_.link_block(id));
-  const uint32_t off = layout_.link_offset(id);
+  const PageId pid(graph_space_, layout_.node_block(id));
+  const uint32_t off = layout_.node_offset(id);
   const uint32_t max = 2 * params_.M;
   std::byte head[CodedLayout::kHeader];
   uint16_t count_flags[2];
@@ -907,8 +931,50 @@ inline uint32_t BasicCodedHnsw<Pool>::read_links(uint32_t id, CodedHnswSearchSta
     hnsw_detail::hnsw_racy_copy(count_flags, page + off, 4);
     hnsw_detail::hnsw_racy_copy(out, page + off + 4, size_t{max} * 4);
   });
+  check_header(head, pid, CodedPageHeader::kNodes);
+  if (count_flags[0] > max) corrupt_page(coded_detail::kKind, "link count of slot " + std::to_string(id), pid);
+  return count_flags[0];
+}
+
+// Whether the vector part of slot id's row ({present, code_crc}) is present and its code's:
+// a code and a vector that disagree are never used. Pre: codes_mutex held shared.
+template <class Pool>
+inline bool BasicCodedHnsw<Pool>::vector_row_ok(uint32_t id, const uint32_t row_head[2]) const {
+  return row_head[0] == 1 && row_head[1] == io::crc32c(code_of(id), layout_.code_bytes);
+}
+
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::bad_vector_row(uint32_t id, const uint32_t row_head[2], PageId pid) const {
+  if (row_head[0] != 1) corrupt_page(coded_detail::kKind, "vector row of slot " + std::to_string(id) + " is absent", pid);
+  corrupt_page(coded_detail::kKind, "vector row of slot " + std::to_string(id) + " disagrees with its code (CRC)", pid);
+}
+
+// Node id's row in one read: its list into links (returns its length), its vector into vec.
+// Returns kStale instead when the vector part is absent or not its code's and consolidate()
+// freed slots since the search began (it freed this node while the search held it). Errors:
+// kCorruptPage as read_links and read_vector. Pre: codes_mutex held shared; id is coded.
+template <class Pool>
+inline uint32_t BasicCodedHnsw<Pool>::read_node(uint32_t id, CodedHnswSearchState& st, uint32_t* links,
+                                                float* vec) const {
+  const PageId pid(graph_space_, layout_.node_block(id));
+  const uint32_t off = layout_.node_offset(id);
+  const uint32_t max = 2 * params_.M;
+  std::byte head[CodedLayout::kHeader];
+  uint16_t count_flags[2];
+  uint32_t row_head[2];
+  read_row(pid, off, nullptr, st, [&](const std::byte* page) {
+    hnsw_detail::hnsw_racy_copy(head, page, sizeof head);
+    hnsw_detail::hnsw_racy_copy(count_flags, page + off, 4);
+    hnsw_detail::hnsw_racy_copy(links, page + off + 4, size_t{max} * 4);
+    hnsw_detail::hnsw_racy_copy(row_head, page + off + layout_.links_bytes, 8);
+    hnsw_detail::hnsw_racy_copy(vec, page + off + layout_.links_bytes + 8, size_t{params_.dim} * 4);
+  });
   ++st.stats_.expanded;
-  check_header(head, pid, CodedPageHeader::kLinks);
+  check_header(head, pid, CodedPageHeader::kNodes);
+  if (!vector_row_ok(id, row_head)) {
+    if (freed_since(st)) return kStale;
+    bad_vector_row(id, row_head, pid);
+  }
   if (count_flags[0] > max) corrupt_page(coded_detail::kKind, "link count of slot " + std::to_string(id), pid);
   return count_flags[0];
 }
@@ -919,7 +985,7 @@ inline uint32_t BasicCodedHnsw<Pool>::read_links(uint32_t id, CodedHnswSearchSta
 template <class Pool>
 inline void BasicCodedHnsw<Pool>::read_vector(uint32_t id, const OptimisticRead* started, CodedHnswSearchState& st,
                                               float* out) const {
-  const PageId pid(vectors_space_, layout_.vec_block(id));
+  const PageId pid(graph_space_, layout_.node_block(id));
   const uint32_t off = layout_.vec_offset(id);
   std::byte head[CodedLayout::kHeader];
   uint32_t row_head[2];
@@ -928,16 +994,12 @@ inline void BasicCodedHnsw<Pool>::read_vector(uint32_t id, const OptimisticRead*
     hnsw_detail::hnsw_racy_copy(row_head, page + off, 8);
     hnsw_detail::hnsw_racy_copy(out, page + off + 8, size_t{params_.dim} * 4);
   });
-  check_header(head, pid, CodedPageHeader::kVectors);
-  if (row_head[0] != 1) corrupt_page(coded_detail::kKind, "vector row of slot " + std::to_string(id) + " is absent", pid);
-  // The row's code CRC against the resident code: a code and a vector that disagree are
-  // reported, and neither is used. Pre: codes_mutex held shared; id is coded.
-  if (row_head[1] != io::crc32c(code_of(id), layout_.code_bytes)) {
-    corrupt_page(coded_detail::kKind, "vector row of slot " + std::to_string(id) + " disagrees with its code (CRC)", pid);
-  }
+  check_header(head, pid, CodedPageHeader::kNodes);
+  // Pre: codes_mutex held shared; id is coded.
+  if (!vector_row_ok(id, row_head)) bad_vector_row(id, row_head, pid);
 }
 
-// Exact distances from q to ids[0 .. n): their vector pages requested as one group
+// Exact distances from q to ids[0 .. n): their node pages requested as one group
 // (pool.read_group: one batch of reads for the evicted ones), then each row copied and
 // validated. st.exact_ = {distance, index into ids} ascending; st.row_of_[j] = the row of
 // st.exact_[j] in st.rows_. Pre: codes_mutex held shared.
@@ -950,7 +1012,7 @@ inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, ui
   st.offsets_.resize(n);
   st.reads_.assign(n, OptimisticRead{});
   for (uint32_t i = 0; i < n; ++i) {
-    st.group_[i] = PageId(vectors_space_, layout_.vec_block(ids[i]));
+    st.group_[i] = PageId(graph_space_, layout_.node_block(ids[i]));
     st.offsets_[i] = layout_.vec_offset(ids[i]);
   }
   st.stats_.group_reads += pool_->read_group(std::span<const PageId>(st.group_), std::span<const uint32_t>(st.offsets_),
@@ -975,24 +1037,32 @@ inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, ui
 
 // --- search ------------------------------------------------------------------------------------
 
-// The beam of width ef on level 0, scored by code estimates of the prepared query
-// (st.query_state_), from the entry sample. Every node scored near enough enters the
+// The beam of width ef on level 0, scored by code estimates of q prepared in
+// st.query_state_, from the entry sample. Every node scored near enough enters the
 // candidates (the beam walks through removed and filtered-out nodes); only those admit()
 // accepts enter the results, which decide when the beam stops (hnswlib's filtered search).
-// Leaves st.results_ ascending by estimate. Pre: codes_mutex held shared.
+// Expanding a node reads its row, which holds its vector: the admissible expanded nodes get
+// their exact distance to q in st.scored_ (in expansion order; with keep_rows their vectors
+// in st.rows_, row j for st.scored_[j]) and are marked in st.expanded_. Every node left in
+// the results was expanded (the beam stops at a candidate worse than all of them). Leaves
+// st.results_ ascending by estimate. Pre: codes_mutex held shared.
 template <class Pool>
 template <class Admit>
-inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& admit, CodedHnswSearchState& st,
-                                       uint32_t entries) const {
+inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t width, const Admit& admit,
+                                       CodedHnswSearchState& st, uint32_t entries, bool keep_rows) const {
   const uint32_t cap = capacity();
   const uint32_t max = 2 * params_.M;
+  const uint32_t dim = params_.dim;
   const size_t cb = layout_.code_bytes;
-  coded_detail::begin_epoch(st.visited_, st.epoch_, cap);
+  coded_detail::begin_epoch(st.visited_, st.expanded_, st.epoch_, cap);
   st.candidates_.clear();
   st.results_.clear();
+  st.scored_.clear();
+  if (keep_rows) st.rows_.clear();
   st.links_.resize(max);
+  st.vec_.resize(dim);
   // Scores st.fresh_ (unvisited, coded, marked) and offers them to the beam.
-  auto offer = [&](bool prefetch_links) {
+  auto offer = [&] {
     const size_t n = st.fresh_.size();
     if (n == 0) return;
     st.codes_.resize(n * cb);
@@ -1000,7 +1070,6 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& 
     for (size_t i = 0; i < n; ++i) std::memcpy(st.codes_.data() + i * cb, code_of(st.fresh_[i]), cb);
     model_->estimate(*st.query_state_, st.codes_.data(), n, st.est_.data());
     st.stats_.estimates += n;
-    st.group_.clear();
     for (size_t i = 0; i < n; ++i) {
       const vector::Neighbor c{st.est_[i], st.fresh_[i]};
       if (st.results_.size() < ef || c < st.results_.front()) {
@@ -1014,21 +1083,28 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& 
             st.results_.pop_back();
           }
         }
-        if (prefetch_links) st.group_.push_back(PageId(graph_space_, layout_.link_block(c.id)));
       }
     }
-    // Larger than memory: the link pages of the new candidates are read while this thread
-    // goes on scoring (one batch of asynchronous reads). After kIdlePrefetches groups in a
-    // row found every page resident, the next kSkippedOffers offers prefetch nothing.
-    if (!st.group_.empty()) {
-      if (st.skip_prefetch_ > 0) {
-        --st.skip_prefetch_;
-      } else if (pool_->prefetch_group(std::span<const PageId>(st.group_)) > 0) {
-        st.idle_prefetches_ = 0;
-      } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
-        st.idle_prefetches_ = 0;
-        st.skip_prefetch_ = kSkippedOffers;
-      }
+  };
+  // Larger than memory: before a node is expanded, its page and those of the next width - 1
+  // candidates (the first entries of the heap: about the best) are requested as one batch of
+  // asynchronous reads, so that up to `width` reads are in flight while this thread scores
+  // (DiskANN's beam width). After kIdlePrefetches batches in a row found every page
+  // resident, the next kSkippedOffers expansions request nothing (in memory it only costs).
+  auto prefetch = [&](uint32_t next) {
+    if (st.skip_prefetch_ > 0) {
+      --st.skip_prefetch_;
+      return;
+    }
+    st.group_.clear();
+    st.group_.push_back(PageId(graph_space_, layout_.node_block(next)));
+    const size_t more = std::min<size_t>(width - 1, st.candidates_.size());
+    for (size_t i = 0; i < more; ++i) st.group_.push_back(PageId(graph_space_, layout_.node_block(st.candidates_[i].id)));
+    if (pool_->prefetch_group(std::span<const PageId>(st.group_)) > 0) {
+      st.idle_prefetches_ = 0;
+    } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
+      st.idle_prefetches_ = 0;
+      st.skip_prefetch_ = kSkippedOffers;
     }
   };
   st.fresh_.clear();
@@ -1046,31 +1122,40 @@ inline void BasicCodedHnsw<Pool>::beam(uint32_t ef, bool prefetch, const Admit& 
     const size_t step = entries == 0 || sample.size() <= entries ? 1 : (sample.size() + entries - 1) / entries;
     for (size_t i = 0; i < sample.size(); i += step) start(sample[i]);
   }
-  offer(false);
+  offer();
   while (!st.candidates_.empty()) {
     std::pop_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
     const vector::Neighbor c = st.candidates_.back();
     st.candidates_.pop_back();
     if (st.results_.size() >= ef && st.results_.front() < c) break;
-    const uint32_t n = read_links(c.id, st, st.links_.data());
+    if (width > 0) prefetch(c.id);
+    const uint32_t n = read_node(c.id, st, st.links_.data(), st.vec_.data());
+    if (n == kStale) continue;  // freed by a consolidate() meanwhile
+    st.expanded_[c.id] = st.epoch_;
+    // Judged now, not when offered: a removed node consolidate() freed meanwhile is absent
+    // (and admit() alone, which asks only "not removed", would take it).
+    if (state_of(c.id) >= kCoded && admit(c.id)) {
+      st.scored_.push_back(vector::Neighbor{dist_(q, st.vec_.data(), dim), c.id});
+      if (keep_rows) st.rows_.insert(st.rows_.end(), st.vec_.begin(), st.vec_.end());
+    }
     st.fresh_.clear();
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t s = st.links_[i];
       if (s >= cap) {
         if (s < capacity()) continue;  // a node of a growth after this search began
         corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(c.id) + " past the capacity",
-                     PageId(graph_space_, layout_.link_block(c.id)));
+                     PageId(graph_space_, layout_.node_block(c.id)));
       }
       if (st.visited_[s] == st.epoch_) continue;
       if (state_of(s) < kCoded) {
         if (freed_since(st)) continue;  // a list read before consolidate() rewrote it
         corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(c.id) + " names an absent slot",
-                     PageId(graph_space_, layout_.link_block(c.id)));
+                     PageId(graph_space_, layout_.node_block(c.id)));
       }
       st.visited_[s] = st.epoch_;
       st.fresh_.push_back(s);
     }
-    offer(prefetch);
+    offer();
   }
   std::sort_heap(st.results_.begin(), st.results_.end());
 }
@@ -1136,40 +1221,46 @@ inline void BasicCodedHnsw<Pool>::search_admitted(const float* q, const CodedHns
                                                   CodedHnswSearchState& st, std::vector<vector::Neighbor>* out,
                                                   const Admit& admit, const vector::IdFilter* filter) const {
   (void)q;
-  const uint32_t depth = std::max(opt.rerank, opt.k);  // re-ranked: at least the k returned
-  const uint32_t ef = std::max(opt.ef, depth);
+  const float* query = st.query_.data();
+  const uint32_t depth = std::max(opt.rerank, opt.k);  // a scan's candidates scored exactly
+  const uint32_t ef = std::max(opt.ef, opt.k);
   ++st.stats_.searches;
   model_->prepare(st.query_.data(), *st.query_state_);
   const uint32_t cap = capacity();
   bool scanned = false;
   if (filter != nullptr) {
-    uint64_t allowed = 0;
-    const size_t words = std::min<size_t>(filter->allowed.size(), (size_t{cap} + 63) / 64);
-    for (size_t w = 0; w < words; ++w) allowed += static_cast<uint64_t>(std::popcount(filter->allowed[w]));
+    const uint64_t allowed = filter->count_below(cap);
     const uint64_t live = std::max<uint64_t>(size(), 1);
     const bool scan = opt.exact_scan_below != 0 ? allowed <= opt.exact_scan_below
                                                 : allowed * allowed <= CodedHnswSearchOptions::kScanC * ef * live;
     if (scan) {
-      coded_detail::begin_epoch(st.visited_, st.epoch_, cap);
+      coded_detail::begin_epoch(st.visited_, st.expanded_, st.epoch_, cap);
       st.results_.clear();
+      st.scored_.clear();
       scan_codes(depth, admit, filter, st);
       scanned = true;
     }
   }
   if (!scanned) {
-    beam(ef, opt.prefetch, admit, st, opt.entries);
+    beam(query, ef, opt.prefetch ? std::max<uint32_t>(opt.prefetch_width, 1) : 0, admit, st, opt.entries, false);
     // Fewer than k admissible nodes found: the rest of them, by a scan of their codes.
     if (st.results_.size() < opt.k) scan_codes(depth, admit, filter, st);
   }
+  // The expanded nodes have exact distances (st.scored_); of the best `depth` by estimate,
+  // those a scan found (not expanded) are read as one group and scored.
   const uint32_t r = std::min<uint32_t>(depth, static_cast<uint32_t>(st.results_.size()));
-  st.fresh_.resize(r);
-  for (uint32_t i = 0; i < r; ++i) st.fresh_[i] = st.results_[i].id;
-  rerank(st.query_.data(), st.fresh_.data(), r, st, true);
-  out->clear();
-  for (size_t j = 0; j < std::min<size_t>(opt.k, st.exact_.size()); ++j) {
-    out->push_back(vector::Neighbor{st.exact_[j].distance, st.fresh_[st.exact_[j].id]});
+  st.fresh_.clear();
+  for (uint32_t i = 0; i < r; ++i) {
+    const uint32_t id = st.results_[i].id;
+    if (st.expanded_[id] != st.epoch_) st.fresh_.push_back(id);
   }
-  std::sort(out->begin(), out->end());
+  if (!st.fresh_.empty()) {
+    rerank(query, st.fresh_.data(), static_cast<uint32_t>(st.fresh_.size()), st, true);
+    for (const vector::Neighbor& e : st.exact_) st.scored_.push_back(vector::Neighbor{e.distance, st.fresh_[e.id]});
+  }
+  const size_t k = std::min<size_t>(opt.k, st.scored_.size());
+  std::partial_sort(st.scored_.begin(), st.scored_.begin() + static_cast<std::ptrdiff_t>(k), st.scored_.end());
+  out->assign(st.scored_.begin(), st.scored_.begin() + static_cast<std::ptrdiff_t>(k));
 }
 
 template <class Pool>
@@ -1233,22 +1324,18 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
     if (bit != (state >= kCoded)) fail("presence bit of slot " + std::to_string(s) + " disagrees with its state");
     if (removed_bit != (state == kRemoved)) fail("removed bit of slot " + std::to_string(s) + " disagrees with its state");
     uint32_t row_head[2];
+    std::vector<uint32_t> ids(max);
+    uint16_t head[2];
     {
-      SharedGuard g = pool_->pin_shared(PageId(vectors_space_, layout_.vec_block(s)));
-      check_header(g.data(), g.page_id(), CodedPageHeader::kVectors);
+      SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.node_block(s)));
+      check_header(g.data(), g.page_id(), CodedPageHeader::kNodes);
       std::memcpy(row_head, g.data() + layout_.vec_offset(s), 8);
+      std::memcpy(head, g.data() + layout_.node_offset(s), 4);
+      std::memcpy(ids.data(), g.data() + layout_.node_offset(s) + 4, size_t{max} * 4);
     }
     if ((row_head[0] == 1) != bit) fail("vector row of slot " + std::to_string(s) + " disagrees with its presence bit");
     if (bit && row_head[1] != io::crc32c(code_of(s), layout_.code_bytes)) {
       fail("vector row of slot " + std::to_string(s) + " disagrees with its code");
-    }
-    std::vector<uint32_t> ids(max);
-    uint16_t head[2];
-    {
-      SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.link_block(s)));
-      check_header(g.data(), g.page_id(), CodedPageHeader::kLinks);
-      std::memcpy(head, g.data() + layout_.link_offset(s), 4);
-      std::memcpy(ids.data(), g.data() + layout_.link_offset(s) + 4, size_t{max} * 4);
     }
     if (head[0] > max) fail("link count of slot " + std::to_string(s));
     if (!bit && head[0] != 0) fail("absent slot " + std::to_string(s) + " has links");
@@ -1275,9 +1362,9 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
   if (present > 1 && added == present && removed_slots == 0) {
     for (uint32_t s = 0; s < cap; ++s) {
       if (state_of(s) != kComplete) continue;
-      SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.link_block(s)));
+      SharedGuard g = pool_->pin_shared(PageId(graph_space_, layout_.node_block(s)));
       uint16_t head[2];
-      std::memcpy(head, g.data() + layout_.link_offset(s), 4);
+      std::memcpy(head, g.data() + layout_.node_offset(s), 4);
       if (head[0] == 0) fail("slot " + std::to_string(s) + " has no links");
     }
   }

@@ -665,9 +665,7 @@ inline void BasicHnsw<Pool>::search(const float* q, const HnswSearchOptions& opt
   out->clear();
   search_prepare(q, opt, st);
   const AdmitLive admit{&filter, opt.optimistic};
-  const size_t words = std::min<size_t>(filter.allowed.size(), (size_t{capacity()} + 63) / 64);
-  uint64_t allowed = 0;
-  for (size_t w = 0; w < words; ++w) allowed += std::popcount(filter.allowed[w]);
+  const uint64_t allowed = filter.count_below(capacity());
   const uint64_t ef = std::max(opt.ef, opt.k);
   const HnswMetaState ms = read_meta_state(opt.optimistic, st.stats_);
   const uint64_t live = ms.size - ms.deleted;
