@@ -113,7 +113,7 @@ void timed(Pool& pool, const data::Dataset& ds, double seconds, Row& row, Search
 
 // The built directory's record: what it was built from, and how long each build took.
 std::string built_key(const data::Dataset& ds, const VectorCodedConfig& c) {
-  return fmt::format("{} M{} efc{} bits{}", ds.name, c.M, c.ef_construction, c.bits);
+  return fmt::format("{} M{} efc{} bits{} alpha{}", ds.name, c.M, c.ef_construction, c.bits, c.alpha);
 }
 
 }  // namespace
@@ -171,6 +171,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
     cp.M = c.M;
     cp.ef_construction = c.ef_construction;
     cp.bits = c.bits;
+    cp.alpha = c.alpha;
     auto coded = index::BasicCodedHnsw<BufferPool>::create(*pool, "coded", cp, ds.base.values.data(),
                                                            std::min<uint64_t>(n, 25'000), static_cast<uint32_t>(n),
                                                            UINT64_MAX / 2);
@@ -330,8 +331,8 @@ int run_vector_coded(const VectorCodedConfig& c) {
                median(r.p50_ms), median(r.p99_ms), r.ok ? "" : "  CHECK FAILED");
     if (json.is_open()) {
       json << fmt::format(
-          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
-          r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits,
+          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
+          r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits, c.alpha,
           c.k, r.ef, r.rerank, r.entries, r.width, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
           r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.p50_ms),
           median(r.p99_ms), c.rounds, c.seconds, hnsw_build_s, coded_build_s, reused ? "true" : "false", load_before,

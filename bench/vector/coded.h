@@ -45,6 +45,7 @@ struct VectorCodedConfig {
   uint32_t M = 16;
   uint32_t ef_construction = 100;
   uint32_t bits = 1;
+  float alpha = 1.2f;  // CodedHnswParams::alpha
   uint32_t build_threads = 2;
   std::vector<uint32_t> hnsw_ef = {32, 64, 128};
   std::vector<uint32_t> coded_ef = {64, 100, 200};

@@ -4,6 +4,7 @@
 Inputs (any mix, several files; other lines are skipped):
   calico_bench vector-coded --json      {"bench":"vector-coded","index":"hnsw"|"coded","pool_fraction":..,
                                          "pool_bytes":..,"resident_codes_bytes":..,"ef":..,"rerank":..,
+                                         ["prefetch_width"],
                                          "recall":..,"qps":..,"reads_per_query":..,["threads","p50_ms","p99_ms"]}
   bench/harness/peers/diskann_peer.py   {"bench":"diskann_peer","pool_fraction":..,"budget_bytes":..,
                                          "resident_bytes":..,"L":..,"beam_width":..,"threads":..,"recall":..,
@@ -45,7 +46,9 @@ def norm(r):
     bench = r.get("bench")
     if bench == "vector-coded":
         system = "calico coded" if r["index"] == "coded" else "calico hnsw"
-        setting = f"ef {r['ef']}" + (f", rerank {r['rerank']}" if r["index"] == "coded" else "")
+        setting = f"ef {r['ef']}"
+        if r["index"] == "coded":  # format 3 lines name the prefetch width; rerank then serves scans only
+            setting += f", W {r['prefetch_width']}" if "prefetch_width" in r else f", rerank {r['rerank']}"
         memory = r["pool_bytes"] + r.get("resident_codes_bytes", 0)
     elif bench == "diskann_peer":
         system = "diskann"

@@ -50,8 +50,7 @@
 //     expanded its page and those of the next prefetch_width - 1 candidates are requested as
 //     one batch (pool.prefetch_group; DiskANN's beam width), until 8 batches in a row found
 //     every page resident (then 256 expansions skip it: in memory the prefetch only costs).
-//     Prefetching every candidate that enters the beam, as format 2 did, read 1.9x the pages
-//     the search expands (100K x 128 at 10% memory, ef 32: 61 against 32). Expanding a node reads its row: its links, and its vector, scored
+//     Format 2 prefetched every candidate that entered the beam; most are never expanded. Expanding a node reads its row: its links, and its vector, scored
 //     exactly. The k nearest of the expanded nodes by exact distance are returned (every
 //     node left in the beam was expanded); candidates a scan of codes found (filters, below)
 //     are not expanded, so the best `rerank` of them have their node pages requested as one
