@@ -44,6 +44,27 @@ struct Row {
   bool ok = true;
 };
 
+// One row per thread count of `setting` (its threads field set), appended to rows.
+void add_per_thread(const Row& setting, const std::vector<uint32_t>& threads, std::vector<Row>* rows) {
+  for (uint32_t th : threads) {
+    Row r = setting;
+    r.threads = th;
+    rows->push_back(r);
+  }
+}
+
+// The coded index's search options of a setting (width 0: no prefetch).
+index::CodedHnswSearchOptions coded_options(uint32_t k, const Row& r) {
+  index::CodedHnswSearchOptions opt;
+  opt.k = k;
+  opt.ef = r.ef;
+  opt.rerank = r.rerank;
+  opt.entries = r.entries;
+  opt.prefetch = r.width > 0;
+  opt.prefetch_width = r.width;
+  return opt;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -229,17 +250,13 @@ int run_vector_coded(const VectorCodedConfig& c) {
         opt.k = c.k;
         opt.ef = ef;
         auto search = [&](const float* q, std::vector<Neighbor>* out, uint32_t t) { hnsw.search(q, opt, *st[t], out); };
-        const double recall = recall_of(ds, c.k, search);
-        for (uint32_t th : c.threads) {
-          Row r;
-          r.index = "hnsw";
-          r.pool_fraction = f;
-          r.ef = ef;
-          r.threads = th;
-          r.pool_bytes = pool->num_frames() * pool->page_size();
-          r.recall = recall;
-          rows.push_back(r);
-        }
+        Row r;
+        r.index = "hnsw";
+        r.pool_fraction = f;
+        r.ef = ef;
+        r.pool_bytes = pool->num_frames() * pool->page_size();
+        r.recall = recall_of(ds, c.k, search);
+        add_per_thread(r, c.threads, &rows);
       }
       for (uint32_t round = 0; round < c.rounds; ++round) {
         for (size_t i = first; i < rows.size(); ++i) {
@@ -275,42 +292,24 @@ int run_vector_coded(const VectorCodedConfig& c) {
         for (uint32_t ef : c.coded_ef) {
           for (uint32_t ent : c.entries) {
             for (uint32_t w : c.prefetch_width) {
-              index::CodedHnswSearchOptions opt;
-              opt.k = c.k;
-              opt.ef = ef;
-              opt.rerank = rr;
-              opt.entries = ent;
-              opt.prefetch = w > 0;
-              opt.prefetch_width = w;
-              const double recall = recall_of(ds, c.k, searcher(opt));
-              for (uint32_t th : c.threads) {
-                Row r;
-                r.index = "coded";
-                r.pool_fraction = f;
-                r.ef = ef;
-                r.rerank = rr;
-                r.entries = ent;
-                r.width = w;
-                r.threads = th;
-                r.pool_bytes = pool->num_frames() * pool->page_size();
-                r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
-                r.recall = recall;
-                rows.push_back(r);
-              }
+              Row r;
+              r.index = "coded";
+              r.pool_fraction = f;
+              r.ef = ef;
+              r.rerank = rr;
+              r.entries = ent;
+              r.width = w;
+              r.pool_bytes = pool->num_frames() * pool->page_size();
+              r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
+              r.recall = recall_of(ds, c.k, searcher(coded_options(c.k, r)));
+              add_per_thread(r, c.threads, &rows);
             }
           }
         }
       }
       for (uint32_t round = 0; round < c.rounds; ++round) {
         for (size_t i = first; i < rows.size(); ++i) {
-          index::CodedHnswSearchOptions opt;
-          opt.k = c.k;
-          opt.ef = rows[i].ef;
-          opt.rerank = rows[i].rerank;
-          opt.entries = rows[i].entries;
-          opt.prefetch = rows[i].width > 0;
-          opt.prefetch_width = rows[i].width;
-          timed(*pool, ds, c.seconds, rows[i], searcher(opt));
+          timed(*pool, ds, c.seconds, rows[i], searcher(coded_options(c.k, rows[i])));
         }
       }
       if (!ok) {
