@@ -13,13 +13,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
+#include "index/coded_hnsw/coded_hnsw_impl.h"  // coded_detail::pruned_by
 #include "io/checksum.h"
 #include "support/test_util.h"
 #include "support/variants.h"
 #include "support/vector_data.h"
+#include "vector/distance.h"
 #include "vector/data/synthetic.h"
 
 #ifndef CALICO_STRESS_SECONDS
@@ -291,6 +294,38 @@ TEST(CodedHnsw, ConcurrentAddsAndSearches) {
     found += !got.empty() && got[0].distance == 0.0f;
   }
   EXPECT_GE(found, (added + 6) / 7 * 95 / 100);
+}
+
+// Vamana's alpha on cosine data prunes exactly as on squared L2 of the same unit vectors
+// (cosine distances, 1 - cos, are half of it), for every alpha: the links heuristic treats a
+// cosine index as the L2 index of its normalised rows. Pairs within rounding of the
+// boundary are skipped.
+TEST(CodedHnsw, AlphaPrunesCosineAsL2OnUnitVectors) {
+  std::mt19937_64 rng(17);
+  std::normal_distribution<float> g;
+  constexpr uint32_t kD = 16;
+  const vector::DistanceFn l2 = vector::distance_kernel(Metric::kL2);
+  const vector::DistanceFn ip = vector::distance_kernel(Metric::kInnerProduct);
+  uint32_t compared = 0, pruned = 0;
+  for (int i = 0; i < 2000; ++i) {
+    float base[kD], kept[kD], cand[kD];
+    for (float* v : {base, kept, cand}) {
+      for (uint32_t d = 0; d < kD; ++d) v[d] = g(rng);
+      ASSERT_TRUE(vector::normalize(v, kD));
+    }
+    for (float alpha : {1.0f, 1.2f, 1.5f}) {
+      const float l2_kept = l2(kept, cand, kD), l2_base = l2(base, cand, kD);
+      if (std::abs(alpha * l2_kept - l2_base) < 1e-3f) continue;
+      const bool by_l2 = index::coded_detail::pruned_by(Metric::kL2, alpha, l2_kept, l2_base);
+      EXPECT_EQ(index::coded_detail::pruned_by(Metric::kCosine, alpha, ip(kept, cand, kD), ip(base, cand, kD)), by_l2)
+          << "alpha " << alpha << ", squared L2 " << l2_kept << " / " << l2_base;
+      ++compared;
+      pruned += by_l2 ? 1 : 0;
+    }
+  }
+  EXPECT_GT(compared, 5000u);
+  EXPECT_GT(pruned, 1000u);
+  EXPECT_LT(pruned, compared - 1000u);
 }
 
 TEST(CodedHnsw, BadParameters) {

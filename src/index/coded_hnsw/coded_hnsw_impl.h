@@ -55,6 +55,16 @@ inline void begin_epoch(std::vector<uint16_t>& visited, std::vector<uint16_t>& e
   }
 }
 
+// Whether a candidate at distance to_base from a node is pruned by a kept neighbour at
+// distance to_kept from it: alpha * to_kept < to_base. alpha > 1 keeps some longer edges, so
+// searches take fewer hops. On squared L2; cosine distances (1 - cos of unit vectors,
+// vector/distance.h) are half the squared L2 of unit vectors, so the same test holds; inner
+// products are no metric, so alpha does not apply to them.
+inline bool pruned_by(vector::Metric metric, float alpha, float to_kept, float to_base) {
+  if (metric == vector::Metric::kL2 || metric == vector::Metric::kCosine) return alpha * to_kept < to_base;
+  return to_kept < to_base;
+}
+
 }  // namespace coded_detail
 
 template <class Pool>
@@ -692,21 +702,9 @@ inline void BasicCodedHnsw<Pool>::write_list(uint32_t node, const std::vector<ui
   g.mark_dirty();
 }
 
-// Whether a candidate at distance to_base from the node is pruned by a kept neighbour at
-// distance to_kept from it: alpha * to_kept < to_base. alpha > 1 keeps some longer edges, so
-// searches take fewer hops. On squared L2; cosine distances (negated inner products of unit
-// vectors) as the squared L2 of unit vectors, 2 + 2d; inner products are no metric, so
-// alpha does not apply to them.
 template <class Pool>
 inline bool BasicCodedHnsw<Pool>::pruned_by(float to_kept, float to_base) const {
-  switch (params_.metric) {
-    case vector::Metric::kL2:
-      return params_.alpha * to_kept < to_base;
-    case vector::Metric::kCosine:
-      return params_.alpha * (2 + 2 * to_kept) < 2 + 2 * to_base;
-    default:
-      return to_kept < to_base;
-  }
+  return coded_detail::pruned_by(params_.metric, params_.alpha, to_kept, to_base);
 }
 
 // HNSW's neighbour heuristic (Malkov & Yashunin, Algorithm 4, no extension, pruned
