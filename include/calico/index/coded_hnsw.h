@@ -382,6 +382,7 @@ class BasicCodedHnsw {
   bool sampled(uint32_t id) const;
   void prepare_vector(const float* v, float* out, const char* what) const;
   uint8_t state_of(uint32_t id) const;
+  static bool live_state(uint8_t state) { return state == kCoded || state == kComplete; }
   const uint8_t* code_of(uint32_t id) const { return shared_->codes.data() + size_t{id} * layout_.code_bytes; }
   template <class Copy>
   void read_row(PageId pid, uint32_t off, const OptimisticRead* started, CodedHnswSearchState& st, Copy&& copy) const;
@@ -392,7 +393,7 @@ class BasicCodedHnsw {
   bool vector_row_ok(uint32_t id, const uint32_t row_head[2]) const;
   [[noreturn]] void bad_vector_row(uint32_t id, const uint32_t row_head[2], PageId pid) const;
   // Beam search on codes; leaves st.results_ sorted ascending by estimate, holding only
-  // nodes admit(slot) accepts (every node is traversed), and the expanded ones' exact
+  // nodes admit(slot, its state) accepts (every node is traversed), and the expanded ones' exact
   // distances to q in st.scored_.
   template <class Admit>
   void beam(const float* q, uint32_t ef, uint32_t width, const Admit& admit, CodedHnswSearchState& st,

@@ -38,9 +38,12 @@ inline uint64_t mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// Every slot is admissible (no tombstone, no filter): the plain path costs nothing more.
+// Admission predicates take a slot and its state as read once by the caller: two loads of a
+// state may straddle a consolidate() that frees the slot (removed, then absent), and a test
+// of each against a different load would pass a node removed before the search began.
+// Every coded slot is admissible (no tombstone, no filter): the plain path costs nothing more.
 struct AdmitAll {
-  bool operator()(uint32_t) const { return true; }
+  bool operator()(uint32_t, uint8_t) const { return true; }
 };
 
 // Starts a new epoch of the visited and expanded marks over cap slots.
@@ -464,8 +467,7 @@ template <class Pool>
 inline bool BasicCodedHnsw<Pool>::contains(uint32_t id) const {
   const auto lock = lock_codes();
   if (id >= capacity()) coded_detail::invalid("contains: id " + std::to_string(id) + " >= capacity");
-  const uint8_t s = state_of(id);
-  return s == kCoded || s == kComplete;
+  return live_state(state_of(id));
 }
 
 template <class Pool>
@@ -575,7 +577,7 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
     // Removed nodes are walked through, not linked to (consolidate() would unlink them).
     std::vector<uint32_t> chosen;
     const std::vector<float> base = st.query_;
-    choose_links(base.data(), id, [this](uint32_t s) { return state_of(s) != kRemoved; }, st, &chosen);
+    choose_links(base.data(), id, [](uint32_t, uint8_t state) { return live_state(state); }, st, &chosen);
     write_list(id, chosen);  // own list first, then the back links (a node is linked to only once its list is written)
     for (uint32_t n : chosen) link_back(n, id, st);
   }
@@ -667,7 +669,7 @@ template <class Pool>
 template <class Admit>
 inline void BasicCodedHnsw<Pool>::choose_links(const float* base, uint32_t node, const Admit& admit,
                                                CodedHnswSearchState& st, std::vector<uint32_t>* chosen) const {
-  auto other = [&](uint32_t s) { return s != node && admit(s); };
+  auto other = [&](uint32_t s, uint8_t state) { return s != node && admit(s, state); };
   model_->prepare(base, *st.query_state_);
   beam(base, params_.ef_construction, 0, other, st, 0, true);
   if (st.results_.empty()) {
@@ -763,14 +765,14 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
   const uint32_t cap = capacity();
   const uint32_t max = 2 * params_.M;
   std::vector<uint32_t> removed;
-  uint32_t live = 0;
+  uint32_t live_count = 0;
   for (uint32_t s = 0; s < cap; ++s) {
     const uint8_t state = state_of(s);
     if (state == kRemoved) removed.push_back(s);
-    if (state == kCoded || state == kComplete) ++live;
+    if (live_state(state)) ++live_count;
   }
   if (removed.empty()) return 0;
-  auto is_live = [&](uint32_t s) { return state_of(s) == kCoded || state_of(s) == kComplete; };
+  auto is_live = [&](uint32_t s) { return live_state(state_of(s)); };
   // 1. Every live node's list that names a removed node: its live members (the survivors)
   // all stay, and the removed ones' places are filled from the live nodes those lead to,
   // by the heuristic seeded with the survivors (as BasicHnsw::consolidate, and for the same
@@ -803,7 +805,7 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
     }
     // A list naming no removed node stays, unless it is empty (an insertion that found no
     // live node to link to while others were removed): that one is linked as insertion links.
-    if (through.empty() && (n > 0 || live < 2)) continue;
+    if (through.empty() && (n > 0 || live_count < 2)) continue;
     const size_t survivors = merged.size();
     for (size_t t = 0; t < through.size(); ++t) {
       const uint32_t m = read_links(through[t], st, theirs.data());
@@ -817,9 +819,9 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
         }
       }
     }
-    if (merged.empty() && live >= 2) {  // as insertion links it
+    if (merged.empty() && live_count >= 2) {  // as insertion links it
       read_vector(p, nullptr, st, base.data());
-      choose_links(base.data(), p, is_live, st, &chosen);
+      choose_links(base.data(), p, [](uint32_t, uint8_t state) { return live_state(state); }, st, &chosen);
     } else if (merged.size() > max) {  // the survivors stay; the freed places are filled
       read_vector(p, nullptr, st, base.data());
       rerank(base.data(), merged.data(), static_cast<uint32_t>(merged.size()), st);
@@ -1073,7 +1075,7 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
       if (st.results_.size() < ef || c < st.results_.front()) {
         st.candidates_.push_back(c);
         std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
-        if (admit(c.id)) {
+        if (admit(c.id, state_of(c.id))) {
           st.results_.push_back(c);
           std::push_heap(st.results_.begin(), st.results_.end());
           if (st.results_.size() > ef) {
@@ -1130,9 +1132,9 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     const uint32_t n = read_node(c.id, st, st.links_.data(), st.vec_.data());
     if (n == kStale) continue;  // freed by a consolidate() meanwhile
     st.expanded_[c.id] = st.epoch_;
-    // Judged now, not when offered: a removed node consolidate() freed meanwhile is absent
-    // (and admit() alone, which asks only "not removed", would take it).
-    if (state_of(c.id) >= kCoded && admit(c.id)) {
+    // Judged now, not when offered (it may have been removed or freed since), on one load.
+    const uint8_t state = state_of(c.id);
+    if (state >= kCoded && admit(c.id, state)) {
       st.scored_.push_back(vector::Neighbor{dist_(q, st.vec_.data(), dim), c.id});
       if (keep_rows) st.rows_.insert(st.rows_.end(), st.vec_.begin(), st.vec_.end());
     }
@@ -1191,7 +1193,9 @@ inline void BasicCodedHnsw<Pool>::scan_codes(uint32_t keep, const Admit& admit, 
   };
   auto consider = [&](uint32_t s) {
     // Visited slots were scored by the beam (an admissible one is in the results already).
-    if (st.visited_[s] == st.epoch_ || state_of(s) < kCoded || !admit(s)) return;
+    if (st.visited_[s] == st.epoch_) return;
+    const uint8_t state = state_of(s);
+    if (state < kCoded || !admit(s, state)) return;
     st.visited_[s] = st.epoch_;
     st.fresh_.push_back(s);
     if (st.fresh_.size() == kBatch) flush();
@@ -1273,7 +1277,7 @@ inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOp
   if (tombstones() == 0) {  // a remove after this read may be returned, as by a search that began before it
     search_admitted(q, opt, st, out, coded_detail::AdmitAll{}, nullptr);
   } else {
-    search_admitted(q, opt, st, out, [this](uint32_t s) { return state_of(s) != kRemoved; }, nullptr);
+    search_admitted(q, opt, st, out, [](uint32_t, uint8_t state) { return live_state(state); }, nullptr);
   }
 }
 
@@ -1286,8 +1290,8 @@ inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOp
   prepare_vector(q, st.query_.data(), "search");
   const auto lock = lock_codes();
   st.frees_ = shared_->frees.load(std::memory_order_acquire);
-  search_admitted(q, opt, st, out, [this, &filter](uint32_t s) { return filter.allows(s) && state_of(s) != kRemoved; },
-                  &filter);
+  search_admitted(q, opt, st, out,
+                  [&filter](uint32_t s, uint8_t state) { return live_state(state) && filter.allows(s); }, &filter);
 }
 
 // --- check_structure -----------------------------------------------------------------------------
