@@ -285,6 +285,9 @@ CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConf
   v->add_option("--rerank", vc.rerank, "re-rank depths of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--entries", vc.entries, "entry points the coded HNSW scores per search (0: its whole sample; comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--prefetch-width", vc.prefetch_width, "node pages the coded HNSW requests as one batch before each expansion (0: no prefetch; comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--pin-share", vc.pin_share, "shares of the coded index's memory beyond its codes given to pinned rows (pin_rows), the pool the rest (comma list; each its own run)")->delimiter(',')->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  v->add_option("--batched", vc.batched, "coded HNSW beam steps: 0 expands the best candidate and prefetches the next ones' pages, 1 expands the prefetch-width best (DiskANN's step) (comma list)")->delimiter(',')->check(CLI::Range(0u, 1u))->capture_default_str();
+  v->add_option("--pin-sample", vc.pin_sample, "pin_rows' sample searches")->check(CLI::Range(1u, 1000000u))->capture_default_str();
   v->add_option("--k", vc.k, "neighbours per query (recall@k)")->capture_default_str()->check(CLI::Range(1u, 100u));
   v->add_option("--seconds", vc.seconds, "timed region per setting")->capture_default_str()->check(CLI::Range(0.01, 3600.0));
   v->add_option("--json", vc.json_path, "append one JSON line per setting to this file");

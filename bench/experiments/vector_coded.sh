@@ -7,8 +7,8 @@
 #      coded HNSW the same bytes: its resident codes plus a pool of the rest, at least 2 MB),
 #      JSON lines into OUT/calico.jsonl (with "loadavg", "limit_bytes", "cgroup_peak_bytes");
 #   2. DiskANN (bench/harness/peers/diskann_peer.py) with budget = pool_bytes + resident_codes_bytes
-#      of that run's coded lines, i.e. the memory the coded index actually had (at small f the
-#      2 MB pool floor makes it more than f x the HNSW), and PQ codes of floor(resident_codes_bytes
+#      of that run's coded lines without pinned rows (--pin-share 0), i.e. the memory the coded
+#      index actually had (at small f the 2 MB pool floor makes it more than f x the HNSW), and PQ codes of floor(resident_codes_bytes
 #      / n) bytes per vector, the coded index's bytes per vector; JSON lines into OUT/diskann.jsonl;
 #   3. with USEARCH=1, usearch's view through bench/experiments/vector_peer_ltm.sh (its limit is
 #      f x usearch's own index file, about the HNSW's size) into OUT/vector.jsonl.
@@ -117,11 +117,10 @@ run_diskann() {
   predicted=$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['predicted_resident_bytes'])" "$plan")
   budget=$(python3 - "$calico_json" "$f" <<'PY'
 import json, math, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    if r.get("index") == "coded" and math.isclose(r["pool_fraction"], float(sys.argv[2])):
-        print(r["pool_bytes"] + r["resident_codes_bytes"])
-        break
+coded = [r for r in map(json.loads, open(sys.argv[1]))
+         if r.get("index") == "coded" and math.isclose(r["pool_fraction"], float(sys.argv[2]))]
+r = ([r for r in coded if not r.get("pin_share")] or coded)[0]  # pinned lines: rounding may leave some unused
+print(r["pool_bytes"] + r["resident_codes_bytes"] + r.get("pinned_bytes", 0))
 PY
 )
   local limit=$(( baseline + (budget > predicted ? budget : predicted) + (8 << 20) ))

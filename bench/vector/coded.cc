@@ -38,7 +38,12 @@ struct Row {
   std::string index;
   double pool_fraction = 0;
   uint32_t ef = 0, rerank = 0, entries = 0, width = 0, threads = 1;
+  bool batched = false;  // coded: CodedHnswSearchOptions::batched
   uint64_t pool_bytes = 0, resident_codes_bytes = 0;
+  double pin_share = 0;           // coded: the share of its memory beyond codes given to pinned rows
+  uint64_t pinned_bytes = 0;      // coded: memory().pinned_rows
+  uint32_t pinned_rows = 0;
+  double pin_s = 0;               // coded: pin_rows()'s time
   double recall = 0;
   std::vector<double> qps, reads_per_query, p50_ms, p99_ms;
   bool ok = true;
@@ -60,6 +65,7 @@ index::CodedHnswSearchOptions coded_options(uint32_t k, const Row& r) {
   opt.ef = r.ef;
   opt.rerank = r.rerank;
   opt.entries = r.entries;
+  opt.batched = r.batched;
   opt.prefetch = r.width > 0;
   opt.prefetch_width = r.width;
   return opt;
@@ -268,14 +274,24 @@ int run_vector_coded(const VectorCodedConfig& c) {
         }
       }
     }
-    {
-      // The same memory: the pool less the resident codes.
+    for (const double share : c.pin_share) {
+      // The same memory: the pool less the resident codes, less the pinned rows.
+      const uint64_t beyond = budget > codes_bytes + (uint64_t{2} << 20) ? budget - codes_bytes : uint64_t{2} << 20;
+      // The pool keeps at least 1 MB (pool_options' floor), so the total stays `beyond`.
+      const uint64_t pin_bytes = std::min(static_cast<uint64_t>(share * double(beyond)), beyond - (uint64_t{1} << 20));
       auto pool = BufferPool::open([&] {
-        PoolOptions o = pool_options(built, budget > codes_bytes + (uint64_t{2} << 20) ? budget - codes_bytes : uint64_t{2} << 20);
+        PoolOptions o = pool_options(built, beyond - pin_bytes);
         o.direct_io = true;
         return o;
       }());
       auto coded = index::BasicCodedHnsw<BufferPool>::open(*pool, "coded", UINT64_MAX / 2);
+      const auto pin_t0 = std::chrono::steady_clock::now();
+      const uint32_t pinned_rows = pin_bytes > 0 ? coded.pin_rows(pin_bytes, c.pin_sample) : 0;
+      const double pin_s = elapsed_s(pin_t0);
+      if (pin_bytes > 0) {
+        fmt::print("pool {:.0f}%: pinned {} rows ({:.1f} MB) in {:.1f} s\n", f * 100, pinned_rows,
+                   coded.memory().pinned_rows / 1048576.0, pin_s);
+      }
       std::vector<std::unique_ptr<index::CodedHnswSearchState>> st;
       for (uint32_t t = 0; t < max_threads; ++t) st.push_back(std::make_unique<index::CodedHnswSearchState>(coded));
       const size_t first = rows.size();
@@ -292,7 +308,9 @@ int run_vector_coded(const VectorCodedConfig& c) {
         for (uint32_t ef : c.coded_ef) {
           for (uint32_t ent : c.entries) {
             for (uint32_t w : c.prefetch_width) {
+             for (uint32_t b : c.batched) {
               Row r;
+              r.batched = b != 0;
               r.index = "coded";
               r.pool_fraction = f;
               r.ef = ef;
@@ -301,8 +319,13 @@ int run_vector_coded(const VectorCodedConfig& c) {
               r.width = w;
               r.pool_bytes = pool->num_frames() * pool->page_size();
               r.resident_codes_bytes = coded.memory().codes + coded.memory().model;
+              r.pin_share = share;
+              r.pinned_bytes = coded.memory().pinned_rows;
+              r.pinned_rows = pinned_rows;
+              r.pin_s = pin_s;
               r.recall = recall_of(ds, c.k, searcher(coded_options(c.k, r)));
               add_per_thread(r, c.threads, &rows);
+             }
             }
           }
         }
@@ -321,19 +344,20 @@ int run_vector_coded(const VectorCodedConfig& c) {
   const std::string load_after = loadavg();
   std::ofstream json;
   if (!c.json_path.empty()) json.open(c.json_path, std::ios::app);
-  fmt::print("{:>6} {:>6} {:>5} {:>6} {:>5} {:>3} {:>3} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "index", "pool",
-             "ef", "rerank", "entr", "wid", "thr", "pool MB", "codes MB", "recall", "QPS", "reads/q", "p50 ms", "p99 ms");
+  fmt::print("{:>6} {:>6} {:>5} {:>6} {:>5} {:>3} {:>3} {:>9} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8}\n", "index", "pool",
+             "ef", "rerank", "entr", "wid", "thr", "pool MB", "codes MB", "pinned MB", "recall", "QPS", "reads/q", "p50 ms",
+             "p99 ms");
   for (const Row& r : rows) {
-    fmt::print("{:>6} {:>5.0f}% {:>5} {:>6} {:>5} {:>3} {:>3} {:>9.1f} {:>9.2f} {:>7.3f} {:>9.0f} {:>8.1f} {:>8.3f} {:>8.3f}{}\n",
+    fmt::print("{:>6} {:>5.0f}% {:>5} {:>6} {:>5} {:>3} {:>3} {:>9.1f} {:>9.2f} {:>9.2f} {:>7.3f} {:>9.0f} {:>8.1f} {:>8.3f} {:>8.3f}{}\n",
                r.index, r.pool_fraction * 100, r.ef, r.rerank, r.entries, r.width, r.threads, r.pool_bytes / 1048576.0,
-               r.resident_codes_bytes / 1048576.0, r.recall, median(r.qps), median(r.reads_per_query),
+               r.resident_codes_bytes / 1048576.0, r.pinned_bytes / 1048576.0, r.recall, median(r.qps), median(r.reads_per_query),
                median(r.p50_ms), median(r.p99_ms), r.ok ? "" : "  CHECK FAILED");
     if (json.is_open()) {
       json << fmt::format(
-          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
+          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"batched":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"pin_share":{},"pinned_bytes":{},"pinned_rows":{},"pin_s":{:.2f},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
           r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits, c.alpha,
-          c.k, r.ef, r.rerank, r.entries, r.width, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
-          r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.p50_ms),
+          c.k, r.ef, r.rerank, r.entries, r.width, r.batched, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
+          r.pin_share, r.pinned_bytes, r.pinned_rows, r.pin_s, r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.p50_ms),
           median(r.p99_ms), c.rounds, c.seconds, hnsw_build_s, coded_build_s, reused ? "true" : "false", load_before,
           load_after, r.ok ? "true" : "false", machine_json())
            << "\n";

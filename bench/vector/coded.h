@@ -52,6 +52,11 @@ struct VectorCodedConfig {
   std::vector<uint32_t> rerank = {20, 50};
   std::vector<uint32_t> entries = {0};  // CodedHnswSearchOptions::entries
   std::vector<uint32_t> prefetch_width = {4};  // CodedHnswSearchOptions::prefetch_width (0: no prefetch)
+  // Shares of the coded index's memory beyond its codes given to pinned rows
+  // (BasicCodedHnsw::pin_rows), the pool taking the rest; each share is its own index setup.
+  std::vector<double> pin_share = {0};
+  std::vector<uint32_t> batched = {1};  // CodedHnswSearchOptions::batched (0 or 1)
+  uint32_t pin_sample = 1000;  // pin_rows' sample searches
   uint32_t k = 10;
   double seconds = 1.0;
   std::string json_path;

@@ -350,7 +350,20 @@ class CodedHnswIndex:
         """
         Resident bytes as a dict: 'codes' (codes and slot states of the capacity), 'model',
         'pool_frames' (the whole pool's, shared with its other structures), 'translation',
-        'total' (their sum), and 'budget' (the memory_budget; 2^64 - 1: none).
+        'pinned_rows' (pin_rows' copies), 'total' (their sum), and 'budget' (the memory_budget;
+        2^64 - 1: none).
+        """
+
+    def pin_rows(self, bytes: int, sample: int = 1000) -> int:
+        """
+        Keeps in memory copies of the node rows searches expand most, up to ``bytes`` (about
+        4 x (1 + 2M + dim) + 18 bytes a row), so that expanding one reads no page: the rows
+        ``sample`` searches (for vectors of the index) expanded most often. Returns the rows
+        pinned. Larger than memory, give it part of the memory the pool would have had: rows
+        are several to a page and few of a page's rows are hot. Adds, deletes that consolidate
+        and consolidate() drop the copies (searches then read pages) until it is called again;
+        ``bytes`` 0 drops them. Raises ValueError when untrained, for ``sample`` 0, or when
+        ``bytes`` do not fit memory_budget beside the rest of memory().
         """
 
     def __len__(self) -> int:

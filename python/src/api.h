@@ -116,8 +116,11 @@ class CodedHnswApi : public HnswApi {
   // trained already; the memory budget below the codes plus the pool's frames.
   virtual void train(const VectorBatch& v) = 0;
   virtual uint32_t bits() = 0;
-  // Resident bytes: "codes", "model", "pool_frames", "translation", "total", and "budget".
+  // Resident bytes: "codes", "model", "pool_frames", "translation", "pinned_rows", "total",
+  // and "budget".
   virtual std::map<std::string, uint64_t> memory() = 0;
+  // BasicCodedHnsw::pin_rows. Errors: untrained; as pin_rows.
+  virtual uint32_t pin_rows(uint64_t bytes, uint32_t sample) = 0;
 };
 
 class IvfApi : public VectorIndexApi {

@@ -367,7 +367,23 @@ void bind_vectors(nb::module_& m) {
           },
           "Resident bytes as a dict: 'codes' (codes and slot states of the capacity), 'model',\n"
           "'pool_frames' (the whole pool's, shared with its other structures), 'translation',\n"
-          "'total' (their sum), and 'budget' (the memory_budget; 2^64 - 1: none).")
+          "'pinned_rows' (pin_rows' copies), 'total' (their sum), and 'budget' (the memory_budget;\n"
+          "2^64 - 1: none).")
+      .def(
+          "pin_rows",
+          [](CodedHandle& h, uint64_t bytes, uint32_t sample) {
+            nb::gil_scoped_release release;
+            return h.api->pin_rows(bytes, sample);
+          },
+          "bytes"_a, "sample"_a = 1000,
+          "Keeps in memory copies of the node rows searches expand most, up to ``bytes`` (about\n"
+          "4 x (1 + 2M + dim) + 18 bytes a row), so that expanding one reads no page: the rows\n"
+          "``sample`` searches (for vectors of the index) expanded most often. Returns the rows\n"
+          "pinned. Larger than memory, give it part of the memory the pool would have had: rows\n"
+          "are several to a page and few of a page's rows are hot. Adds, deletes that consolidate\n"
+          "and consolidate() drop the copies (searches then read pages) until it is called again;\n"
+          "``bytes`` 0 drops them. Raises ValueError when untrained, for ``sample`` 0, or when\n"
+          "``bytes`` do not fit memory_budget beside the rest of memory().")
       .def("__len__", [](CodedHandle& h) { return h.api->size(); }, "The number of vectors (added, not deleted).")
       .def(
           "__contains__", [](CodedHandle& h, uint64_t id) { return h.api->contains(id); }, "id"_a,

@@ -86,9 +86,17 @@ class CodedHnswImpl final : public CodedHnswApi {
       m["model"] = mem.model;
       m["pool_frames"] = mem.pool_frames;
       m["translation"] = mem.translation;
+      m["pinned_rows"] = mem.pinned_rows;
       m["total"] = mem.total();
     }
     return m;
+  }
+
+  uint32_t pin_rows(uint64_t bytes, uint32_t sample) override {
+    return locked([&]() -> uint32_t {
+      if (!index_) throw Error(ErrorCode::kInvalidArgument, "coded hnsw '" + name_ + "' is not trained: nothing to pin");
+      return index_->index().pin_rows(bytes, sample);
+    });
   }
 
   void train(const VectorBatch& v) override {

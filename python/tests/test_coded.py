@@ -56,6 +56,46 @@ def test_recall_against_brute_force_at_several_memory_budgets(data_dir, pages):
             assert s["faults"] + s["prefetch_issued"] > 0, "a pool this small must read vectors"
 
 
+def test_pinned_rows_give_the_same_answers_with_fewer_page_reads(data_dir):
+    """4000 rows of 268 bytes (15 to a page): a 32-frame pool reads pages on most expansions;
+    2000 pinned rows (about 0.7 MB) serve the hot ones from memory."""
+    base = _build(data_dir)
+    queries = clustered(100, DIM, clusters=40, seed=4)
+    with calico.Pool(data_dir, pool_bytes=32 * 4096) as pool:
+        index = calico.CodedHnswIndex.open(pool, "c", memory_budget=(32 * 4096) + (2 << 20))
+
+        def reads_of():
+            before = pool.stats()
+            ids, dist = index.search(queries, k=K, num_threads=1)
+            after = pool.stats()
+            return ids, dist, (after["faults"] + after["prefetch_issued"]) - (before["faults"] + before["prefetch_issued"])
+
+        ids, dist, plain = reads_of()
+        assert index.memory()["pinned_rows"] == 0
+        with pytest.raises(calico.InvalidArgumentError, match="sample"):
+            index.pin_rows(1 << 20, sample=0)
+        with pytest.raises(calico.InvalidArgumentError, match="bytes"):
+            index.pin_rows(64 << 20)
+        assert index.memory()["pinned_rows"] == 0, "a refused pin_rows changes nothing"
+        rows = index.pin_rows(2000 * (4 * (1 + 32 + DIM) + 18), sample=300)
+        assert 1000 <= rows <= 2000
+        mem = index.memory()
+        assert mem["pinned_rows"] >= rows * 4 * (1 + 32 + DIM)
+        assert mem["total"] == mem["codes"] + mem["model"] + mem["pool_frames"] + mem["translation"] + mem["pinned_rows"]
+        assert mem["total"] <= mem["budget"]
+        pinned_ids, pinned_dist, pinned = reads_of()
+        assert np.array_equal(pinned_ids, ids) and np.array_equal(pinned_dist, dist), "the copies are the rows"
+        assert pinned < plain * 0.8, f"{pinned} page reads with pinned rows against {plain}"
+        # An add drops the copies (searches read pages again); pin_rows(0) frees them.
+        index.add(clustered(1, DIM, seed=9), ids=np.array([N], dtype=np.uint64))
+        _, _, after_add = reads_of()
+        assert after_add > pinned
+        assert index.pin_rows(0) == 0 and index.memory()["pinned_rows"] == 0
+    with calico.Pool(str(data_dir) + "-fresh", pool_bytes=1 << 20) as pool:
+        with pytest.raises(calico.InvalidArgumentError, match="not trained"):
+            calico.CodedHnswIndex(pool, "c", dim=DIM).pin_rows(1 << 20)
+
+
 def test_a_budget_below_the_codes_and_frames_is_refused(data_dir):
     rows = clustered(500, DIM)
     with calico.Pool(data_dir, pool_bytes=1 << 20) as pool:

@@ -155,8 +155,9 @@ TEST(CodedHnswDelete, RandomAddsRemovesAndFilteredSearchesMatchTheModel) {
   EXPECT_GT(st.stats().scans, 0u);
 }
 
-// Adds, removes, consolidations and searches (half with an allow-list) at once on a tiny
-// pool: a search never returns an id removed before it began or one its filter excludes,
+// Adds, removes, consolidations, pin_rows() and searches (half with an allow-list) at once
+// on a tiny pool: a search never returns an id removed before it began or one its filter
+// excludes (nor does one that reads pinned copies of rows a write has since changed),
 // every distance is exact, nothing throws (a search that reads a list consolidate()
 // rewrote meanwhile skips the slots it freed); the structure and counts hold at the end,
 // and recall against the model is at least 0.9.
@@ -203,6 +204,7 @@ TEST(CodedHnswDelete, ConcurrentAddsRemovesConsolidationsAndFilteredSearches) {
       }
     });
   });
+  std::atomic<uint64_t> pinned_expansions{0};
   auto searcher = [&](uint64_t seed) {
     guarded("searcher", [&] {
       CodedHnswSearchState st(h);
@@ -224,6 +226,7 @@ TEST(CodedHnswDelete, ConcurrentAddsRemovesConsolidationsAndFilteredSearches) {
           else if (n.distance != dist(q, data().row(n.id), kDim)) failures("wrong distance for id " + std::to_string(n.id));
         }
       }
+      pinned_expansions += st.stats().pinned;
     });
   };
   std::thread s1(searcher, 21), s2(searcher, 22);
@@ -236,16 +239,30 @@ TEST(CodedHnswDelete, ConcurrentAddsRemovesConsolidationsAndFilteredSearches) {
       }
     });
   });
+  std::atomic<uint32_t> pins{0};
+  std::thread pinner([&] {
+    guarded("pinner", [&] {
+      const uint64_t per_row = index::coded_detail::PinnedRows::bytes_per_row(2 * params().M, kDim);
+      while (!stop.load()) {
+        if (h.pin_rows(64 * per_row, 16) > 0) ++pins;
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      }
+    });
+  });
   adder.join();
   remover.join();
   stop.store(true);
   s1.join();
   s2.join();
   consolidator.join();
+  pinner.join();
   ASSERT_EQ(failures.count(), 0u) << failures.first();
   freed += h.consolidate();
-  std::printf("coded hnsw delete, concurrent: %u slots freed while searching\n", freed.load());
+  std::printf("coded hnsw delete, concurrent: %u slots freed while searching, rows pinned %u times, %llu expansions "
+              "from pinned rows\n", freed.load(), pins.load(), static_cast<unsigned long long>(pinned_expansions.load()));
   EXPECT_GT(freed.load(), 0u);
+  EXPECT_GT(pins.load(), 0u);
+  EXPECT_GT(pinned_expansions.load(), 0u);
   ASSERT_NO_THROW(h.check_structure());
   Model model(data());
   for (uint32_t id = 0; id < kCapacity; ++id) model.live[id] = removed_at[id].load() == 0;

@@ -119,34 +119,108 @@ TEST(CodedHnsw, RecallAtSeveralPoolSizes) {
     pool->flush();
   }
   // The node rows (links and vector) take 3000 / 6 = 500 pages, the codes 21: 1024 frames
-  // hold everything, 96 a fifth of it, 16 almost nothing beside the rows being read.
-  for (uint32_t frames : {1024u, 96u, 16u}) {
-    auto pool = BufferPool::open(small_options(dir.path(), frames));
-    Coded idx = Coded::open(*pool, "v", budget_for(*pool));
-    ASSERT_EQ(idx.size(), kRows);
-    CodedHnswSearchState st(idx);
-    const CodedHnswSearchOptions opt;  // the defaults
-    const PoolStats before = pool->stats();
-    const auto got = search_all(idx, opt, st);
-    for (uint32_t q = 0; q < kQueries; ++q) expect_exact_distances(got[q], data().query(q), kRows);
-    const double recall = testing::mean_recall(got, truth());
-    EXPECT_GE(recall, 0.95) << frames << " frames";
-    const auto mem = idx.memory();
-    EXPECT_EQ(mem.pool_frames, uint64_t{frames} * 4096);
-    EXPECT_GE(mem.codes, kRows * idx.code_bytes());
-    EXPECT_LE(mem.total(), budget_for(*pool));
-    const PoolStats after = pool->stats();
-    const uint64_t reads = after.faults + after.prefetch_issued - before.faults - before.prefetch_issued;
-    std::printf("coded hnsw: %u frames: recall@10 %.3f, %.1f estimates, %.1f rows expanded, %.2f page reads per query\n",
-                frames, recall, double(st.stats().estimates) / kQueries, double(st.stats().expanded) / kQueries,
-                double(reads) / kQueries);
-    // Every result is an expanded node, ranked by the vector its row holds: no re-rank read.
-    EXPECT_EQ(st.stats().reranked, 0u);
-    EXPECT_GE(st.stats().expanded, uint64_t{kQueries} * opt.rerank);
-    if (frames == 16) {
-      EXPECT_GT(reads, 0u) << "a pool this small must read node pages";
+  // hold everything, 96 a fifth of it, 16 almost nothing beside the rows being read. Both
+  // kinds of beam step (batched, the default, and best-first).
+  for (const bool batched : {true, false}) {
+    for (uint32_t frames : {1024u, 96u, 16u}) {
+      SCOPED_TRACE(batched ? "batched steps" : "best-first steps");
+      auto pool = BufferPool::open(small_options(dir.path(), frames));
+      Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+      ASSERT_EQ(idx.size(), kRows);
+      CodedHnswSearchState st(idx);
+      CodedHnswSearchOptions opt;  // the defaults
+      EXPECT_TRUE(opt.batched);
+      opt.batched = batched;
+      const PoolStats before = pool->stats();
+      const auto got = search_all(idx, opt, st);
+      for (uint32_t q = 0; q < kQueries; ++q) expect_exact_distances(got[q], data().query(q), kRows);
+      const double recall = testing::mean_recall(got, truth());
+      EXPECT_GE(recall, 0.95) << frames << " frames";
+      const auto mem = idx.memory();
+      EXPECT_EQ(mem.pool_frames, uint64_t{frames} * 4096);
+      EXPECT_GE(mem.codes, kRows * idx.code_bytes());
+      EXPECT_LE(mem.total(), budget_for(*pool));
+      const PoolStats after = pool->stats();
+      const uint64_t reads = after.faults + after.prefetch_issued - before.faults - before.prefetch_issued;
+      std::printf("coded hnsw, %s: %u frames: recall@10 %.3f, %.1f estimates, %.1f rows expanded, %.2f page reads "
+                  "per query\n", batched ? "batched" : "best-first", frames, recall,
+                  double(st.stats().estimates) / kQueries, double(st.stats().expanded) / kQueries,
+                  double(reads) / kQueries);
+      // Every result is an expanded node, ranked by the vector its row holds: no re-rank read.
+      EXPECT_EQ(st.stats().reranked, 0u);
+      EXPECT_GE(st.stats().expanded, uint64_t{kQueries} * opt.rerank);
+      if (frames == 16) {
+        EXPECT_GT(reads, 0u) << "a pool this small must read node pages";
+      }
     }
   }
+}
+
+// pin_rows() on a 16-frame pool: the rows sample searches expanded most are copied, the
+// answers stay exactly those of the unpinned index (same rows, same traversal), the copies
+// serve expansions and page reads fall; memory() counts them; an add() drops them (and
+// searches stay exact), a second pin_rows() brings them back, pin_rows(0) drops them; bytes
+// past the budget and sample 0 are refused and change nothing.
+TEST(CodedHnsw, PinnedRowsGiveTheSameAnswersWithFewerPageReads) {
+  TempDir dir;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 1024));
+    Coded idx = build(*pool, kRows - 1);
+    pool->flush();
+  }
+  auto pool = BufferPool::open(small_options(dir.path(), 16));
+  Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+  CodedHnswSearchState st(idx);
+  const CodedHnswSearchOptions opt;
+  auto reads_of = [&](std::vector<std::vector<Neighbor>>* got) {
+    const PoolStats before = pool->stats();
+    st.reset_stats();
+    *got = search_all(idx, opt, st);
+    const PoolStats after = pool->stats();
+    return after.faults + after.prefetch_issued - before.faults - before.prefetch_issued;
+  };
+  std::vector<std::vector<Neighbor>> plain, pinned;
+  const uint64_t plain_reads = reads_of(&plain);
+  EXPECT_EQ(st.stats().pinned, 0u);
+  EXPECT_EQ(idx.pinned_rows(), 0u);
+  EXPECT_EQ(idx.memory().pinned_rows, 0u);
+
+  const uint64_t per_row = index::coded_detail::PinnedRows::bytes_per_row(32, kDim);
+  const uint32_t rows = idx.pin_rows(300 * per_row, 200);
+  EXPECT_GT(rows, 100u);
+  EXPECT_LE(rows, 300u);
+  EXPECT_EQ(idx.pinned_rows(), rows);
+  EXPECT_GE(idx.memory().pinned_rows, uint64_t{rows} * (4 * (1 + 32) + 4 * kDim));
+  EXPECT_LE(idx.memory().total(), budget_for(*pool));
+  const uint64_t pinned_reads = reads_of(&pinned);
+  std::printf("coded hnsw, 16 frames: %.2f page reads per query, %u rows pinned: %.2f (%.1f of %.1f expansions pinned)\n",
+              double(plain_reads) / kQueries, rows, double(pinned_reads) / kQueries,
+              double(st.stats().pinned) / kQueries, double(st.stats().expanded) / kQueries);
+  EXPECT_EQ(pinned, plain);
+  EXPECT_GT(st.stats().pinned, 0u);
+  EXPECT_LT(pinned_reads, plain_reads);
+
+  // Bad input: refused, nothing changed.
+  EXPECT_NE(std::string(expect_error(ErrorCode::kInvalidArgument, [&] { idx.pin_rows(budget_for(*pool)); }).what()).find("bytes"),
+            std::string::npos);
+  EXPECT_NE(std::string(expect_error(ErrorCode::kInvalidArgument, [&] { idx.pin_rows(per_row, 0); }).what()).find("sample"),
+            std::string::npos);
+  EXPECT_EQ(idx.pinned_rows(), rows);
+
+  // A write drops the copies; searches read pages again and stay exact.
+  idx.add(kRows - 1, data().row(kRows - 1));
+  EXPECT_EQ(idx.pinned_rows(), 0u);
+  std::vector<std::vector<Neighbor>> after_add;
+  reads_of(&after_add);
+  EXPECT_EQ(st.stats().pinned, 0u);
+  for (uint32_t q = 0; q < kQueries; ++q) expect_exact_distances(after_add[q], data().query(q), kRows);
+  EXPECT_GE(testing::mean_recall(after_add, truth()), 0.95);
+  EXPECT_GT(idx.pin_rows(300 * per_row, 200), 100u);
+  reads_of(&after_add);
+  EXPECT_GT(st.stats().pinned, 0u);
+  EXPECT_EQ(idx.pin_rows(0), 0u);
+  EXPECT_EQ(idx.pinned_rows(), 0u);
+  EXPECT_EQ(idx.memory().pinned_rows, 0u);
 }
 
 // The same index on every evicting translation: built with room, then searched with 16

@@ -341,8 +341,9 @@ def measure(args, index, path, queries, gt):
 
 def budget_from_calico(path, fraction):
     """(budget bytes, resident code bytes per vector) from calico_bench vector-coded JSON lines:
-    the coded index's pool_bytes + resident_codes_bytes (the memory Calico's coded index had: its
-    pool is the budget less its codes, at least 2 MB) at that pool fraction."""
+    the coded index's pool_bytes + resident_codes_bytes + pinned_bytes (the memory Calico's coded
+    index had: its pool is the budget less its codes and pinned rows, at least 2 MB in all) at that
+    pool fraction."""
     found = []
     with open(path) as f:
         for line in f:
@@ -352,7 +353,10 @@ def budget_from_calico(path, fraction):
                 found.append(r)
     if not found:
         sys.exit(f"diskann_peer: no coded line at pool fraction {fraction} in {path}")
-    budgets = {r["pool_bytes"] + r["resident_codes_bytes"] for r in found}
+    # Lines with pinned rows (pin_share > 0) had the same budget, less what rounding left
+    # unused; the lines without them give it exactly.
+    found = [r for r in found if not r.get("pin_share")] or found
+    budgets = {r["pool_bytes"] + r["resident_codes_bytes"] + r.get("pinned_bytes", 0) for r in found}
     if len(budgets) != 1:
         sys.exit(f"diskann_peer: {path} has several coded budgets at fraction {fraction}: {sorted(budgets)}")
     r = found[0]

@@ -19,7 +19,8 @@
 //   consolidate()                   relinks around the tombstones and frees their slots
 //   search(q, options, state, &out[, filter])  the k approximate nearest neighbours (among
 //                                   the ids filter allows); thread-safe
-//   memory()                        resident bytes: codes, model, pool frames, translation
+//   pin_rows(bytes)                 keeps copies of the rows searches expand most (no page read)
+//   memory()                        resident bytes: codes, model, pool frames, translation, pinned rows
 //   size(), capacity(), dim(), code_bytes(), check_structure()
 //
 // Design.
@@ -46,16 +47,22 @@
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
 //     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes.
-//   - Search: a beam of width ef on level 0, navigated by code estimates. Before a node is
-//     expanded its page and those of the next prefetch_width - 1 candidates are requested as
-//     one batch (pool.prefetch_group; DiskANN's beam width), until 8 batches in a row found
-//     every page resident (then 256 expansions skip it: in memory the prefetch only costs).
-//     Format 2 prefetched every candidate that entered the beam; most are never expanded. Expanding a node reads its row: its links, and its vector, scored
+//   - Search: a beam of width ef on level 0, navigated by code estimates. Each step takes the
+//     prefetch_width best candidates, requests their pages as one batch (pool.prefetch_group)
+//     and expands them all (DiskANN's beam width W), until 8 batches in a row found every
+//     page resident (then 256 expansions take one candidate each and request nothing: in
+//     memory the prefetch only costs). Format 2 prefetched every candidate that entered the
+//     beam; most are never expanded. Expanding a node reads its row: its links, and its vector, scored
 //     exactly. The k nearest of the expanded nodes by exact distance are returned (every
 //     node left in the beam was expanded); candidates a scan of codes found (filters, below)
 //     are not expanded, so the best `rerank` of them have their node pages requested as one
 //     group (pool.read_group: one batch of asynchronous reads for the evicted ones) and are
 //     scored exactly.
+//   - Pinned rows (pin_rows, coded_detail::PinnedRows): copies of the node rows that sample
+//     searches expanded most, kept in memory beside the codes, so that the nodes nearly
+//     every search passes through cost no page read. A pool holds whole pages (6 rows), few
+//     of whose rows are hot; the copies give the same memory to hot rows only. DiskANN keeps
+//     the same kind of cache.
 //   - Deletes and filters, as BasicHnsw does them (calico/index/hnsw.h, "Removal and
 //     filters"): remove() marks the slot removed (in memory and in its code page's removed
 //     bitmap); the node keeps code, vector and links, so searches still pass through it, but
@@ -171,6 +178,13 @@ struct CodedHnswSearchOptions {
   // Node pages requested as one batch before each expansion: the node's and the next
   // prefetch_width - 1 candidates' (DiskANN's beam width; 0 counts as 1).
   uint32_t prefetch_width = 4;
+  // DiskANN's step: each step takes the prefetch_width best candidates and expands them all
+  // (their pages requested as one group), while pages are being read (in memory, once the
+  // prefetch goes idle, steps take one). false: each step expands the best candidate, the
+  // next ones' pages prefetched, some of which the beam then never expands. Batched read
+  // 8-9% fewer pages at the same recall and answered 9-12% more queries at 10% of the full
+  // HNSW's memory; best-first was 3-7% faster in memory (docs/results/vector_coded.md).
+  bool batched = true;
   // Entry points scored per search: at most this many of the entry sample, spread evenly
   // over it (0: all of them). The sample holds about 1 node in CodedHnswParams::entry_rate.
   uint32_t entries = 0;
@@ -186,7 +200,8 @@ struct CodedHnswSearchOptions {
 struct CodedHnswSearchStats {
   uint64_t searches = 0;
   uint64_t estimates = 0;     // codes scored
-  uint64_t expanded = 0;      // node rows read by the beam (each an exact distance)
+  uint64_t expanded = 0;      // node rows the beam expanded (each an exact distance)
+  uint64_t pinned = 0;        // of those, rows taken from pin_rows()'s copies (no page read)
   uint64_t reranked = 0;      // node rows read by re-rank groups (a scan's candidates)
   uint64_t group_reads = 0;   // page reads the re-rank groups submitted
   uint64_t retries = 0;       // optimistic reads that failed validation
@@ -199,7 +214,8 @@ struct CodedHnswMemory {
   uint64_t model = 0;        // the quantiser's model
   uint64_t pool_frames = 0;  // the pool's frames (every space's: the pool is shared)
   uint64_t translation = 0;  // the pool's translation memory (private bytes)
-  uint64_t total() const { return codes + model + pool_frames + translation; }
+  uint64_t pinned_rows = 0;  // pin_rows()'s copies of node rows and their index
+  uint64_t total() const { return codes + model + pool_frames + translation + pinned_rows; }
 };
 
 template <class Pool>
@@ -223,6 +239,7 @@ class CodedHnswSearchState {
   uint16_t epoch_ = 0;
   std::vector<float> query_;       // the (normalised) query
   std::vector<vector::Neighbor> candidates_, results_;  // min-heap, max-heap (ef)
+  std::vector<vector::Neighbor> batch_;                 // the candidates one beam step expands
   std::vector<uint32_t> links_, fresh_;
   std::vector<uint8_t> codes_;     // gathered codes of fresh_
   std::vector<float> est_;
@@ -235,6 +252,8 @@ class CodedHnswSearchState {
   std::vector<vector::Neighbor> exact_;  // re-rank: {exact distance, index of the input id}
   std::vector<uint32_t> row_of_;         // exact_[j]'s row in rows_
   uint64_t frees_ = 0;                   // Shared::frees when the search began
+  const coded_detail::PinnedRows* pinned_ = nullptr;  // this search's pinned rows (none: nullptr)
+  std::vector<uint32_t>* trace_ = nullptr;            // if set, the beam appends each slot it expands
   // Adaptive prefetch: group prefetches that found every page resident, in a row; past
   // kIdlePrefetches the beam skips kSkippedOffers expansions before it tries again (in memory
   // the prefetch only costs).
@@ -295,6 +314,17 @@ class BasicCodedHnsw {
   // pool errors, kCorruptPage; lists are rewritten before any slot is freed, so a failure
   // part-way leaves a searchable index whose tombstones the next call frees.
   uint32_t consolidate();
+  // Keeps in memory copies of the node rows searches expand most, up to `bytes` (the rows
+  // and their index: about 4 * (1 + 2M + dim) + 18 bytes each), so that expanding one reads
+  // no page: the rows `sample` searches expanded most often, for the vectors of `sample` live
+  // nodes spread over the slots, with the default search options (pinned_rows.h). Returns
+  // the rows pinned. Blocks add(), remove() and consolidate() while it runs; searches go on.
+  // An add() or consolidate() drops the copies (searches read pages again) until pin_rows()
+  // is called again; bytes 0 drops them. Errors: bytes past budget_bytes less the rest of
+  // memory() (kInvalidArgument naming "bytes"), sample 0; pool errors, kCorruptPage.
+  uint32_t pin_rows(uint64_t bytes, uint32_t sample = 1000);
+  // Rows pin_rows() pinned that searches use now (0 once a write dropped them).
+  uint32_t pinned_rows() const;
   // Whether slot id holds a node that is not removed (its code is written: an add running
   // or failed counts). Errors: id >= capacity.
   bool contains(uint32_t id) const;
@@ -343,6 +373,11 @@ class BasicCodedHnsw {
     uint64_t budget_bytes = 0;
     std::mutex spare_mutex;                             // add()'s scratch states
     std::vector<std::unique_ptr<CodedHnswSearchState>> spare;
+    // pin_rows()'s copies: replaced only under codes_mutex exclusive (searches use them
+    // while they hold it shared); pinned_valid is cleared by every add() and consolidate()
+    // before it changes a list, and searches that begin after it use no copy.
+    std::unique_ptr<const coded_detail::PinnedRows> pinned;
+    std::atomic<bool> pinned_valid{false};
   };
 
   // A scratch state borrowed from Shared::spare for one add() (so that an add allocates no
@@ -378,6 +413,10 @@ class BasicCodedHnsw {
   void load_codes(uint32_t capacity);
   // codes_mutex shared, after any pending growth (see Shared::growing).
   std::shared_lock<std::shared_mutex> lock_codes() const;
+  // codes_mutex exclusive, raising Shared::growing while it waits. Pre: grow_mutex held.
+  std::unique_lock<std::shared_mutex> lock_codes_exclusive();
+  // The pinned rows a search begun now may use, or nullptr. Pre: codes_mutex held shared.
+  const coded_detail::PinnedRows* pinned_for_search() const;
   void grow_pages(uint32_t new_capacity);
   bool sampled(uint32_t id) const;
   void prepare_vector(const float* v, float* out, const char* what) const;
@@ -396,7 +435,7 @@ class BasicCodedHnsw {
   // nodes admit(slot, its state) accepts (every node is traversed), and the expanded ones' exact
   // distances to q in st.scored_.
   template <class Admit>
-  void beam(const float* q, uint32_t ef, uint32_t width, const Admit& admit, CodedHnswSearchState& st,
+  void beam(const float* q, uint32_t ef, uint32_t width, bool batched, const Admit& admit, CodedHnswSearchState& st,
             uint32_t entries, bool keep_rows) const;
   template <class Admit>
   void search_admitted(const float* q, const CodedHnswSearchOptions& opt, CodedHnswSearchState& st,

@@ -403,9 +403,7 @@ inline void BasicCodedHnsw<Pool>::grow_pages(uint32_t new_capacity) {
   extend(graph_space_, 1 + (c + l.per_node_page - 1) / l.per_node_page, CodedPageHeader::kNodes);
   Shared& sh = *shared_;
   {
-    sh.growing.store(true, std::memory_order_release);
-    std::unique_lock lock(sh.codes_mutex);
-    sh.growing.store(false, std::memory_order_release);
+    const auto lock = lock_codes_exclusive();
     const uint32_t old = sh.capacity.load(std::memory_order_relaxed);
     // Exactly the new size (resize() may reserve more, past what the budget counted).
     std::vector<uint8_t> codes(size_t{new_capacity} * l.code_bytes, 0);
@@ -434,11 +432,20 @@ inline std::shared_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_codes() co
 }
 
 template <class Pool>
+inline std::unique_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_codes_exclusive() {
+  shared_->growing.store(true, std::memory_order_release);
+  std::unique_lock lock(shared_->codes_mutex);
+  shared_->growing.store(false, std::memory_order_release);
+  return lock;
+}
+
+template <class Pool>
 inline CodedHnswMemory BasicCodedHnsw<Pool>::memory() const {
   CodedHnswMemory mem;
   {
     const auto lock = lock_codes();
     mem.codes = shared_->codes.capacity() + capacity();
+    mem.pinned_rows = shared_->pinned != nullptr ? shared_->pinned->bytes() : 0;
   }
   mem.model = model_bytes_;
   mem.pool_frames = uint64_t{pool_->num_frames()} * pool_->page_size();
@@ -521,6 +528,7 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   prepare_vector(v, st.query_.data(), "add");
   std::shared_lock writing(shared_->writers);
   st.frees_ = shared_->frees.load(std::memory_order_acquire);  // none while writers is held
+  shared_->pinned_valid.store(false, std::memory_order_release);  // lists change below
   reserve(uint64_t{id} + 1);
   Shared& sh = *shared_;
   const auto lock = lock_codes();  // held to the end: codes are read and written
@@ -671,7 +679,7 @@ inline void BasicCodedHnsw<Pool>::choose_links(const float* base, uint32_t node,
                                                CodedHnswSearchState& st, std::vector<uint32_t>* chosen) const {
   auto other = [&](uint32_t s, uint8_t state) { return s != node && admit(s, state); };
   model_->prepare(base, *st.query_state_);
-  beam(base, params_.ef_construction, 0, other, st, 0, true);
+  beam(base, params_.ef_construction, 0, false, other, st, 0, true);
   if (st.results_.empty()) {
     scan_codes(params_.ef_construction, other, nullptr, st);
     std::vector<uint32_t> ids;
@@ -757,6 +765,7 @@ template <class Pool>
 inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
   std::unique_lock writing(shared_->writers);  // no add or remove: states change only here
   if (tombstones() == 0) return 0;
+  shared_->pinned_valid.store(false, std::memory_order_release);  // lists change below
   Lease lease(*this);
   CodedHnswSearchState& st = *lease.state;
   Shared& sh = *shared_;
@@ -894,6 +903,95 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
   sh.size.fetch_sub(freed, std::memory_order_relaxed);
   sh.removed.fetch_sub(freed, std::memory_order_relaxed);
   return freed;
+}
+
+// --- pinned rows -------------------------------------------------------------------------------
+
+template <class Pool>
+inline const coded_detail::PinnedRows* BasicCodedHnsw<Pool>::pinned_for_search() const {
+  return shared_->pinned_valid.load(std::memory_order_acquire) ? shared_->pinned.get() : nullptr;
+}
+
+template <class Pool>
+inline uint32_t BasicCodedHnsw<Pool>::pinned_rows() const {
+  const auto lock = lock_codes();
+  const coded_detail::PinnedRows* p = pinned_for_search();
+  return p != nullptr ? p->size() : 0;
+}
+
+// 1. Counts: `sample` searches (default options, beam only) for the vectors of live nodes
+// spread over the slots, each expansion counted. 2. The most expanded rows that fit `bytes`,
+// read from their pages into a new PinnedRows. 3. Installed under codes_mutex exclusive.
+// writers is held exclusive throughout, so no list changes between the counts and the
+// install; searches run on (with the previous copies, if valid) until the install.
+template <class Pool>
+inline uint32_t BasicCodedHnsw<Pool>::pin_rows(uint64_t bytes, uint32_t sample) {
+  if (sample == 0) coded_detail::invalid("pin_rows: sample is 0");
+  std::unique_lock writing(shared_->writers);
+  Shared& sh = *shared_;
+  const uint32_t max = 2 * params_.M;
+  const uint64_t per_row = coded_detail::PinnedRows::bytes_per_row(max, params_.dim);
+  {
+    CodedHnswMemory mem = memory();
+    const uint64_t rest = mem.total() - mem.pinned_rows;
+    if (bytes > 0 && (rest > sh.budget_bytes || bytes > sh.budget_bytes - rest)) {
+      coded_detail::invalid("pin_rows: bytes " + std::to_string(bytes) + " past budget_bytes " +
+                            std::to_string(sh.budget_bytes) + " less the rest of memory() (" + std::to_string(rest) + ")");
+    }
+  }
+  auto fresh = std::make_unique<coded_detail::PinnedRows>(max, params_.dim);
+  const uint64_t fit = bytes / per_row;
+  if (fit > 0) {
+    Lease lease(*this);
+    CodedHnswSearchState& st = *lease.state;
+    const auto lock = lock_codes();
+    st.frees_ = sh.frees.load(std::memory_order_acquire);  // none while writers is held
+    const uint32_t cap = capacity();
+    std::vector<uint32_t> live;
+    for (uint32_t s = 0; s < cap; ++s) {
+      if (live_state(state_of(s))) live.push_back(s);
+    }
+    // 1. The counts.
+    std::vector<uint32_t> counts(cap, 0), trace, links(max);
+    std::vector<float> q(params_.dim);
+    const CodedHnswSearchOptions opt;
+    const size_t step = std::max<size_t>(1, live.size() / sample);
+    st.trace_ = &trace;
+    try {
+      for (size_t i = 0; i < live.size(); i += step) {
+        read_vector(live[i], nullptr, st, q.data());
+        model_->prepare(q.data(), *st.query_state_);
+        trace.clear();
+        beam(q.data(), opt.ef, opt.prefetch_width, opt.batched, coded_detail::AdmitAll{}, st, opt.entries, false);
+        for (const uint32_t s : trace) ++counts[s];
+      }
+    } catch (...) {
+      st.trace_ = nullptr;
+      throw;
+    }
+    st.trace_ = nullptr;
+    // 2. The most expanded rows (ties to the lower slot), read from their pages.
+    std::vector<uint32_t> hot;
+    for (uint32_t s = 0; s < cap; ++s) {
+      if (counts[s] > 0) hot.push_back(s);
+    }
+    const size_t take = std::min<size_t>(hot.size(), fit);
+    auto hotter = [&](uint32_t a, uint32_t b) { return counts[a] != counts[b] ? counts[a] > counts[b] : a < b; };
+    std::partial_sort(hot.begin(), hot.begin() + static_cast<std::ptrdiff_t>(take), hot.end(), hotter);
+    fresh->reserve(static_cast<uint32_t>(take));
+    for (size_t i = 0; i < take; ++i) {
+      const uint32_t n = read_node(hot[i], st, links.data(), st.vec_.data());
+      if (n == kStale) continue;  // not while writers is held: frees happen only under it
+      fresh->add(hot[i], links.data(), n, st.vec_.data());
+    }
+  }
+  // 3. Install (the previous copies are freed here: no search holds codes_mutex now).
+  std::lock_guard grow(sh.grow_mutex);
+  const auto exclusive = lock_codes_exclusive();
+  const uint32_t pinned = fresh->size();
+  sh.pinned = pinned > 0 ? std::move(fresh) : nullptr;
+  sh.pinned_valid.store(pinned > 0, std::memory_order_release);
+  return pinned;
 }
 
 // --- reads -------------------------------------------------------------------------------------
@@ -1048,7 +1146,7 @@ inline void BasicCodedHnsw<Pool>::rerank(const float* q, const uint32_t* ids, ui
 // st.results_ ascending by estimate. Pre: codes_mutex held shared.
 template <class Pool>
 template <class Admit>
-inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t width, const Admit& admit,
+inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t width, bool batched, const Admit& admit,
                                        CodedHnswSearchState& st, uint32_t entries, bool keep_rows) const {
   const uint32_t cap = capacity();
   const uint32_t max = 2 * params_.M;
@@ -1061,6 +1159,7 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
   if (keep_rows) st.rows_.clear();
   st.links_.resize(max);
   st.vec_.resize(dim);
+  const coded_detail::PinnedRows* pinned = st.pinned_;
   // Scores st.fresh_ (unvisited, coded, marked) and offers them to the beam.
   auto offer = [&] {
     const size_t n = st.fresh_.size();
@@ -1091,6 +1190,14 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
   // asynchronous reads, so that up to `width` reads are in flight while this thread scores
   // (DiskANN's beam width). After kIdlePrefetches batches in a row found every page
   // resident, the next kSkippedOffers expansions request nothing (in memory it only costs).
+  auto note_prefetch = [&](bool started) {
+    if (started) {
+      st.idle_prefetches_ = 0;
+    } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
+      st.idle_prefetches_ = 0;
+      st.skip_prefetch_ = kSkippedOffers;
+    }
+  };
   auto prefetch = [&](uint32_t next) {
     if (st.skip_prefetch_ > 0) {
       --st.skip_prefetch_;
@@ -1099,13 +1206,13 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     st.group_.clear();
     st.group_.push_back(PageId(graph_space_, layout_.node_block(next)));
     const size_t more = std::min<size_t>(width - 1, st.candidates_.size());
-    for (size_t i = 0; i < more; ++i) st.group_.push_back(PageId(graph_space_, layout_.node_block(st.candidates_[i].id)));
-    if (pool_->prefetch_group(std::span<const PageId>(st.group_)) > 0) {
-      st.idle_prefetches_ = 0;
-    } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
-      st.idle_prefetches_ = 0;
-      st.skip_prefetch_ = kSkippedOffers;
+    for (size_t i = 0; i < more; ++i) {
+      const uint32_t id = st.candidates_[i].id;
+      if (pinned == nullptr || pinned->find(id) == coded_detail::PinnedRows::kNone) {
+        st.group_.push_back(PageId(graph_space_, layout_.node_block(id)));
+      }
     }
+    note_prefetch(pool_->prefetch_group(std::span<const PageId>(st.group_)) > 0);
   };
   st.fresh_.clear();
   const uint32_t entry = shared_->entry.load(std::memory_order_acquire);
@@ -1123,24 +1230,37 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     for (size_t i = 0; i < sample.size(); i += step) start(sample[i]);
   }
   offer();
-  while (!st.candidates_.empty()) {
-    std::pop_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
-    const vector::Neighbor c = st.candidates_.back();
-    st.candidates_.pop_back();
-    if (st.results_.size() >= ef && st.results_.front() < c) break;
-    if (width > 0) prefetch(c.id);
-    const uint32_t n = read_node(c.id, st, st.links_.data(), st.vec_.data());
-    if (n == kStale) continue;  // freed by a consolidate() meanwhile
+  // Expands c: its row (a pinned copy, or read from its page), its exact distance, and its
+  // unvisited links offered.
+  auto expand = [&](const vector::Neighbor& c, bool prefetch_first) {
+    const uint32_t row = pinned != nullptr ? pinned->find(c.id) : coded_detail::PinnedRows::kNone;
+    uint32_t n;
+    const uint32_t* links;
+    const float* vec;
+    if (row != coded_detail::PinnedRows::kNone) {
+      n = pinned->count(row);
+      links = pinned->links(row);
+      vec = pinned->vector(row);
+      ++st.stats_.expanded;
+      ++st.stats_.pinned;
+    } else {
+      if (prefetch_first) prefetch(c.id);
+      n = read_node(c.id, st, st.links_.data(), st.vec_.data());
+      if (n == kStale) return;  // freed by a consolidate() meanwhile
+      links = st.links_.data();
+      vec = st.vec_.data();
+    }
     st.expanded_[c.id] = st.epoch_;
+    if (st.trace_ != nullptr) st.trace_->push_back(c.id);
     // Judged now, not when offered (it may have been removed or freed since), on one load.
     const uint8_t state = state_of(c.id);
     if (state >= kCoded && admit(c.id, state)) {
-      st.scored_.push_back(vector::Neighbor{dist_(q, st.vec_.data(), dim), c.id});
-      if (keep_rows) st.rows_.insert(st.rows_.end(), st.vec_.begin(), st.vec_.end());
+      st.scored_.push_back(vector::Neighbor{dist_(q, vec, dim), c.id});
+      if (keep_rows) st.rows_.insert(st.rows_.end(), vec, vec + dim);
     }
     st.fresh_.clear();
     for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t s = st.links_[i];
+      const uint32_t s = links[i];
       if (s >= cap) {
         if (s < capacity()) continue;  // a node of a growth after this search began
         corrupt_page(coded_detail::kKind, "link of slot " + std::to_string(c.id) + " past the capacity",
@@ -1156,6 +1276,45 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
       st.fresh_.push_back(s);
     }
     offer();
+  };
+  // Each step takes the best candidate (batched: up to the best `width`, DiskANN's beam step)
+  // while the results are not full or one of them is worse than it. A search whose best
+  // candidate fails that test ends, so every node left in the results was expanded.
+  // Batched steps only while pages are being read: once the prefetch has gone idle (in
+  // memory), steps take one candidate until it tries again (batches expand nodes a
+  // best-first beam would not, which in memory only costs).
+  for (bool stop = false; !stop;) {
+    const size_t take = batched && width > 1 && st.skip_prefetch_ == 0 ? width : 1;
+    st.batch_.clear();
+    while (st.batch_.size() < take && !st.candidates_.empty()) {
+      std::pop_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
+      const vector::Neighbor c = st.candidates_.back();
+      st.candidates_.pop_back();
+      if (st.results_.size() >= ef && st.results_.front() < c) {
+        if (st.batch_.empty()) {
+          stop = true;
+        } else {  // the step ends here; the next one tests c again
+          st.candidates_.push_back(c);
+          std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
+        }
+        break;
+      }
+      st.batch_.push_back(c);
+    }
+    if (st.batch_.empty()) break;
+    if (take == 1) {
+      expand(st.batch_[0], width > 0);
+      continue;
+    }
+    // Batched: the step's pages requested as one group, then every node expanded.
+    st.group_.clear();
+    for (const vector::Neighbor& c : st.batch_) {
+      if (pinned == nullptr || pinned->find(c.id) == coded_detail::PinnedRows::kNone) {
+        st.group_.push_back(PageId(graph_space_, layout_.node_block(c.id)));
+      }
+    }
+    if (!st.group_.empty()) note_prefetch(pool_->prefetch_group(std::span<const PageId>(st.group_)) > 0);
+    for (const vector::Neighbor& c : st.batch_) expand(c, false);
   }
   std::sort_heap(st.results_.begin(), st.results_.end());
 }
@@ -1244,7 +1403,8 @@ inline void BasicCodedHnsw<Pool>::search_admitted(const float* q, const CodedHns
     }
   }
   if (!scanned) {
-    beam(query, ef, opt.prefetch ? std::max<uint32_t>(opt.prefetch_width, 1) : 0, admit, st, opt.entries, false);
+    beam(query, ef, opt.prefetch ? std::max<uint32_t>(opt.prefetch_width, 1) : 0, opt.batched, admit, st, opt.entries,
+         false);
     // Fewer than k admissible nodes found: the rest of them, by a scan of their codes.
     if (st.results_.size() < opt.k) scan_codes(depth, admit, filter, st);
   }
@@ -1274,6 +1434,7 @@ inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOp
   prepare_vector(q, st.query_.data(), "search");
   const auto lock = lock_codes();
   st.frees_ = shared_->frees.load(std::memory_order_acquire);
+  st.pinned_ = pinned_for_search();
   if (tombstones() == 0) {  // a remove after this read may be returned, as by a search that began before it
     search_admitted(q, opt, st, out, coded_detail::AdmitAll{}, nullptr);
   } else {
@@ -1290,6 +1451,7 @@ inline void BasicCodedHnsw<Pool>::search(const float* q, const CodedHnswSearchOp
   prepare_vector(q, st.query_.data(), "search");
   const auto lock = lock_codes();
   st.frees_ = shared_->frees.load(std::memory_order_acquire);
+  st.pinned_ = pinned_for_search();
   search_admitted(q, opt, st, out,
                   [&filter](uint32_t s, uint8_t state) { return live_state(state) && filter.allows(s); }, &filter);
 }
