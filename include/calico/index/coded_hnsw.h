@@ -95,6 +95,12 @@
 //     instead of starving it. Lock order: writers, then codes_mutex, then any page latch; a
 //     growth takes codes_mutex holding no latch. The entry sample has its own mutex
 //     (innermost). One BasicCodedHnsw object per index per pool (the in-process state above).
+//   - Shared::pinned (pin_rows' copies) is replaced only under codes_mutex exclusive (with
+//     grow_mutex, as a growth); a search uses it, holding codes_mutex shared, only if
+//     Shared::pinned_valid was set when it began. add() and consolidate() clear pinned_valid
+//     before they change a list, so a search that began earlier may expand a copy whose list
+//     is stale: it misses the new node, or names a slot consolidate() then freed, which the
+//     frees count below covers. pin_rows() holds writers exclusive while it counts and copies.
 //   - Shared::writers (shared_mutex): add() and remove() hold it shared, consolidate()
 //     exclusive, so lists change under consolidate() only by its own hand. Searches do not
 //     take it: one that read a list before consolidate() rewrote it may reach a slot
