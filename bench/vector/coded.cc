@@ -323,6 +323,10 @@ int run_vector_coded(const VectorCodedConfig& c) {
               r.pinned_bytes = coded.memory().pinned_rows;
               r.pinned_rows = pinned_rows;
               r.pin_s = pin_s;
+              // The search adapts to what it finds resident (coded_hnsw.h: batched steps,
+              // automatic entries), so recall is measured after a pass that leaves the pool
+              // and the state as the timed rounds find them.
+              recall_of(ds, c.k, searcher(coded_options(c.k, r)));
               r.recall = recall_of(ds, c.k, searcher(coded_options(c.k, r)));
               add_per_thread(r, c.threads, &rows);
              }

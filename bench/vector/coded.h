@@ -44,7 +44,7 @@ struct VectorCodedConfig {
   bool reuse = false;  // keep the built indexes in --dir and search them again next time
   uint32_t M = 16;
   uint32_t ef_construction = 100;
-  uint32_t bits = 1;
+  uint32_t bits = 2;
   float alpha = 1.2f;  // CodedHnswParams::alpha
   uint32_t build_threads = 2;
   std::vector<uint32_t> hnsw_ef = {32, 64, 128};

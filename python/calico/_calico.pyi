@@ -274,7 +274,7 @@ class CodedHnswIndex:
     code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.
     """
 
-    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 1, clusters: int | None = None, memory_budget: int | None = None, seed: int = 42) -> None:
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 2, clusters: int | None = None, memory_budget: int | None = None, seed: int = 42) -> None:
         """
         Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,
         ``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes

@@ -159,7 +159,7 @@ struct HnswConfig {
 };
 
 struct CodedHnswConfig : HnswConfig {
-  uint32_t bits = 1;      // RaBitQ bits per dimension: 1, 2 or 4
+  uint32_t bits = 2;      // RaBitQ bits per dimension: 1, 2 or 4 (CodedHnswParams::bits)
   uint32_t clusters = 0;  // RaBitQ centroids (k-means of the training rows); 0: automatic
   uint64_t memory_budget = UINT64_MAX;  // codes + model + pool frames + translation, bytes
 };

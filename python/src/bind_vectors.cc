@@ -283,7 +283,7 @@ void bind_vectors(nb::module_& m) {
             new (self) CodedHandle{std::move(api), name};
           },
           "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "M"_a = 16, "ef_construction"_a = 100,
-          "capacity"_a = 10000, "bits"_a = 1, "clusters"_a = nb::none(), "memory_budget"_a = nb::none(), "seed"_a = 42,
+          "capacity"_a = 10000, "bits"_a = 2, "clusters"_a = nb::none(), "memory_budget"_a = nb::none(), "seed"_a = 42,
           "Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,\n"
           "``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes\n"
           "(1, 2 or 4: more bits steer the beam better at more memory); ``clusters``: codes\n"

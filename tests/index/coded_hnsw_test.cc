@@ -223,6 +223,45 @@ TEST(CodedHnsw, PinnedRowsGiveTheSameAnswersWithFewerPageReads) {
   EXPECT_EQ(idx.memory().pinned_rows, 0u);
 }
 
+// Automatic entries (CodedHnswSearchOptions::entries 0): while pages are being read a search
+// scores the whole entry sample, exactly as entries = "all" does; once the prefetch has gone
+// idle (everything resident) it scores kResidentEntries of it, and recall holds.
+TEST(CodedHnsw, AutomaticEntriesScoreTheWholeSampleOnlyWhilePagesAreRead) {
+  TempDir dir;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 1024));
+    CodedHnswParams p = params();
+    p.entry_rate = 8;  // a sample of about 375 entries, well above kResidentEntries
+    Coded idx = Coded::create(*pool, "v", p, data().rows.data(), 1000, 1024, budget_for(*pool));
+    for (uint64_t i = 0; i < kRows; ++i) idx.add(static_cast<uint32_t>(i), data().row(i));
+    pool->flush();
+  }
+  CodedHnswSearchOptions automatic, all;
+  all.entries = 1u << 30;
+  for (uint32_t frames : {16u, 1024u}) {
+    SCOPED_TRACE(frames);
+    auto pool = BufferPool::open(small_options(dir.path(), frames));
+    Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+    CodedHnswSearchState st(idx);
+    search_all(idx, automatic, st);  // with 1024 frames: loads every page, then goes idle
+    st.reset_stats();
+    const auto got_all = search_all(idx, all, st);
+    const uint64_t estimates_all = st.stats().estimates;
+    st.reset_stats();
+    const auto got_auto = search_all(idx, automatic, st);
+    const uint64_t estimates_auto = st.stats().estimates;
+    std::printf("coded hnsw, %u frames: %.1f estimates per query with every entry, %.1f automatic\n", frames,
+                double(estimates_all) / kQueries, double(estimates_auto) / kQueries);
+    if (frames == 16) {  // reading pages: the same traversal
+      EXPECT_EQ(got_auto, got_all);
+      EXPECT_EQ(estimates_auto, estimates_all);
+    } else {  // resident: about 300 fewer entries scored per query
+      EXPECT_LT(estimates_auto + uint64_t{kQueries} * 200, estimates_all);
+      EXPECT_GE(testing::mean_recall(got_auto, truth()), 0.95);
+    }
+  }
+}
+
 // The same index on every evicting translation: built with room, then searched with 16
 // frames (the 600 rows' vectors take 86 pages), every result exact and recall as above.
 template <class Pool>

@@ -53,6 +53,8 @@ def norm(r):
             setting += f", W {r['prefetch_width']}" if "prefetch_width" in r else f", rerank {r['rerank']}"
             if r.get("batched"):
                 setting += " batched"
+            if "bits" in r:
+                setting += f", {r['bits']} bit"
             if r.get("pin_share", 0) > 0:
                 setting += f", pin {r['pin_share']:g}"
         memory = r["pool_bytes"] + r.get("resident_codes_bytes", 0) + r.get("pinned_bytes", 0)

@@ -152,7 +152,10 @@ namespace calico::index {
 struct CodedHnswParams {
   uint32_t dim = 0;
   vector::Metric metric = vector::Metric::kL2;
-  uint32_t bits = 1;               // RaBitQ bits per dimension: 1, 2 or 4
+  // RaBitQ bits per dimension: 1, 2 or 4. 2 reached recall 0.95 in half the reads of 1 bit
+  // larger than memory, at 1.5x the resident bytes (docs/results/vector_coded.md); 1 fits
+  // budgets the 2-bit codes leave too little pool.
+  uint32_t bits = 2;
   // RaBitQ centroids (k-means of the sample; 1: its mean). Codes are residuals to the
   // nearest, so data of well-separated clusters estimates better with K ~ the clusters.
   uint32_t clusters = 1;
@@ -192,7 +195,10 @@ struct CodedHnswSearchOptions {
   // HNSW's memory; best-first was 3-7% faster in memory (docs/results/vector_coded.md).
   bool batched = true;
   // Entry points scored per search: at most this many of the entry sample, spread evenly
-  // over it (0: all of them). The sample holds about 1 node in CodedHnswParams::entry_rate.
+  // over it. The sample holds about 1 node in CodedHnswParams::entry_rate. 0: automatic, all
+  // of them while pages are being read (every hop a good start saves is a read), and
+  // BasicCodedHnsw::kResidentEntries once the prefetch has gone idle (in memory, scoring
+  // the whole sample costs more than the hops it saves: docs/results/vector_coded.md).
   uint32_t entries = 0;
   // A filtered search whose filter allows at most this many ids scans their codes instead of
   // searching the graph. 0: automatic, a scan when m * m <= kScanC * ef * live for m allowed
@@ -262,8 +268,10 @@ class CodedHnswSearchState {
   std::vector<uint32_t>* trace_ = nullptr;            // if set, the beam appends each slot it expands
   // Adaptive prefetch: group prefetches that found every page resident, in a row; past
   // kIdlePrefetches the beam skips kSkippedOffers expansions before it tries again (in memory
-  // the prefetch only costs).
+  // the prefetch only costs). resident_: the last probe went idle, and no group has read a
+  // page since (automatic entries are then kResidentEntries).
   uint32_t idle_prefetches_ = 0, skip_prefetch_ = 0;
+  bool resident_ = false;
   CodedHnswSearchStats stats_;
 };
 
@@ -274,6 +282,7 @@ class BasicCodedHnsw {
  public:
   static constexpr uint32_t kMaxLinkAttempts = 10000;
   static constexpr uint32_t kIdlePrefetches = 8, kSkippedOffers = 256;  // CodedHnswSearchState
+  static constexpr uint32_t kResidentEntries = 64;  // CodedHnswSearchOptions::entries
   static constexpr uint64_t kMaxCapacity = UINT32_MAX - 1;
   static constexpr size_t kMaxNameBytes = 56;  // + ".codes" fits a space name (64), with room
 

@@ -1193,9 +1193,11 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
   auto note_prefetch = [&](bool started) {
     if (started) {
       st.idle_prefetches_ = 0;
+      st.resident_ = false;
     } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
       st.idle_prefetches_ = 0;
       st.skip_prefetch_ = kSkippedOffers;
+      st.resident_ = true;
     }
   };
   auto prefetch = [&](uint32_t next) {
@@ -1220,9 +1222,11 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     if (s < cap && st.visited_[s] != st.epoch_ && state_of(s) >= kCoded) {
       st.visited_[s] = st.epoch_;
       st.fresh_.push_back(s);
+      __builtin_prefetch(code_of(s));  // offer() copies it: the misses overlap
     }
   };
   if (entry != CodedMeta::kNone) start(entry);
+  if (entries == 0 && width > 0 && st.resident_) entries = kResidentEntries;
   {
     std::lock_guard lock(shared_->entries_mutex);
     const std::vector<uint32_t>& sample = shared_->entries;
@@ -1274,6 +1278,7 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
       }
       st.visited_[s] = st.epoch_;
       st.fresh_.push_back(s);
+      __builtin_prefetch(code_of(s));
     }
     offer();
   };
