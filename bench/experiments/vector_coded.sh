@@ -28,10 +28,12 @@
 # (default OUT/data); INDEX_DIR, DiskANN's index cache (default OUT/diskann-indexes);
 # DISKANN_PY (default <repo>/.venv-diskann/bin/python); DISKANN_ARGS, more diskann_peer.py options
 # (e.g. "--threads 1 --L 10,20,40"); USEARCH=1 adds usearch's view (builds it into OUT/peer-indexes
-# with <repo>/.venv/bin/python).
+# with <repo>/.venv/bin/python); DISKANN_ONLY=1 runs DiskANN alone, at the budgets of the coded
+# lines already in OUT/calico.jsonl (e.g. with DISKANN_ARGS="--pq-bytes 29": DiskANN's smaller
+# codes and a larger node cache in the same memory).
 # Needs root and the cgroup v1 memory controller.
 set -euo pipefail
-if [ $# -lt 2 ]; then sed -n 2,36p "$0"; exit 2; fi
+if [ $# -lt 2 ]; then sed -n 2,34p "$0"; exit 2; fi
 out=$1 fractions=$2
 shift 2
 calico_opts=("$@")
@@ -152,6 +154,10 @@ PY
 
 IFS=, read -ra fs <<< "$fractions"
 for f in "${fs[@]}"; do
+  if [ "${DISKANN_ONLY:-0}" = 1 ]; then  # another DiskANN configuration at an earlier run's budgets
+    run_diskann "$f" "$out/calico.jsonl"
+    continue
+  fi
   run_calico "$f" "$scratch/calico-$f.jsonl"
   run_diskann "$f" "$scratch/calico-$f.jsonl"  # the budget from this run's coded lines
 done

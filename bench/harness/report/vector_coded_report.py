@@ -60,7 +60,7 @@ def norm(r):
         memory = r["pool_bytes"] + r.get("resident_codes_bytes", 0) + r.get("pinned_bytes", 0)
     elif bench == "diskann_peer":
         system = "diskann"
-        setting = f"L {r['L']}, W {r['beam_width']}"
+        setting = f"L {r['L']}, W {r['beam_width']}, PQ {r.get('pq_bytes_per_vector')}"  # configurations apart
         memory = r["resident_bytes"]
     elif bench == "vector_peers" and r.get("system") == "usearch_view" and r.get("pool_fraction") is not None:
         system = "usearch_view"
@@ -132,10 +132,10 @@ def report(merged, png_dir):
         lines.append("")
         any_sys = next(iter(by_threads.values()))
         mem = {s: next(iter(p.values()))["memory"] for s, p in any_sys.items()}
-        dk = next(iter(any_sys.get("diskann", {}).values()), None)
+        dks = {(v["pq"], v["nodes"]): v for v in any_sys.get("diskann", {}).values()}  # one per configuration
         desc = ", ".join(f"{s} {mb(m)}" for s, m in sorted(mem.items()))
         lines.append(f"Memory: {desc}.")
-        if dk:
+        for _, dk in sorted(dks.items(), key=lambda kv: kv[0][0] or 0):
             lines.append(f"DiskANN: budget {mb(dk['budget'])}, {dk['pq']} PQ bytes per vector, {fmt(dk['nodes'])} nodes "
                          f"cached{' (no room: its calibrated fixed part is above the budget)' if dk['over'] else ''}.")
         lines.append("")

@@ -24,12 +24,15 @@
 //   size(), capacity(), dim(), code_bytes(), check_structure()
 //
 // Design.
-//   - Codes: RaBitQ (vector/rabitq.h), 1 bit per dimension by default. Why RaBitQ and not PQ,
+//   - Codes: RaBitQ (vector/rabitq.h), 2 bits per dimension by default. Why RaBitQ and not PQ,
 //     from docs/results/vector_codes.md: the same recall per code bit as PQ at every re-rank
 //     depth on both measured sets, no training (a code depends on the sample's mean and a
 //     seed only, so vectors added later are coded as well as the sample, where PQ's codebooks
-//     go stale), 4-27x faster encoding, and an error bound per code. 1 bit re-ranked 50 deep
-//     reached recall 0.995; 2 bits (CodedHnswParams::bits) need 20.
+//     go stale), 4-27x faster encoding, and an error bound per code. Why 2 bits
+//     (docs/results/vector_coded.md): the beam steers by the estimates, and at 128-d 2-bit
+//     codes (44 bytes a row with their factors, against 29 for 1 bit) reached recall 0.95
+//     expanding about half the nodes 1-bit codes needed, in memory and out. 1 bit remains
+//     for budgets the 2-bit codes would leave without a pool.
 //   - Two spaces (coded_hnsw_layout.h): <name>.codes holds the metadata, the model blob and
 //     every code; <name>.graph one row per node, its level-0 list and its full vector (652 B
 //     at M = 16 and 128 dimensions, 6 per 4 KB page). Every page carries the index's uuid and
@@ -46,12 +49,15 @@
 //     Algorithm 4 choosing M of them): flat graphs search as well as the hierarchy on
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
-//     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes.
+//     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes:
+//     all of them while pages are being read, kResidentEntries of them in memory (below).
 //   - Search: a beam of width ef on level 0, navigated by code estimates. Each step takes the
 //     prefetch_width best candidates, requests their pages as one batch (pool.prefetch_group)
 //     and expands them all (DiskANN's beam width W), until 8 batches in a row found every
 //     page resident (then 256 expansions take one candidate each and request nothing: in
-//     memory the prefetch only costs). Format 2 prefetched every candidate that entered the
+//     memory the prefetch only costs; automatic entries are kResidentEntries until a batch
+//     reads a page again: scoring the whole sample saves hops, which larger than memory are
+//     reads and in memory cost less than the 1,500 estimates at 100K). Format 2 prefetched every candidate that entered the
 //     beam; most are never expanded. Expanding a node reads its row: its links, and its vector, scored
 //     exactly. The k nearest of the expanded nodes by exact distance are returned (every
 //     node left in the beam was expanded); candidates a scan of codes found (filters, below)
@@ -175,8 +181,8 @@ struct CodedHnswParams {
 struct CodedHnswSearchOptions {
   uint32_t k = 10;
   // Beam width on codes (raised to k). Every node the beam expands is scored exactly, from
-  // its row. coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults; 32 reached
-  // 0.95 on 100K x 128 (docs/results/vector_coded.md).
+  // its row. coded_hnsw_test.cc measures recall@10 >= 0.95 with these defaults; with 2-bit
+  // codes 16 reached 0.95 and 28 0.99 on 100K x 128 (docs/results/vector_coded.md).
   uint32_t ef = 64;
   // Candidates found by a scan of codes (a filter that allows few ids, or a beam that found
   // fewer than k) scored exactly, the best by estimate, as one group read: 50 with 1-bit
