@@ -45,7 +45,7 @@ struct Row {
   uint32_t pinned_rows = 0;
   double pin_s = 0;               // coded: pin_rows()'s time
   double recall = 0;
-  std::vector<double> qps, reads_per_query, p50_ms, p99_ms;
+  std::vector<double> qps, reads_per_query, faults_per_query, p50_ms, p99_ms;  // faults: synchronous reads
   bool ok = true;
 };
 
@@ -134,6 +134,7 @@ void timed(Pool& pool, const data::Dataset& ds, double seconds, Row& row, Search
   row.qps.push_back(done / s);
   row.reads_per_query.push_back(
       double((after.faults - before.faults) + (after.prefetch_issued - before.prefetch_issued)) / done);
+  row.faults_per_query.push_back(double(after.faults - before.faults) / done);
   row.p50_ms.push_back(all[static_cast<size_t>(0.50 * (all.size() - 1))]);
   row.p99_ms.push_back(all[static_cast<size_t>(0.99 * (all.size() - 1))]);
 }
@@ -358,10 +359,10 @@ int run_vector_coded(const VectorCodedConfig& c) {
                median(r.p50_ms), median(r.p99_ms), r.ok ? "" : "  CHECK FAILED");
     if (json.is_open()) {
       json << fmt::format(
-          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"batched":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"pin_share":{},"pinned_bytes":{},"pinned_rows":{},"pin_s":{:.2f},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
+          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"batched":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"pin_share":{},"pinned_bytes":{},"pinned_rows":{},"pin_s":{:.2f},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"faults_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
           r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits, c.alpha,
           c.k, r.ef, r.rerank, r.entries, r.width, r.batched, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
-          r.pin_share, r.pinned_bytes, r.pinned_rows, r.pin_s, r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.p50_ms),
+          r.pin_share, r.pinned_bytes, r.pinned_rows, r.pin_s, r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.faults_per_query), median(r.p50_ms),
           median(r.p99_ms), c.rounds, c.seconds, hnsw_build_s, coded_build_s, reused ? "true" : "false", load_before,
           load_after, r.ok ? "true" : "false", machine_json())
            << "\n";
