@@ -468,8 +468,10 @@ TEST(CodedHnsw, BadParameters) {
     p.alpha = alpha;
     create_error(p, 100, budget, "alpha");
   }
-  // A budget below the codes of the capacity: 100000 slots x (28 + 1) bytes > 1 MB.
+  // A budget below the codes of the capacity: 100000 slots x (43 + 1) bytes > 1 MB; with
+  // codes of more than 1 bit the error names the smaller codes as a way out.
   create_error(params(), 100000, 1 << 20, "budget_bytes");
+  create_error(params(), 100000, 1 << 20, "bits 1");
   // A budget that holds the codes but not the pool's frames as well.
   create_error(params(), 100, 64 * 4096 - 1, "budget_bytes");
   EXPECT_TRUE(pool->spaces().empty()) << "a refused create leaves no space behind";

@@ -427,7 +427,10 @@ class BasicCodedHnsw {
   BasicCodedHnsw(Pool& pool, std::string name, const CodedHnswParams& p, std::unique_ptr<vector::Quantizer> model,
                  uint64_t uuid, const CodedLayout& l, uint64_t model_bytes);
 
-  static void check_budget(Pool& pool, uint64_t budget, uint64_t codes_bytes, const char* what);
+  // Throws kInvalidArgument naming budget_bytes (and `hint`, a way out) unless the budget
+  // holds codes_bytes plus the pool's frames and translation.
+  static void check_budget(Pool& pool, uint64_t budget, uint64_t codes_bytes, const char* what,
+                           std::string_view hint = {});
   static CodedPageHeader header_of(const std::byte* page);
   static void write_header(std::byte* page, CodedPageHeader::Kind kind, uint64_t uuid, uint32_t block);
   void check_header(const std::byte* page, PageId pid, CodedPageHeader::Kind kind) const;

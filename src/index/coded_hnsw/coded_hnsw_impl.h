@@ -108,17 +108,19 @@ inline uint64_t BasicCodedHnsw<Pool>::codes_bytes(uint64_t capacity) const {
 }
 
 template <class Pool>
-inline void BasicCodedHnsw<Pool>::check_budget(Pool& pool, uint64_t budget, uint64_t codes, const char* what) {
+inline void BasicCodedHnsw<Pool>::check_budget(Pool& pool, uint64_t budget, uint64_t codes, const char* what,
+                                               std::string_view hint) {
   // The pool's frames and its translation as it stands (memory() reports both).
   const uint64_t frames = uint64_t{pool.num_frames()} * pool.page_size() + pool.stats().translation_private_bytes;
   if (budget < codes) {
     coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) +
-                          " is below the codes' size " + std::to_string(codes) + " (capacity x (code + state) + model)");
+                          " is below the codes' size " + std::to_string(codes) +
+                          " (capacity x (code + state) + model)" + std::string(hint));
   }
   if (budget - codes < frames) {
     coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) + " is below the codes (" +
                           std::to_string(codes) + ") plus the pool's frames and translation (" + std::to_string(frames) +
-                          ")");
+                          ")" + std::string(hint));
   }
 }
 
@@ -167,7 +169,8 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
                                           static_cast<uint32_t>(model->code_bytes()),
                                           static_cast<uint32_t>(blob.size()));
   if (!l.fits()) invalid("dim / M: a node row (links and vector) or a code does not fit a page");
-  check_budget(pool, budget_bytes, uint64_t{capacity} * (l.code_bytes + 1) + blob.size(), "create");
+  check_budget(pool, budget_bytes, uint64_t{capacity} * (l.code_bytes + 1) + blob.size(), "create",
+               p.bits > 1 ? "; codes of fewer bits per dimension (bits 1) are smaller" : "");
 
   std::random_device rd;
   const uint64_t uuid = coded_detail::mix((uint64_t{rd()} << 32 | rd()) ^
