@@ -30,8 +30,8 @@
 //     seed only, so vectors added later are coded as well as the sample, where PQ's codebooks
 //     go stale), 4-27x faster encoding, and an error bound per code. Why 2 bits
 //     (docs/results/vector_coded.md): the beam steers by the estimates, and at 128-d 2-bit
-//     codes (44 bytes a row with their factors, against 29 for 1 bit) reached recall 0.95
-//     expanding about half the nodes 1-bit codes needed, in memory and out. 1 bit remains
+//     codes (44 bytes a row with their factors, against 29 for 1 bit) reached recall 0.95-0.99
+//     expanding 35-45% fewer nodes than 1-bit codes needed. 1 bit remains
 //     for budgets the 2-bit codes would leave without a pool.
 //   - Two spaces (coded_hnsw_layout.h): <name>.codes holds the metadata, the model blob and
 //     every code; <name>.graph one row per node, its level-0 list and its full vector (652 B
@@ -158,8 +158,8 @@ namespace calico::index {
 struct CodedHnswParams {
   uint32_t dim = 0;
   vector::Metric metric = vector::Metric::kL2;
-  // RaBitQ bits per dimension: 1, 2 or 4. 2 reached recall 0.95 in half the reads of 1 bit
-  // larger than memory, at 1.5x the resident bytes (docs/results/vector_coded.md); 1 fits
+  // RaBitQ bits per dimension: 1, 2 or 4. 2 reached recall 0.95-0.99 in 35-45% fewer reads
+  // than 1 bit larger than memory, at 1.5x the resident bytes (docs/results/vector_coded.md); 1 fits
   // budgets the 2-bit codes leave too little pool.
   uint32_t bits = 2;
   // RaBitQ centroids (k-means of the sample; 1: its mean). Codes are residuals to the
