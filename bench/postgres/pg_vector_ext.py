@@ -90,7 +90,7 @@ def load(servers, args, db):
     """Builds db on vanilla (stock pgvector), then copies the data directory to ext and calico."""
     s = servers
     s.stop_all()
-    s.start('vanilla', {'shared_buffers': args.shared_buffers, 'maintenance_work_mem': '1GB',
+    s.start('vanilla', {'shared_buffers': args.shared_buffers, 'maintenance_work_mem': args.maintenance_work_mem,
                         'max_parallel_maintenance_workers': '1', 'max_wal_size': '4GB'})
     s.psql('vanilla', f'DROP DATABASE IF EXISTS {db}')
     s.psql('vanilla', f'CREATE DATABASE {db}')
@@ -121,6 +121,8 @@ def main():
     ap.add_argument('--ef', default='40,100')
     ap.add_argument('--k', type=int, default=10)
     ap.add_argument('--shared-buffers', default='1GB', help='in memory: larger than table + index')
+    ap.add_argument('--maintenance-work-mem', default='1GB',
+                    help='for the index build: the graph must fit (about 2 kB per 128-d row at m 16)')
     add_common_args(ap, seconds=10.0, configs=DEFAULT_CONFIGS)
     ap.set_defaults(clients='1')
     args = ap.parse_args()

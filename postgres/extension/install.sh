@@ -80,5 +80,14 @@ log "pgvector: make && make install"
 (make -C "$BUILD/pgvector" -j"$jobs" PG_CONFIG="$PG_CONFIG" OPTFLAGS="-march=native" > "$BUILD/pgvector.log" 2>&1 &&
  make -C "$BUILD/pgvector" install PG_CONFIG="$PG_CONFIG" >> "$BUILD/pgvector.log" 2>&1) ||
   { grep -E "error" "$BUILD/pgvector.log" | sed -n 1,20p >&2; die "pgvector build failed (log: $BUILD/pgvector.log)"; }
+# The search's CPU prefetches through calico's hints are inlined helpers whose only effect is a
+# prefetch; a compiler that drops them leaves a pgvector that is correct and slow, which no
+# test of answers notices. Check the x86-64 build for them (on other machines, skip saying so).
+if [ "$(uname -m)" = x86_64 ] && command -v objdump > /dev/null; then
+  n=$(objdump -d "$BUILD/pgvector/vector.so" | grep -c prefetcht0 || true)
+  [ "$n" -gt 0 ] || die "vector.so has no CPU prefetch instructions: the compiler dropped calicoreads.h's prefetches"
+else
+  log "pgvector: not checking for CPU prefetch instructions on $(uname -m)"
+fi
 log "installed into $("$PG_CONFIG" --pkglibdir): calico.so, vector.so (pgvector 0.8.6 + calico reads)"
 log "now: shared_preload_libraries = 'calico', restart, CREATE EXTENSION vector; CREATE EXTENSION calico"

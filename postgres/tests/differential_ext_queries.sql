@@ -23,6 +23,23 @@ SELECT 'hnsw-iter-strict', q.id, (SELECT string_agg(id::text, ',') FROM
 SET hnsw.iterative_scan = relaxed_order;
 SELECT 'hnsw-iter-relaxed', q.id, (SELECT string_agg(id::text, ',') FROM
   (SELECT id FROM items WHERE cat = 7 ORDER BY embedding <-> q.embedding LIMIT 10) n) FROM queries q ORDER BY q.id;
+-- Iterative scans that end at a limit: a filter 67 rows of 20,000 pass, so the scan goes on
+-- until its memory limit (work_mem x hnsw.scan_mem_multiplier) or hnsw.max_scan_tuples stops
+-- it, mostly before it has found 10. Where the memory limit stops it depends on the bytes the
+-- scan has allocated, its visited set's included: a visited set of other memory use (one tried
+-- used 1.8x the bytes per TID) changes these answers.
+SET hnsw.iterative_scan = strict_order;
+SET work_mem = '256kB';
+SELECT 'hnsw-iter-memlimit', q.id, (SELECT string_agg(id::text, ',') FROM
+  (SELECT id FROM items WHERE id % 300 = 7 ORDER BY embedding <-> q.embedding LIMIT 10) n) FROM queries q ORDER BY q.id;
+SET hnsw.iterative_scan = relaxed_order;
+SELECT 'hnsw-iter-memlimit-relaxed', q.id, (SELECT string_agg(id::text, ',') FROM
+  (SELECT id FROM items WHERE id % 300 = 7 ORDER BY embedding <-> q.embedding LIMIT 10) n) FROM queries q ORDER BY q.id;
+RESET work_mem;
+SET hnsw.max_scan_tuples = 3000;
+SELECT 'hnsw-iter-tuplelimit', q.id, (SELECT string_agg(id::text, ',') FROM
+  (SELECT id FROM items WHERE id % 300 = 7 ORDER BY embedding <-> q.embedding LIMIT 10) n) FROM queries q ORDER BY q.id;
+RESET hnsw.max_scan_tuples;
 RESET hnsw.iterative_scan;
 SET ivfflat.probes = 5;
 SELECT 'ivf-l2', q.id, (SELECT string_agg(id::text, ',') FROM

@@ -221,8 +221,10 @@ static Buffer calico_read_buffer(Relation rel, ForkNumber fork, BlockNumber blkn
 static int	calico_prefetch_group(Relation rel, ForkNumber fork, const BlockNumber *blocks,
 								  int nblocks);
 static void calico_prefetch_release(void);
-static void calico_prefetch_tuple(Relation rel, ForkNumber fork, BlockNumber blkno,
-								  OffsetNumber offno, bool line_pointer_only);
+static Buffer calico_read_hinted(Relation rel, ForkNumber fork, BlockNumber blkno, Buffer hint,
+								 BufferAccessStrategy strategy);
+static int	calico_page_hints(Relation rel, ForkNumber fork, const BlockNumber *blocks, int nblocks,
+							  Buffer *hints);
 
 static const CalicoApi calico_api = {
 	.version = CALICO_API_VERSION,
@@ -230,11 +232,9 @@ static const CalicoApi calico_api = {
 	.read_buffer = calico_read_buffer,
 	.prefetch_group = calico_prefetch_group,
 	.prefetch_release = calico_prefetch_release,
-	.prefetch_tuple = calico_prefetch_tuple,
+	.read_hinted = calico_read_hinted,
+	.page_hints = calico_page_hints,
 };
-
-/* Item bytes prefetched by calico_prefetch_tuple (an HNSW element of a 128-d vector is ~0.6 kB). */
-#define CALICO_TUPLE_PREFETCH_BYTES 1024
 
 static Size
 calico_shmem_size(void)
@@ -588,18 +588,18 @@ calico_prefetch_take(const RelFileLocator *locator, ForkNumber fork, BlockNumber
 }
 
 /*
- * calico_read_buffer -- ReadBufferExtended(rel, fork, blkno, RBM_NORMAL,
- * strategy) through the hints.  On exit the buffer is pinned (not locked),
+ * calico_read -- ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, strategy)
+ * through the hints; with looked, hint is the block's hint the caller found
+ * (a number in 1..NBuffers or InvalidBuffer), else it is looked up here.  On exit the buffer is pinned (not locked),
  * valid and holds the block (I1).  A hit through a hint counts in the
  * relation's statistics and pg_stat_io as the hit of a normal read would.
  * With a strategy, a hit pins as ReadRecentBuffer does (the ring is not
  * consulted): it only changes the buffer's usage count.
  */
 static Buffer
-calico_read_buffer(Relation rel, ForkNumber fork, BlockNumber blkno, BufferAccessStrategy strategy)
+calico_read(Relation rel, ForkNumber fork, BlockNumber blkno, BufferAccessStrategy strategy,
+			bool looked, Buffer hint)
 {
-	CalicoSlot *slot;
-	pg_atomic_uint32 *entry = NULL;
 	Buffer		buffer;
 	CalicoCounters *counters;
 
@@ -616,35 +616,54 @@ calico_read_buffer(Relation rel, ForkNumber fork, BlockNumber blkno, BufferAcces
 	if (!calico_translation)
 		return ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, strategy);
 
-	slot = calico_slot(&rel->rd_locator, fork, false);
-	if (slot != NULL)
-		entry = calico_hint_entry(slot, blkno, false);
-	if (entry != NULL)
+	if (!looked)
 	{
-		Buffer		hint = calico_hint_buffer(entry);
+		CalicoSlot *slot = calico_slot(&rel->rd_locator, fork, false);
+		pg_atomic_uint32 *entry = slot != NULL ? calico_hint_entry(slot, blkno, false) : NULL;
 
-		if (BufferIsValid(hint))
+		hint = entry != NULL ? calico_hint_buffer(entry) : InvalidBuffer;
+	}
+	if (BufferIsValid(hint))
+	{
+		if (ReadRecentBuffer(rel->rd_locator, fork, blkno, hint))
 		{
-			if (ReadRecentBuffer(rel->rd_locator, fork, blkno, hint))
-			{
-				pgstat_count_buffer_read(rel);
-				pgstat_count_buffer_hit(rel);
-				pgstat_count_io_op(IOOBJECT_RELATION, IOContextForStrategy(strategy),
-								   IOOP_HIT, 1, 0);
-				if (VacuumCostActive)
-					VacuumCostBalance += VacuumCostPageHit;
-				counters->hits++;
-				Assert(BufferGetBlockNumber(hint) == blkno);
-				return hint;
-			}
-			counters->stale++;
+			pgstat_count_buffer_read(rel);
+			pgstat_count_buffer_hit(rel);
+			pgstat_count_io_op(IOOBJECT_RELATION, IOContextForStrategy(strategy),
+							   IOOP_HIT, 1, 0);
+			if (VacuumCostActive)
+				VacuumCostBalance += VacuumCostPageHit;
+			counters->hits++;
+			Assert(BufferGetBlockNumber(hint) == blkno);
+			return hint;
 		}
+		counters->stale++;
 	}
 
 	buffer = ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, strategy);
 	counters->misses++;
 	calico_record(&rel->rd_locator, fork, blkno, buffer);
 	return buffer;
+}
+
+static Buffer
+calico_read_buffer(Relation rel, ForkNumber fork, BlockNumber blkno, BufferAccessStrategy strategy)
+{
+	return calico_read(rel, fork, blkno, strategy, false, InvalidBuffer);
+}
+
+/*
+ * calico_read_hinted -- calico_read_buffer with the block's hint already
+ * looked up by calico_page_hints (InvalidBuffer: it had none): the same
+ * contract, without a second lookup.  The number is checked again (I1).
+ */
+static Buffer
+calico_read_hinted(Relation rel, ForkNumber fork, BlockNumber blkno, Buffer hint,
+				   BufferAccessStrategy strategy)
+{
+	if (hint < 1 || hint > NBuffers)
+		hint = InvalidBuffer;
+	return calico_read(rel, fork, blkno, strategy, true, hint);
 }
 
 /*
@@ -803,46 +822,28 @@ calico_prefetch_release(void)
 }
 
 /*
- * calico_prefetch_tuple -- CPU-prefetches item offno of a resident block,
- * found through the block's hint without pin or lock: its line pointer and
- * the buffer descriptor (line_pointer_only), or the first
- * CALICO_TUPLE_PREFETCH_BYTES of the item through its line pointer.
- * Everything read here is a hint: the buffer may hold another page by now and
- * the line pointer may be torn.  Only addresses inside that buffer's page are
- * computed (the line pointer's bounds are checked), and a prefetch of shared
- * memory never faults; nothing is trusted or returned (I1).
+ * calico_page_hints -- hints[i] = the hint of blocks[i] of rel's fork: the
+ * buffer that last held it, a number in 1..NBuffers, or InvalidBuffer.  One
+ * slot lookup for the whole group.  A hint is only a number (I1): the caller
+ * may CPU-prefetch inside that buffer's page (calico_api.h) and pass it to
+ * read_hinted, which validates it; nothing else.  Returns CALICO_HINTS_PREFETCH
+ * when calico.tuple_prefetch allows those CPU prefetches.
  */
-static void
-calico_prefetch_tuple(Relation rel, ForkNumber fork, BlockNumber blkno, OffsetNumber offno,
-					  bool line_pointer_only)
+static int
+calico_page_hints(Relation rel, ForkNumber fork, const BlockNumber *blocks, int nblocks,
+				  Buffer *hints)
 {
-	CalicoSlot *slot;
-	pg_atomic_uint32 *entry;
-	Buffer		hint;
-	char	   *page;
-	ItemIdData	lp;
+	CalicoSlot *slot = NULL;
 
-	if (Calico == NULL || !calico_translation || !calico_tuple_prefetch ||
-		RelationUsesLocalBuffers(rel) || offno < FirstOffsetNumber ||
-		SizeOfPageHeaderData + offno * sizeof(ItemIdData) > BLCKSZ)
-		return;
-	slot = calico_slot(&rel->rd_locator, fork, false);
-	entry = slot != NULL ? calico_hint_entry(slot, blkno, false) : NULL;
-	hint = entry != NULL ? calico_hint_buffer(entry) : InvalidBuffer;
-	if (!BufferIsValid(hint))
-		return;
-	page = (char *) BufferGetBlock(hint);
-	if (line_pointer_only)
+	if (Calico != NULL && calico_translation && !RelationUsesLocalBuffers(rel))
+		slot = calico_slot(&rel->rd_locator, fork, false);
+	for (int i = 0; i < nblocks; i++)
 	{
-		__builtin_prefetch(page + SizeOfPageHeaderData + (offno - 1) * sizeof(ItemIdData));
-		__builtin_prefetch(GetBufferDescriptor(hint - 1));
-		return;
+		pg_atomic_uint32 *entry = slot != NULL ? calico_hint_entry(slot, blocks[i], false) : NULL;
+
+		hints[i] = entry != NULL ? calico_hint_buffer(entry) : InvalidBuffer;
 	}
-	memcpy(&lp, page + SizeOfPageHeaderData + (offno - 1) * sizeof(ItemIdData), sizeof(lp));
-	if (lp.lp_len == 0 || lp.lp_off < SizeOfPageHeaderData || lp.lp_off + lp.lp_len > BLCKSZ)
-		return;
-	for (unsigned off = 0; off < lp.lp_len && off < CALICO_TUPLE_PREFETCH_BYTES; off += 64)
-		__builtin_prefetch(page + lp.lp_off + off);
+	return slot != NULL && calico_tuple_prefetch ? CALICO_HINTS_PREFETCH : 0;
 }
 
 /*

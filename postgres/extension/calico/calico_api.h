@@ -24,11 +24,17 @@
  *						unpins them all.  Must be called before the end of the
  *						transaction; an ERROR in between is cleaned up by the
  *						resource owner and calico's transaction callbacks.
- *	prefetch_tuple   -- CPU cache prefetch of item offno of a resident block,
- *						found through the block's hint: with line_pointer_only,
- *						of the line pointer (and the buffer descriptor); else of
- *						the item's first cache lines, through its line pointer.
- *						No pin, no lock, nothing returned: a hint for the CPU.
+ *	read_hinted      -- read_buffer of a block whose hint page_hints returned
+ *						(InvalidBuffer: none): the same contract, one lookup
+ *						fewer.
+ *	page_hints       -- the hints of a group of blocks, one lookup for all:
+ *						for each, the buffer that last held it or InvalidBuffer.
+ *						A hint is a number, not a pin: the buffer may hold
+ *						another page by the time it is used.  Its uses are
+ *						read_hinted, which validates it, and the CPU prefetches
+ *						below, which form addresses only inside its page.
+ *						Returns CALICO_HINTS_PREFETCH when calico.tuple_prefetch
+ *						allows those prefetches.
  *
  * The blocks given to prefetch_group must exist (they come from index tuples,
  * and the indexes that use this never shrink); a read of a block past the end
@@ -41,13 +47,15 @@
 
 #include "fmgr.h"
 #include "storage/block.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 #include "storage/off.h"
 #include "common/relpath.h"
 #include "utils/relcache.h"
 
 #define CALICO_API_RENDEZVOUS "calico_api"
-#define CALICO_API_VERSION 2
+#define CALICO_API_VERSION 3
 
 /* At most this many blocks are read ahead by one prefetch_group. */
 #define CALICO_MAX_PREFETCH_READS 32
@@ -61,9 +69,58 @@ typedef struct CalicoApi
 	int			(*prefetch_group) (Relation rel, ForkNumber fork,
 								   const BlockNumber *blocks, int nblocks);
 	void		(*prefetch_release) (void);
-	void		(*prefetch_tuple) (Relation rel, ForkNumber fork, BlockNumber blkno,
-								   OffsetNumber offno, bool line_pointer_only);
+	Buffer		(*read_hinted) (Relation rel, ForkNumber fork, BlockNumber blkno, Buffer hint,
+								BufferAccessStrategy strategy);
+	int			(*page_hints) (Relation rel, ForkNumber fork, const BlockNumber *blocks,
+							   int nblocks, Buffer *hints);
 } CalicoApi;
+
+/* page_hints' result: the hints may be used for CPU prefetches */
+#define CALICO_HINTS_PREFETCH 1
+
+/*
+ * CPU prefetches into a page through its hint (page_hints), with no pin and
+ * no lock.  Everything read is untrusted: the buffer may hold another page by
+ * now and a line pointer may be torn.  Only addresses inside the hint's page
+ * are formed (bounds checked), and a prefetch of shared memory never faults.
+ *
+ * Always inlined: GCC counts a function whose only effect is a prefetch as
+ * pure and drops the calls it does not inline.
+ */
+
+/* The line pointer of item offno, and the buffer descriptor a read will lock */
+static pg_attribute_always_inline void
+CalicoPrefetchLinePointer(Buffer hint, OffsetNumber offno)
+{
+	if (hint >= 1 && hint <= NBuffers && offno >= FirstOffsetNumber &&
+		SizeOfPageHeaderData + offno * sizeof(ItemIdData) <= BLCKSZ)
+	{
+		__builtin_prefetch((char *) BufferGetBlock(hint) + SizeOfPageHeaderData +
+						   (offno - 1) * sizeof(ItemIdData));
+		__builtin_prefetch(GetBufferDescriptor(hint - 1));
+	}
+}
+
+/*
+ * The first maxBytes of item offno, found through its line pointer (prefetched
+ * earlier by CalicoPrefetchLinePointer, or this read waits for it)
+ */
+static pg_attribute_always_inline void
+CalicoPrefetchItem(Buffer hint, OffsetNumber offno, Size maxBytes)
+{
+	char	   *page;
+	ItemIdData	lp;
+
+	if (hint < 1 || hint > NBuffers || offno < FirstOffsetNumber ||
+		SizeOfPageHeaderData + offno * sizeof(ItemIdData) > BLCKSZ)
+		return;
+	page = (char *) BufferGetBlock(hint);
+	memcpy(&lp, page + SizeOfPageHeaderData + (offno - 1) * sizeof(ItemIdData), sizeof(lp));
+	if (lp.lp_len == 0 || lp.lp_off < SizeOfPageHeaderData || lp.lp_off + lp.lp_len > BLCKSZ)
+		return;
+	for (Size off = 0; off < lp.lp_len && off < maxBytes; off += 64)
+		__builtin_prefetch(page + lp.lp_off + off);
+}
 
 /*
  * CalicoGetApi -- the preloaded library's interface, or NULL.  A hash lookup:
