@@ -131,8 +131,9 @@ def load(servers, args, ds, db):
     for sql in ('VACUUM ANALYZE items', 'VACUUM ANALYZE queries', 'CHECKPOINT'):  # one per session
         s.psql('calico', sql, db=db)
     s.stop('calico')
-    log('copying the data directory to vanilla')
-    s.clone_data('calico', 'vanilla')
+    for dst in ('vanilla', 'ext'):
+        log(f'copying the data directory to {dst}')
+        s.clone_data('calico', dst)
     return build_s
 
 
@@ -217,7 +218,8 @@ def main():
     db = f'vec_{args.dataset}_{args.n}_{args.dim}_m{args.M}_efc{args.ef_construction}'
     marker = os.path.join(servers.base('calico'), f'{db}-{os.path.basename(ds)}.loaded')
     build_s = None
-    if args.reload or not os.path.exists(marker) or not os.path.exists(servers.data_dir('vanilla')):
+    if args.reload or not os.path.exists(marker) or not all(
+            os.path.exists(servers.data_dir(f)) for f in ('vanilla', 'ext')):
         build_s = load(servers, args, ds, db)
         open(marker, 'w').close()
     if args.load_only:

@@ -152,6 +152,42 @@ echo "differential_ext: $cancels searches cancelled mid-run on a small pool, $ab
 [ "$cancels" -gt 0 ] || fail "no search was cancelled: the abort path was not exercised"
 [ "$abandoned" -gt 0 ] || fail "no cancel found prefetched reads held: the abort path of the prefetch was not exercised"
 
+# Optimistic reads under concurrent writers: searches read element tuples under a pin without
+# the content lock (calico_api.h) while other sessions UPDATE vectors (HNSW inserts rewrite
+# neighbour lists through GenericXLog on the pages being read), and VACUUM marks and repairs
+# deleted elements. A read that validated a torn tuple would fail or return a distance out of
+# place; every search checks that the distances it returns, recomputed from the rows, are in
+# order, and fails (a division by zero) if not. Validations must have failed and been read again locked
+# (optimistic_retries > 0): the fallback ran. The data then goes on to step 3, whose
+# comparison of both servers on ext's files covers what these writers left.
+cat > "$T/opt-search.sql" <<'SQL'
+\set q random(1, 40)
+SELECT CASE WHEN bool_and(ok) THEN 1 ELSE 1 / sum(0)::int END FROM (
+  SELECT d >= lag(d, 1, d) OVER (ORDER BY n) AS ok FROM (
+    SELECT row_number() OVER () AS n, d FROM (
+      SELECT embedding <-> (SELECT embedding FROM queries WHERE id = :q * 500) AS d FROM items
+      ORDER BY embedding <-> (SELECT embedding FROM queries WHERE id = :q * 500) LIMIT 20) s) t) u;
+SQL
+cat > "$T/opt-write.sql" <<'SQL'
+\set id random(1, 20000)
+UPDATE items SET embedding = v, half = v::halfvec
+  FROM (SELECT (SELECT array_agg(random()::real) FROM generate_series(1, 32))::vector v) s WHERE id = :id;
+SQL
+echo "VACUUM items;" > "$T/opt-vacuum.sql"
+echo "SELECT optimistic_reads, optimistic_retries FROM calico_stats();" > "$T/stats-opt.sql"
+chmod 644 "$T"/opt-*.sql "$T/stats-opt.sql"
+on ext ext-optimistic max_connections=20 -- \
+  "$(q -f "$T/reset.sql") > /dev/null &&
+   PGOPTIONS='-c enable_seqscan=off -c enable_bitmapscan=off -c hnsw.ef_search=100' pgbench -n -T 15 -c 3 -j 3 \
+     -f $T/opt-search.sql@10 -f $T/opt-write.sql@6 -f $T/opt-vacuum.sql@1 $DB > $T/opt-pgbench.out 2>&1 &&
+   $(q -f "$T/stats-opt.sql") > $T/stats-opt.out" || { tail -5 "$T/opt-pgbench.out"; fail "concurrent searches and writers"; }
+IFS='|' read -r oreads oretries < "$T/stats-opt.out"
+otx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$T/opt-pgbench.out")
+echo "differential_ext: $otx transactions of searches (distances in order), updates and VACUUM at once;" \
+     "optimistic reads|retried locked = $oreads|$oretries"
+[ "$oreads" -gt 0 ] || fail "no optimistic read: the optimistic path was not exercised"
+[ "$oretries" -gt 0 ] || fail "no optimistic read failed validation: the fallback was not exercised"
+
 # 3. ext changes the data; then both answer on ext's files.
 on ext ext-churn -- "$(q -f "$HERE/differential_ext_churn.sql") > /dev/null && $(q -f "$Q") > $T/ext-B.out"
 on vanilla vanilla-B -- "$(q -f "$Q") > $T/stock-B.out &&

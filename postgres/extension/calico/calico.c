@@ -8,6 +8,10 @@
  *	calico_read_buffer		-- ReadBufferExtended through block -> buffer hints
  *	calico_prefetch_group	-- asynchronous reads of a group's missing blocks
  *	calico_prefetch_release -- wait for and unpin the group's reads
+ *	calico_read_hinted		-- calico_read_buffer with a hint looked up before
+ *	calico_page_hints		-- the hints of a group of blocks (CPU prefetch)
+ *	calico_optimistic_mask	-- whether a relation may be read without the
+ *							   content lock (calico_api.h's optimistic reads)
  * SQL: calico_stats(), calico_reset() (calico--0.1.sql).
  *
  * Translation.  PostgreSQL finds a block's buffer through a shared hash table
@@ -67,6 +71,15 @@
  * them.  A block whose hint names a valid buffer holding it is resident and
  * skipped without touching the buffer mapping table.
  *
+ * Optimistic reads.  A reader holding a pin may read an index page without
+ * its content lock and then validate what it read (the protocol and its
+ * proof are in calico_api.h).  The version it validates against is the
+ * page's LSN together with the content lock's exclusive bit, whose value in
+ * the lock's state word is private to lwlock.c: calico_calibrate() measures
+ * it once, at shared memory setup, on a lock of its own, and leaves
+ * optimistic reads off if the measurement is not one bit clear of the shared
+ * holders' count.
+ *
  * Locking rules: CalicoLock is taken only to assign or free slots and chunks
  * and to read the directory in calico_stats(); no buffer pin, content lock or
  * staged I/O is held while it is taken (hints are recorded after
@@ -79,6 +92,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -139,6 +153,8 @@ typedef union CalicoCounters
 		uint64		prefetch_used;
 		uint64		prefetch_skipped;
 		uint64		prefetch_abandoned;
+		uint64		optimistic_reads;	/* validated reads without the content lock */
+		uint64		optimistic_retries; /* of those tried: validation failed, read locked */
 	};
 	char		pad[PG_CACHE_LINE_SIZE];
 } CalicoCounters;
@@ -166,6 +182,7 @@ typedef struct CalicoShared
 	int			clock_hand;
 	int			nprocs;			/* counters[] entries */
 	int			nrelations;		/* slots in use */
+	uint32		lwlock_exclusive;	/* an LWLock state's exclusive bit; 0: not measured */
 	/* followed by: slots[max_relations], free[nchunks], counters[nprocs], hints[nchunks][CHUNK] */
 } CalicoShared;
 
@@ -173,6 +190,7 @@ typedef struct CalicoShared
 static bool calico_translation = true;
 static bool calico_group_prefetch = true;
 static bool calico_tuple_prefetch = true;
+static bool calico_optimistic_reads = true;
 static int	calico_max_relations = 64;
 static int	calico_hint_chunks = 256;
 
@@ -225,6 +243,8 @@ static Buffer calico_read_hinted(Relation rel, ForkNumber fork, BlockNumber blkn
 								 BufferAccessStrategy strategy);
 static int	calico_page_hints(Relation rel, ForkNumber fork, const BlockNumber *blocks, int nblocks,
 							  Buffer *hints);
+static uint32 calico_optimistic_mask(Relation rel);
+static void calico_count_optimistic(uint64 reads, uint64 retries);
 
 static const CalicoApi calico_api = {
 	.version = CALICO_API_VERSION,
@@ -234,6 +254,8 @@ static const CalicoApi calico_api = {
 	.prefetch_release = calico_prefetch_release,
 	.read_hinted = calico_read_hinted,
 	.page_hints = calico_page_hints,
+	.optimistic_mask = calico_optimistic_mask,
+	.count_optimistic = calico_count_optimistic,
 };
 
 static Size
@@ -259,6 +281,45 @@ calico_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(calico_shmem_size());
 	RequestNamedLWLockTranche("calico", 1);
+}
+
+/*
+ * calico_calibrate -- the bit an LWLock's state word carries while the lock is
+ * held exclusively (lwlock.c's LW_VAL_EXCLUSIVE, which no header exports),
+ * measured on a lock of our own in the postmaster, where no other process can
+ * touch it: the state free, held shared, and held exclusively.  Returns 0,
+ * and optimistic reads stay off, unless the exclusive value is a single bit,
+ * clear of the free state and above any count of shared holders the server's
+ * processes could reach.
+ */
+static uint32
+calico_calibrate(void)
+{
+	LWLock		probe;
+	uint32		free_state;
+	uint32		shared_state;
+	uint32		exclusive_state;
+	uint32		bit;
+
+	LWLockInitialize(&probe, Calico->lock->tranche);
+	free_state = pg_atomic_read_u32(&probe.state);
+	LWLockAcquire(&probe, LW_SHARED);
+	shared_state = pg_atomic_read_u32(&probe.state);
+	LWLockRelease(&probe);
+	LWLockAcquire(&probe, LW_EXCLUSIVE);
+	exclusive_state = pg_atomic_read_u32(&probe.state);
+	LWLockRelease(&probe);
+
+	bit = exclusive_state & ~free_state;
+	if (bit == 0 || (bit & (bit - 1)) != 0 || (shared_state & bit) != 0 ||
+		pg_atomic_read_u32(&probe.state) != free_state ||
+		bit <= (uint32) (MaxBackends + NUM_AUXILIARY_PROCS))
+	{
+		elog(LOG, "calico: optimistic reads are off: the LWLock state did not calibrate "
+			 "(free %08x, shared %08x, exclusive %08x)", free_state, shared_state, exclusive_state);
+		return 0;
+	}
+	return bit;
 }
 
 static void
@@ -293,6 +354,7 @@ calico_shmem_startup(void)
 		Calico->nprocs = nprocs;
 		Calico->clock_hand = 0;
 		Calico->nrelations = 0;
+		Calico->lwlock_exclusive = calico_calibrate();
 		for (int i = 0; i < calico_max_relations; i++)
 		{
 			CalicoSlot *slot = &CalicoSlots[i];
@@ -847,6 +909,38 @@ calico_page_hints(Relation rel, ForkNumber fork, const BlockNumber *blocks, int 
 }
 
 /*
+ * calico_optimistic_mask -- the content lock's exclusive bit when rel's pages
+ * may be read without the content lock (calico_api.h), else 0.  The protocol
+ * needs every writer of the page to set a new LSN under the exclusive lock:
+ * true of WAL-logged relations, and RelationNeedsWAL() says which those are
+ * in this backend (another backend's uncommitted relfilenode, unlogged under
+ * wal_level minimal, is not visible here).  Unlogged and temporary relations,
+ * and a relfilenode this transaction created under wal_level minimal, read
+ * with the lock.
+ */
+static uint32
+calico_optimistic_mask(Relation rel)
+{
+	if (Calico == NULL || !calico_optimistic_reads || RelationUsesLocalBuffers(rel) ||
+		!RelationNeedsWAL(rel))
+		return 0;
+	return Calico->lwlock_exclusive;
+}
+
+/* calico_count_optimistic -- adds a search's optimistic reads to this process's counters */
+static void
+calico_count_optimistic(uint64 reads, uint64 retries)
+{
+	if (Calico != NULL)
+	{
+		CalicoCounters *c = calico_counters();
+
+		c->optimistic_reads += reads;
+		c->optimistic_retries += retries;
+	}
+}
+
+/*
  * At abort the resource owner has released the prefetch's pins and the AIO
  * subsystem its reads: forget them (releasing them again would be an error).
  */
@@ -889,6 +983,10 @@ _PG_init(void)
 							 "Prefetches the next index tuples into the CPU cache through their hints.",
 							 "Needs calico.translation.", &calico_tuple_prefetch, true, PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("calico.optimistic_reads",
+							 "Reads index tuples of WAL-logged relations under a pin without the content lock.",
+							 "Validated by the page LSN and the lock's state; a failed validation reads again locked.",
+							 &calico_optimistic_reads, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("calico.max_relations",
 							"Relation forks with a block-to-buffer array.",
 							NULL, &calico_max_relations, 64, 1, 4096, PGC_POSTMASTER, 0,
@@ -930,9 +1028,9 @@ Datum
 calico_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13] = {0};
-	uint64		sum[9] = {0};
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	uint64		sum[11] = {0};
 	int			relations;
 	int			chunks_used;
 
@@ -953,6 +1051,8 @@ calico_stats(PG_FUNCTION_ARGS)
 		sum[6] += c->prefetch_used;
 		sum[7] += c->prefetch_skipped;
 		sum[8] += c->prefetch_abandoned;
+		sum[9] += c->optimistic_reads;
+		sum[10] += c->optimistic_retries;
 	}
 	LWLockAcquire(Calico->lock, LW_SHARED);
 	relations = Calico->nrelations;
@@ -965,6 +1065,8 @@ calico_stats(PG_FUNCTION_ARGS)
 	values[10] = Int32GetDatum(Calico->max_relations);
 	values[11] = Int32GetDatum(chunks_used);
 	values[12] = Int32GetDatum(Calico->nchunks);
+	values[13] = Int64GetDatum((int64) sum[9]);
+	values[14] = Int64GetDatum((int64) sum[10]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

@@ -35,6 +35,11 @@
  *						below, which form addresses only inside its page.
  *						Returns CALICO_HINTS_PREFETCH when calico.tuple_prefetch
  *						allows those prefetches.
+ *	optimistic_mask  -- nonzero when rel's pages may be read under a pin
+ *						without the content lock (the protocol below): the
+ *						content lock's exclusive bit.  0: lock as always.
+ *	count_optimistic -- adds a search's optimistic reads and failed
+ *						validations to calico_stats().
  *
  * The blocks given to prefetch_group must exist (they come from index tuples,
  * and the indexes that use this never shrink); a read of a block past the end
@@ -55,7 +60,7 @@
 #include "utils/relcache.h"
 
 #define CALICO_API_RENDEZVOUS "calico_api"
-#define CALICO_API_VERSION 3
+#define CALICO_API_VERSION 4
 
 /* At most this many blocks are read ahead by one prefetch_group. */
 #define CALICO_MAX_PREFETCH_READS 32
@@ -73,6 +78,8 @@ typedef struct CalicoApi
 								BufferAccessStrategy strategy);
 	int			(*page_hints) (Relation rel, ForkNumber fork, const BlockNumber *blocks,
 							   int nblocks, Buffer *hints);
+	uint32		(*optimistic_mask) (Relation rel);
+	void		(*count_optimistic) (uint64 reads, uint64 retries);
 } CalicoApi;
 
 /* page_hints' result: the hints may be used for CPU prefetches */
@@ -134,6 +141,65 @@ CalicoGetApi(void)
 	if (api != NULL && api->version == CALICO_API_VERSION && api->size == sizeof(CalicoApi))
 		return api;
 	return NULL;
+}
+
+/*
+ * Optimistic reads: reading a page of a pinned buffer without its content
+ * lock, then validating.
+ *
+ *		if (CalicoOptimisticBegin(buf, mask, &lsn))
+ *		{
+ *			... read the page; check every offset and length before use ...
+ *			if (CalicoOptimisticValid(buf, mask, lsn))
+ *				... what was read is one version of the page: use it ...
+ *		}
+ *		... else read it again under the content lock ...
+ *
+ * The version is the page's LSN together with the content lock's exclusive
+ * bit (mask, from optimistic_mask).  The reader reads LSN, lock word, the
+ * page, lock word, LSN, with read barriers between.  Proof sketch, for a
+ * relation every writer of which changes a page only under the exclusive
+ * content lock and sets a new, larger LSN before releasing it (what
+ * optimistic_mask checks: WAL-logged relations, whose changes go through
+ * GenericXLog or redo, full-page images included):
+ *	- a writer holding the lock at the first look of the lock word: Begin
+ *	  fails;
+ *	- a writer that takes the lock after that look and still holds it at the
+ *	  second: Valid fails;
+ *	- a writer that takes and releases the lock between the two looks: it set
+ *	  a new LSN before its release, which the reader saw (the second look
+ *	  read the released word, and the release orders the LSN store before
+ *	  it), so the second LSN differs: Valid fails;
+ *	- a writer done before the first look changed nothing read after it.
+ * The pin excludes eviction, so the buffer holds the same block throughout
+ * (no reuse counter is needed).  Hint-bit style writes under a share lock
+ * are not covered: the caller must not read anything such writers change
+ * (pgvector's index pages have none).  Torn values read before validation
+ * must stay inside the page: every offset and length is checked first.
+ */
+static inline bool
+CalicoOptimisticBegin(Buffer buf, uint32 mask, XLogRecPtr *lsn)
+{
+	BufferDesc *desc = GetBufferDescriptor(buf - 1);
+
+	*lsn = PageGetLSN(BufferGetPage(buf));
+	pg_read_barrier();
+	if (pg_atomic_read_u32(&BufferDescriptorGetContentLock(desc)->state) & mask)
+		return false;
+	pg_read_barrier();
+	return true;
+}
+
+static inline bool
+CalicoOptimisticValid(Buffer buf, uint32 mask, XLogRecPtr lsn)
+{
+	BufferDesc *desc = GetBufferDescriptor(buf - 1);
+
+	pg_read_barrier();
+	if (pg_atomic_read_u32(&BufferDescriptorGetContentLock(desc)->state) & mask)
+		return false;
+	pg_read_barrier();
+	return PageGetLSN(BufferGetPage(buf)) == lsn;
 }
 
 #endif							/* CALICO_API_H */
