@@ -13,6 +13,7 @@ goes first; before each configuration's block of runs in a round only its server
 started afresh (so every configuration begins a round with a cold pool and no other server
 competes for the two cores).
 """
+import glob
 import json
 import os
 import platform
@@ -64,7 +65,11 @@ CONFIGS['vanilla-direct'] = ('vanilla', {'io_method': 'io_uring', 'debug_io_dire
 CONFIGS['ext'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
 CONFIGS['ext-io_uring'] = ('ext', {'io_method': 'io_uring'},
                            {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
-CONFIGS['ext-off'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'off', 'calico.group_prefetch': 'off'})
+CONFIGS['ext-off'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'off', 'calico.group_prefetch': 'off',
+                                                       'calico.optimistic_reads': 'off'})
+# everything but the optimistic reads (their ablation)
+CONFIGS['ext-noopt'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'on',
+                                                         'calico.optimistic_reads': 'off'})
 # hints: translation and the tuple prefetch through them, no group prefetch (the group finds
 # nothing to read in memory); notuple: translation alone (the ablation of the tuple prefetch)
 CONFIGS['ext-hints'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'off'})
@@ -106,6 +111,20 @@ def finish_args(args):
     os.makedirs(args.out, exist_ok=True)
     args.json = args.json or os.path.join(args.out, 'postgres.jsonl')
     return Servers(os.path.join(args.out, 'scratch'))
+
+
+def latency_percentiles(prefix):
+    """p50 and p95 latency (ms) from pgbench's per-transaction logs PREFIX.* (the third field
+    is the latency in microseconds); the logs are removed."""
+    lat = []
+    for path in glob.glob(prefix + '.*'):
+        with open(path) as f:
+            lat.extend(int(line.split()[2]) for line in f if line.strip())
+        os.remove(path)
+    if not lat:
+        return None, None
+    lat.sort()
+    return (round(lat[len(lat) // 2] / 1000.0, 3), round(lat[min(len(lat) - 1, (len(lat) * 95) // 100)] / 1000.0, 3))
 
 
 def log(msg):

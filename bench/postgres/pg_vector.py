@@ -14,7 +14,9 @@ Configurations (common.py): vanilla-sync, vanilla-worker, vanilla-io_uring (the 
 point is the baseline), vanilla-aa (vanilla-worker again: the A/A control), and calico's
 ablation: calico-array (array translation only: calico_optimistic_reads = off,
 calico_group_prefetch = off), calico+opt (optimistic reads), calico (optimistic reads +
-group prefetch through AIO, io_method io_uring); calico-worker and calico-sync on request.
+group prefetch through AIO, io_method io_uring); calico-worker and calico-sync on request, and
+ext / ext-io_uring, the calico extension on the unmodified server (postgres/extension), which
+opens a byte-for-byte copy of the same data directory.
 
 Memory modes:
   inmem     shared_buffers larger than table + index, prewarmed after every start;
@@ -31,6 +33,11 @@ query vector each time, prepared), -c clients -j clients for T seconds. Rounds i
 configurations (rotating which goes first; only the configuration's server is up, started
 afresh); medians and paired ratios are reported. --counts adds one counting run per
 configuration and point (reads, syscalls, CPU per query: common.Counters).
+
+Filtered search (--filter-selectivity S): every query keeps only the rows whose id is its own
+id modulo round(1/S) (a filter S of the rows pass, a different subset per query), with
+hnsw.iterative_scan = relaxed_order; recall@k is measured against exact filtered answers (a
+sequential scan on vanilla) for the first --filter-truth-queries queries.
 """
 import argparse
 import glob
@@ -42,8 +49,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import (CONFIGS, REPO, Counters, MemoryCgroup, Progress, Rounds, add_common_args, cgroup_name,  # noqa
-                    drop_os_caches, emit, finish_args, log, loadavg, machine, paired_summary,
-                    parse_configs, run_fields, timed_pgbench)
+                    drop_os_caches, emit, finish_args, latency_percentiles, log, loadavg, machine, median,
+                    paired_summary, parse_configs, run_fields, timed_pgbench)
 
 DEFAULT_CONFIGS = ['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring', 'vanilla-aa', 'calico-array',
                    'calico+opt', 'calico']
@@ -93,7 +100,7 @@ def vec_text(v):
 
 def load(servers, args, ds, db):
     """Builds database db on calico: items, queries, HNSW index; copies the data directory to
-    vanilla; returns the build's seconds."""
+    vanilla and ext; returns the build's seconds."""
     s = servers
     opclass, _ = METRICS[args.metric]
     s.stop_all()
@@ -143,14 +150,34 @@ def sizes(servers, db):
     return [int(x) for x in out.strip().split('|')]
 
 
-def recall(servers, flavor, ef, gt, k, op, db):
-    """recall@k over all queries, and the result lists (to compare servers)."""
+FILTER_OPTIONS = {'hnsw.iterative_scan': 'relaxed_order', 'enable_seqscan': 'off', 'enable_bitmapscan': 'off'}
+
+
+def filter_sql(modulus, qid):
+    """The WHERE clause of a filtered query: the rows whose id is qid modulo modulus."""
+    return f'WHERE id % {modulus} = {qid} % {modulus} ' if modulus else ''
+
+
+def recall(servers, flavor, ef, gt, k, op, db, modulus=None, nq=None):
+    """recall@k over the queries, and the result lists (to compare servers). With modulus
+    (filtered search), gt is the exact filtered answers of the first nq queries."""
+    opts = dict(FILTER_OPTIONS if modulus else {}, **{'hnsw.ef_search': ef})
     out = servers.psql(flavor, f"SELECT q.id, (SELECT string_agg(id::text, ',') FROM (SELECT id FROM items "
-                               f"ORDER BY embedding {op} q.embedding LIMIT {k}) n) FROM queries q ORDER BY q.id",
-                       db=db, options={'hnsw.ef_search': ef})
+                               f"{filter_sql(modulus, 'q.id')}ORDER BY embedding {op} q.embedding LIMIT {k}) n) "
+                               f"FROM queries q {f'WHERE q.id < {nq} ' if nq else ''}ORDER BY q.id",
+                       db=db, options=opts)
     lists = [line.split('|')[1] for line in out.strip().splitlines()]
-    hits = sum(len(set(int(x) for x in l.split(',')) & set(gt[i][:k])) for i, l in enumerate(lists))
+    hits = sum(len(set(int(x) for x in l.split(',') if x) & set(gt[i][:k])) for i, l in enumerate(lists))
     return hits / (k * len(lists)), lists
+
+
+def filtered_truth(servers, k, op, db, modulus, nq):
+    """Exact filtered answers of the first nq queries (vanilla must be up): a sequential scan."""
+    out = servers.psql('vanilla', f"SELECT q.id, (SELECT string_agg(id::text, ',') FROM (SELECT id FROM items "
+                                  f"{filter_sql(modulus, 'q.id')}ORDER BY embedding {op} q.embedding, id LIMIT {k}) n) "
+                                  f"FROM queries q WHERE q.id < {nq} ORDER BY q.id",
+                       db=db, options={'enable_indexscan': 'off', 'enable_bitmapscan': 'off'})
+    return [[int(x) for x in line.split('|')[1].split(',')] for line in out.strip().splitlines()]
 
 
 def dynahash_bytes(entries, entry_size):
@@ -199,6 +226,10 @@ def main():
     ap.add_argument('--common-shared-buffers', default='16MB')
     ap.add_argument('--cgroup-extra-mb', type=int, default=256,
                     help='ltm-cg: room for page cache and processes beyond shared_buffers')
+    ap.add_argument('--filter-selectivity', type=float, default=None,
+                    help='filtered search: the share of rows each query keeps (e.g. 0.01)')
+    ap.add_argument('--filter-truth-queries', type=int, default=100,
+                    help='filtered search: queries whose recall is measured (exact answers by a scan)')
     ap.add_argument('--load-only', action='store_true', help='build the database (if needed) and stop')
     add_common_args(ap, seconds=5.0, configs=DEFAULT_CONFIGS)
     args = ap.parse_args()
@@ -229,10 +260,16 @@ def main():
                                  seconds=round(build_s, 1), loadavg_end=loadavg(),
                                  note='built on calico while other work may have run: not a timed result'))
         return
-    script = os.path.join(servers.scratch, f'knn-{db}.sql')
+    modulus = None
+    if args.filter_selectivity is not None:
+        if not 0 < args.filter_selectivity <= 0.5:
+            sys.exit('--filter-selectivity must be in (0, 0.5]')
+        modulus = round(1 / args.filter_selectivity)
+    script = os.path.join(servers.scratch, f'knn-{db}{f"-mod{modulus}" if modulus else ""}.sql')
     with open(script, 'w') as f:
         f.write(f'\\set q random(0, {len(gt) - 1})\n'
-                f'SELECT id FROM items ORDER BY embedding {op} (SELECT embedding FROM queries WHERE id = :q) '
+                f'SELECT id FROM items {filter_sql(modulus, ":q")}'
+                f'ORDER BY embedding {op} (SELECT embedding FROM queries WHERE id = :q) '
                 f'LIMIT {args.k};\n')
     os.chmod(script, 0o644)
 
@@ -246,6 +283,8 @@ def main():
     base = {'bench': 'pg_vector', 'machine': mach, 'dataset': args.dataset, 'metric': args.metric, 'n': rows,
             'dim': args.dim, 'M': args.M, 'ef_construction': args.ef_construction,
             'index_mb': round(index_bytes / 2**20), 'table_mb': round(table_bytes / 2**20), 'k': args.k}
+    if modulus:
+        base.update(filter_selectivity=1 / modulus, iterative_scan='relaxed_order')
     if build_s is not None:
         emit(args.json, dict(base, kind='build', seconds=round(build_s, 1), loadavg_end=loadavg(),
                              note='built on calico while other work may have run: not a timed result'))
@@ -255,18 +294,25 @@ def main():
     # the same graph on both servers must give the same answers
     all_efs = sorted({int(e) for e in (args.ef + ',' + args.ltm_ef).split(',')})
     lists = {}
-    for flavor in ('vanilla', 'calico'):
+    flavors = ['vanilla', 'calico'] + (['ext'] if any(CONFIGS[c][0] == 'ext' for c in configs) else [])
+    truth, nq = gt, None
+    for flavor in flavors:
         servers.stop_all()
         servers.start(flavor, {'shared_buffers': args.inmem_shared_buffers, 'jit': 'off',
                                'max_parallel_workers_per_gather': '0'})
-        lists[flavor] = {ef: recall(servers, flavor, ef, gt, args.k, op, db) for ef in all_efs}
+        if modulus and flavor == 'vanilla':
+            nq = min(args.filter_truth_queries, len(gt))
+            log(f'exact filtered answers of {nq} queries (1 row in {modulus}), by sequential scans')
+            truth = filtered_truth(servers, args.k, op, db, modulus, nq)
+        lists[flavor] = {ef: recall(servers, flavor, ef, truth, args.k, op, db, modulus, nq) for ef in all_efs}
     servers.stop_all()
     for ef in all_efs:
         (r_cal, l_cal), (r_van, l_van) = lists['calico'][ef], lists['vanilla'][ef]
+        same = all(lists[f][ef][1] == l_van for f in flavors)
         emit(args.json, dict(base, kind='recall', ef=ef, recall=round(r_cal, 4),
-                             recall_vanilla=round(r_van, 4), identical_results=l_cal == l_van))
-        if l_cal != l_van:
-            log(f'WARNING: vanilla and calico answers differ at ef {ef}')
+                             recall_vanilla=round(r_van, 4), identical_results=same, servers=flavors))
+        if not same:
+            log(f'WARNING: the servers ({", ".join(flavors)}) answer differently at ef {ef}')
     for mode in modes:
         inmem = mode == 'inmem'
         sb = {'inmem': args.inmem_shared_buffers, 'common': args.common_shared_buffers}.get(mode,
@@ -284,7 +330,7 @@ def main():
             cg_mb = (sb_mb + args.cgroup_extra_mb if mode == 'ltm-cg' else
                      sb_mb + (index_bytes + table_bytes) // 2**20 + 128)
             # one cgroup per server: each has its own pool plus the same room for page cache
-            cgroups = {f: MemoryCgroup(cgroup_name(f), cg_mb * 2**20) for f in ('vanilla', 'calico')}
+            cgroups = {f: MemoryCgroup(cgroup_name(f), cg_mb * 2**20) for f in ('vanilla', 'calico', 'ext')}
             log(f'{mode}: shared_buffers {sb}, memory cgroup {cg_mb} MB per server')
         settings = {'shared_buffers': sb, 'max_parallel_workers_per_gather': '0', 'jit': 'off'}
 
@@ -301,6 +347,10 @@ def main():
         mode_base = dict(base, mode=mode, shared_buffers=sb, cgroup_mb=cg_mb)
         clients_list = [int(c) for c in args.clients.split(',')]
         runs = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+        p50s = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+        p95s = {(c, ef): {name: [] for name in configs} for c in clients_list for ef in efs}
+        logdir = os.path.join(args.out, 'pgbench-logs')
+        os.makedirs(logdir, exist_ok=True)
         for rnd in range(args.rounds):
             for name in Rounds.order(configs, rnd):
                 flavor = rounds.switch(name)
@@ -308,18 +358,25 @@ def main():
                     for ef in efs:
                         if mode in ('ltm-cg', 'ltm-drop'):
                             drop_os_caches()
+                        prefix = os.path.join(logdir, f'{mode}-{name}-{ef}-{clients}-{rnd}')
                         tps, lat, txs, la = timed_pgbench(
                             servers, flavor, ['-n', '-M', 'prepared', '-f', script, '-c', str(clients),
-                                              '-j', str(clients), '-T', str(int(round(secs)))], db=db,
-                            options=dict(CONFIGS[name][2], **{'hnsw.ef_search': ef}))
+                                              '-j', str(clients), '-T', str(int(round(secs))),
+                                              '-l', '--log-prefix', prefix], db=db,
+                            options=dict(CONFIGS[name][2], **(FILTER_OPTIONS if modulus else {}), **{'hnsw.ef_search': ef}))
+                        p50, p95 = latency_percentiles(prefix)
                         runs[(clients, ef)][name].append(tps)
+                        p50s[(clients, ef)][name].append(p50)
+                        p95s[(clients, ef)][name].append(p95)
                         emit(args.json, dict(mode_base, kind='run', ef=ef, clients=clients, round=rnd,
-                                             qps=round(tps, 1), latency_ms=lat, queries=txs, seconds=secs,
-                                             **run_fields(name), **la))
+                                             qps=round(tps, 1), latency_ms=lat, p50_ms=p50, p95_ms=p95,
+                                             queries=txs, seconds=secs, **run_fields(name), **la))
             log(f'{mode}: round {rnd + 1} of {args.rounds} done')
         for (clients, ef), r in runs.items():
             summary = dict(mode_base, kind='summary', ef=ef, clients=clients, rounds=args.rounds,
-                           **paired_summary(r, 'qps'))
+                           **paired_summary(r, 'qps'),
+                           p50_ms={c: median(v) for c, v in p50s[(clients, ef)].items() if v and None not in v},
+                           p95_ms={c: median(v) for c, v in p95s[(clients, ef)].items() if v and None not in v})
             emit(args.json, summary)
             log(f'{mode} ef={ef} clients={clients}: ' +
                 ', '.join(f'{c} {v:.0f}' for c, v in summary['qps'].items()) +
@@ -338,7 +395,7 @@ def main():
                     tps, lat, txs, la = timed_pgbench(
                         servers, flavor, ['-n', '-M', 'prepared', '-f', script, '-c', str(clients),
                                           '-j', str(clients), '-T', str(int(round(secs)))], db=db,
-                        options=dict(CONFIGS[name][2], **{'hnsw.ef_search': ef}))
+                        options=dict(CONFIGS[name][2], **(FILTER_OPTIONS if modulus else {}), **{'hnsw.ef_search': ef}))
                     emit(args.json, dict(mode_base, kind='counts', ef=ef, clients=clients, qps=round(tps, 1),
                                          seconds=secs, **run_fields(name), **la, **cnt.stop(txs)))
         if 'calico' in configs:

@@ -11,9 +11,10 @@ searches the same graph: answers must be identical (checked and recorded), and r
 measured against exact answers computed by a sequential scan.
 
 Configurations (common.py CONFIGS): vanilla-worker and vanilla-io_uring (the faster is the
-baseline of every ratio), vanilla-aa (vanilla-worker again: its ratio is the noise), ext-off (the extension loaded, calico.translation and
-calico.group_prefetch off: what the library costs when it does nothing), ext-hints
-(translation only), ext (translation + group prefetch), calico (the patched server:
+baseline of every ratio), vanilla-aa (vanilla-worker again: its ratio is the noise), ext-off
+(the extension loaded, all of calico off: what the library costs when it does nothing; pgvector's
+compute changes stay), ext-noopt (everything but optimistic reads), ext-hints (everything but
+group prefetch), ext (everything), calico (the patched server:
 optimistic reads + group prefetch). Each timed run is pgbench -M prepared with one k-NN query
 per transaction (a random query id each time), -c clients for --seconds, after a fresh start
 and pg_prewarm of table and index; rounds interleave the configurations, rotating which goes
@@ -24,17 +25,17 @@ per query (cpuacct cgroup of all its processes, when cgroup v1 cpuacct is writab
   python3 bench/postgres/pg_vector_ext.py --json docs/postgres/extension-bench.jsonl
 """
 import argparse
-import glob
 import os
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import (CONFIGS, REPO, CpuCgroup, Rounds, add_common_args, emit, finish_args, log, loadavg,  # noqa
-                    machine, median, paired_summary, parse_configs, run_fields, timed_pgbench)
+from common import (CONFIGS, REPO, CpuCgroup, Rounds, add_common_args, emit, finish_args, latency_percentiles,  # noqa
+                    log, loadavg, machine, median, paired_summary, parse_configs, run_fields, timed_pgbench)
 
-DEFAULT_CONFIGS = ['vanilla-worker', 'vanilla-io_uring', 'vanilla-aa', 'ext-off', 'ext-hints', 'ext', 'calico']
+DEFAULT_CONFIGS = ['vanilla-worker', 'vanilla-io_uring', 'vanilla-aa', 'ext-off', 'ext-noopt', 'ext-hints', 'ext',
+                   'calico']
 FLAVORS = ('vanilla', 'ext', 'calico')
 
 
@@ -65,20 +66,6 @@ def answers(servers, flavor, db, k, ef=None, exact=False):
                                f"ORDER BY {order} LIMIT {k}) n) FROM queries q ORDER BY q.id",
                        db=db, options=opts)
     return out.strip().splitlines()
-
-
-def latency_percentiles(prefix):
-    """p50 and p95 latency (ms) from pgbench's per-transaction logs PREFIX.* (the third field
-    is the latency in microseconds); the logs are removed."""
-    lat = []
-    for path in glob.glob(prefix + '.*'):
-        with open(path) as f:
-            lat.extend(int(line.split()[2]) for line in f if line.strip())
-        os.remove(path)
-    if not lat:
-        return None, None
-    lat.sort()
-    return (round(lat[len(lat) // 2] / 1000.0, 3), round(lat[min(len(lat) - 1, (len(lat) * 95) // 100)] / 1000.0, 3))
 
 
 def recall(got, truth):

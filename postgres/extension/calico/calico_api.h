@@ -16,7 +16,8 @@
  *						Same contract: returns a pinned, valid buffer holding
  *						the block, no content lock; ERROR as ReadBufferExtended.
  *	prefetch_group   -- starts asynchronous reads of the blocks of a group that
- *						are not resident; returns how many it started.  The
+ *						are not resident (a block may repeat: its read starts
+ *						once); returns how many it started.  The
  *						started reads stay pinned by calico until
  *						prefetch_release; meanwhile read_buffer of one of those
  *						blocks waits for its read and returns its buffer.
