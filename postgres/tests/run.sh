@@ -23,7 +23,8 @@
 #   8. ext: the calico extension on the unmodified server (postgres/extension; the "ext"
 #      tree: vanilla's binaries, calico and the patched pgvector installed): pgvector's
 #      regression tests with calico preloaded, at the default shared_buffers and at 1 MB,
-#      each checked to have read through calico's hints (calico_stats().hits > 0); then
+#      each checked to have read through calico's hints (calico_stats().hits > 0); pgvector's
+#      HNSW TAP tests with calico preloaded ($PGVECTOR_TAP_EXT below); then
 #      postgres/tests/differential_ext.sh: stock pgvector and ext on the same data directory,
 #      each searching the other's indexes, identical answers.
 # Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings|tap|ext ...]
@@ -57,6 +58,11 @@ RECOVERY_CI="t/001_stream_rep.pl t/004_timeline_switch.pl t/013_crash_restart.pl
 # mean 5.07; vanilla 3.65-5.85, mean 4.99).
 PGVECTOR_TAP_CI="test/t/001_ivfflat_wal.pl test/t/002_ivfflat_vacuum.pl test/t/007_ivfflat_inserts.pl test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl test/t/048_ivfflat_vacuum_insert.pl"
 [ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_CI='test/t/*.pl'
+# pgvector's HNSW TAP tests on ext with calico preloaded: WAL (a standby replaying what the
+# primary wrote), vacuum, concurrent inserts, vacuum under scans and under inserts: the paths
+# where optimistic reads meet writers. PGVECTOR_TAP=all runs all 48 there too.
+PGVECTOR_TAP_EXT="test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl"
+[ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_EXT='test/t/*.pl'
 # Crash rounds of postgres/tests/t/001_crash_restart.pl in the ext suite (the tap suite runs 10
 # on calico): 5 keep the suite within its time budget.
 EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-5}
@@ -76,11 +82,12 @@ make_in() {
 }
 
 # prove_with_pgvector FLAVOR TESTS...: TAP tests through pgvector's prove_installcheck, which
-# runs them against FLAVOR's installation (vector installed) as the PostgreSQL user.
+# runs them against FLAVOR's installation (vector installed) as the PostgreSQL user. With
+# TEMP_CONFIG set, every node the tests create appends that file to its postgresql.conf.
 prove_with_pgvector() {
   local flavor=$1
   shift
-  if ! as_pg env PATH="$OUT/$flavor/install/bin:$PATH" \
+  if ! as_pg env PATH="$OUT/$flavor/install/bin:$PATH" ${TEMP_CONFIG:+TEMP_CONFIG="$TEMP_CONFIG"} \
       make -C "$OUT/$flavor/pgvector" prove_installcheck PG_CONFIG="$OUT/$flavor/install/bin/pg_config" \
       PROVE_TESTS="$*" > "$TMP/prove.log" 2>&1; then
     grep -vE "^(ok|#) " "$TMP/prove.log" | tail -40
@@ -175,6 +182,10 @@ for suite in "${suites[@]}"; do
         echo "calico hint hits during pgvector's regression tests: $hits"
         [ "$hits" -gt 0 ] || { echo "=== postgres: FAILED: no calico hint hit: pgvector did not read through calico"; exit 1; }
       done
+      echo "=== postgres: pgvector TAP tests (ext, calico preloaded in every node): $PGVECTOR_TAP_EXT"
+      echo "shared_preload_libraries = 'calico'" > "$TMP/preload.conf"
+      chmod 644 "$TMP/preload.conf"
+      TEMP_CONFIG="$TMP/preload.conf" prove_with_pgvector ext "$PGVECTOR_TAP_EXT"
       echo "=== postgres: differential (stock pgvector vs the extension, one data directory)"
       mkdir -p "$TMP/ext"
       chmod 755 "$TMP/ext"

@@ -1,4 +1,5 @@
--- calico 0.1 -> 0.2: calico_stats() reports optimistic reads (two more columns).
+-- calico 0.1 -> 0.2: calico_stats() reports optimistic reads (two more columns). There is no
+-- calico--0.2.sql: CREATE EXTENSION runs calico--0.1.sql and then this script.
 \echo Use "ALTER EXTENSION calico UPDATE TO '0.2'" to load this file. \quit
 
 DROP FUNCTION calico_stats();
