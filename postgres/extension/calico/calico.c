@@ -12,7 +12,7 @@
  *	calico_page_hints		-- the hints of a group of blocks (CPU prefetch)
  *	calico_optimistic_mask	-- whether a relation may be read without the
  *							   content lock (calico_api.h's optimistic reads)
- * SQL: calico_stats(), calico_reset() (calico--0.1.sql).
+ * SQL: calico_stats(), calico_reset() (calico--0.1.sql, calico--0.1--0.2.sql).
  *
  * Translation.  PostgreSQL finds a block's buffer through a shared hash table
  * (buf_table.c) under one of 128 partition LWLocks: a hash of the tag, a
@@ -652,8 +652,8 @@ calico_prefetch_take(const RelFileLocator *locator, ForkNumber fork, BlockNumber
 /*
  * calico_read -- ReadBufferExtended(rel, fork, blkno, RBM_NORMAL, strategy)
  * through the hints; with looked, hint is the block's hint the caller found
- * (a number in 1..NBuffers or InvalidBuffer), else it is looked up here.  On exit the buffer is pinned (not locked),
- * valid and holds the block (I1).  A hit through a hint counts in the
+ * (a number in 1..NBuffers or InvalidBuffer), else it is looked up here.  On
+ * exit the buffer is pinned (not locked), valid and holds the block (I1).  A hit through a hint counts in the
  * relation's statistics and pg_stat_io as the hit of a normal read would.
  * With a strategy, a hit pins as ReadRecentBuffer does (the ring is not
  * consulted): it only changes the buffer's usage count.
