@@ -178,7 +178,7 @@ echo "SELECT optimistic_reads, optimistic_retries FROM calico_stats();" > "$T/st
 chmod 644 "$T"/opt-*.sql "$T/stats-opt.sql"
 on ext ext-optimistic max_connections=20 -- \
   "$(q -f "$T/reset.sql") > /dev/null &&
-   PGOPTIONS='-c enable_seqscan=off -c enable_bitmapscan=off -c hnsw.ef_search=100' pgbench -n -T 15 -c 3 -j 3 \
+   PGOPTIONS='-c enable_seqscan=off -c enable_bitmapscan=off -c hnsw.ef_search=100' pgbench -n -T 10 -c 3 -j 3 \
      -f $T/opt-search.sql@10 -f $T/opt-write.sql@6 -f $T/opt-vacuum.sql@1 $DB > $T/opt-pgbench.out 2>&1 &&
    $(q -f "$T/stats-opt.sql") > $T/stats-opt.out" || { tail -5 "$T/opt-pgbench.out"; fail "concurrent searches and writers"; }
 IFS='|' read -r oreads oretries < "$T/stats-opt.out"

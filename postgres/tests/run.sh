@@ -65,7 +65,7 @@ PGVECTOR_TAP_EXT="test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hn
 [ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_EXT='test/t/*.pl'
 # Crash rounds of postgres/tests/t/001_crash_restart.pl in the ext suite (the tap suite runs 10
 # on calico): 5 keep the suite within its time budget.
-EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-5}
+EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-3}
 
 # make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
 # regression diffs are shown.
