@@ -233,6 +233,11 @@ def main():
     ap.add_argument('--load-only', action='store_true', help='build the database (if needed) and stop')
     add_common_args(ap, seconds=5.0, configs=DEFAULT_CONFIGS)
     args = ap.parse_args()
+    modulus = None
+    if args.filter_selectivity is not None:
+        if not 0 < args.filter_selectivity <= 0.5:
+            sys.exit(f'--filter-selectivity must be in (0, 0.5], not {args.filter_selectivity}')
+        modulus = round(1 / args.filter_selectivity)
     args.dim = args.dim or (384 if args.dataset == 'embedding' else 128)
     args.metric = 'ip' if args.dataset == 'embedding' else 'l2'
     _, op = METRICS[args.metric]
@@ -260,11 +265,6 @@ def main():
                                  seconds=round(build_s, 1), loadavg_end=loadavg(),
                                  note='built on calico while other work may have run: not a timed result'))
         return
-    modulus = None
-    if args.filter_selectivity is not None:
-        if not 0 < args.filter_selectivity <= 0.5:
-            sys.exit('--filter-selectivity must be in (0, 0.5]')
-        modulus = round(1 / args.filter_selectivity)
     script = os.path.join(servers.scratch, f'knn-{db}{f"-mod{modulus}" if modulus else ""}.sql')
     with open(script, 'w') as f:
         f.write(f'\\set q random(0, {len(gt) - 1})\n'
