@@ -316,8 +316,12 @@ class Counters:
     counters (pg_calico_stats) and, with syscalls=True, every syscall on the machine
     (perf stat -a -e raw_syscalls:sys_enter; the pgbench client's few per query included)."""
 
-    IO_SQL = ("SELECT coalesce(sum(reads), 0), coalesce(sum(read_bytes), 0), coalesce(sum(hits), 0) "
+    IO_SQL = ("SELECT coalesce(sum(reads), 0), coalesce(sum(read_bytes), 0), coalesce(sum(hits), 0), "
+              "coalesce(sum(writes), 0), coalesce(sum(evictions), 0), coalesce(sum(fsyncs), 0) "
               "FROM pg_stat_io WHERE object = 'relation'")
+    # the WAL: writes and fsyncs by every backend type (PostgreSQL 18 counts them in pg_stat_io)
+    WAL_SQL = ("SELECT coalesce(sum(writes), 0), coalesce(sum(fsyncs), 0), "
+               "(SELECT wal_records FROM pg_stat_wal) FROM pg_stat_io WHERE object = 'wal'")
 
     def __init__(self, servers, flavor, db, syscalls):
         self.s, self.flavor, self.db, self.syscalls = servers, flavor, db, syscalls
@@ -326,7 +330,10 @@ class Counters:
 
     def _snap(self):
         io = [int(float(x)) for x in self.s.psql(self.flavor, self.IO_SQL, db=self.db).strip().split('|')]
-        snap = {'io_reads': io[0], 'io_read_bytes': io[1], 'hits': io[2],
+        wal = [int(float(x)) for x in self.s.psql(self.flavor, self.WAL_SQL, db=self.db).strip().split('|')]
+        snap = {'io_reads': io[0], 'io_read_bytes': io[1], 'hits': io[2], 'io_writes': io[3],
+                'evictions': io[4], 'io_fsyncs': io[5], 'wal_writes': wal[0], 'wal_fsyncs': wal[1],
+                'wal_records': wal[2],
                 'cpu_ns': self.cpu.usage_ns() if self.cpu else 0,
                 'client_cpu_s': sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f)
                                     for f in ('ru_utime', 'ru_stime'))}
@@ -368,6 +375,14 @@ class Counters:
                'io_reads_per_query': round((after['io_reads'] - b['io_reads']) / q, 2),
                'blocks_read_per_query': round((after['io_read_bytes'] - b['io_read_bytes']) / 8192 / q, 2),
                'buffer_hits_per_query': round((after['hits'] - b['hits']) / q, 1),
+               # pages written out of shared buffers (by any process), buffers evicted, and
+               # the WAL's writes and fsyncs: what a write-heavy run spends beside its reads
+               'io_writes_per_query': round((after['io_writes'] - b['io_writes']) / q, 3),
+               'evictions_per_query': round((after['evictions'] - b['evictions']) / q, 3),
+               'relation_fsyncs_per_query': round((after['io_fsyncs'] - b['io_fsyncs']) / q, 4),
+               'wal_writes_per_query': round((after['wal_writes'] - b['wal_writes']) / q, 3),
+               'wal_fsyncs_per_query': round((after['wal_fsyncs'] - b['wal_fsyncs']) / q, 3),
+               'wal_records_per_query': round((after['wal_records'] - b['wal_records']) / q, 2),
                'device_reads_per_query': round((d1[0] - d0[0]) / q, 2),
                'device_kb_per_query': round((d1[1] - d0[1]) / 2 / q, 1),
                # over the pgbench run (and a pgbench start-up)

@@ -5,8 +5,11 @@ byte for byte to vanilla. Modes: inmem (shared_buffers holds everything) and ltm
 (shared_buffers = database / 8; the OS page cache is not limited: the pool is what is
 measured). synchronous_commit = off so that the WAL flush does not hide the buffer manager.
 Configurations (common.py): vanilla with each io_method (the fastest per point is the
-baseline) and calico; rounds interleave them (rotating which goes first, only that
-configuration's server up, started afresh); medians and paired ratios.
+baseline), vanilla-aa (vanilla-worker again: the A/A control) and calico; rounds interleave
+them (rotating which goes first, only that configuration's server up, started afresh);
+medians and paired ratios. --counts adds one
+counting run per configuration, workload and client count: server CPU, blocks read and
+written, evictions and the WAL's writes and fsyncs per transaction (common.Counters).
 """
 import argparse
 import os
@@ -14,8 +17,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import (Rounds, add_common_args, emit, finish_args, log, machine, paired_summary, parse_configs,  # noqa
-                    run_fields, timed_pgbench)
+from common import (Counters, Rounds, add_common_args, emit, finish_args, log, machine, paired_summary,  # noqa
+                    parse_configs, run_fields, timed_pgbench)
 
 DB = 'oltp'
 
@@ -26,7 +29,8 @@ def main():
     ap.add_argument('--workloads', default='tpcb,select')
     ap.add_argument('--modes', default='inmem,ltm')
     ap.add_argument('--load-only', action='store_true', help='build the database (if needed) and stop')
-    add_common_args(ap, seconds=10.0, configs=['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring', 'calico'])
+    add_common_args(ap, seconds=10.0, configs=['vanilla-sync', 'vanilla-worker', 'vanilla-io_uring', 'vanilla-aa',
+                                                     'calico'])
     args = ap.parse_args()
     s = finish_args(args)
     configs = parse_configs(args.configs)
@@ -85,6 +89,22 @@ def main():
                                  clients=clients, rounds=args.rounds, **summ))
             log(f'{mode} {workload} {clients} client(s): ' + ', '.join(f'{c} {v:.0f}' for c, v in summ['tps'].items()) +
                 f"; calico / {summ.get('baseline')} {summ.get('ratio_vs_baseline', {}).get('calico')}")
+        if args.counts:
+            for name in configs:
+                if name == 'vanilla-aa':
+                    continue
+                flavor = rounds.switch(name)
+                for workload in workloads:
+                    flag = ['-S'] if workload == 'select' else []
+                    for clients in clients_list:
+                        cnt = Counters(s, flavor, DB, syscalls=True)
+                        cnt.start()
+                        tps, lat, txs, la = timed_pgbench(s, flavor, ['-n', '-M', 'prepared'] + flag +
+                                                          ['-c', str(clients), '-j', str(clients),
+                                                           '-T', str(int(round(args.seconds)))], db=DB)
+                        emit(args.json, dict(base, kind='counts', mode=mode, shared_buffers=sb, workload=workload,
+                                             clients=clients, tps=round(tps, 1), seconds=args.seconds,
+                                             **run_fields(name), **la, **cnt.stop(txs)))
     s.stop_all()
 
 

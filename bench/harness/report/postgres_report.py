@@ -211,14 +211,32 @@ def oltp(records, out):  # pylint: disable=unused-argument
     runs = pick(records, bench='pg_oltp', kind='run')
     one = summ[-1]
     configs = [c for c in VANILLA + CALICO if any(c in r['tps'] for r in rec.values())]
+    aa = any('aa_ratio' in r for r in rec.values())
     print(f"### pgbench (scale {one['scale']}, {one['db_mb']} MB, synchronous_commit off; {one['rounds']} rounds "
           f"of {fmt(runs[0].get('seconds')) if runs else '?'} s; load average {loads_of(runs)})\n")
-    print('| mode | shared_buffers | workload | clients | ' + ' | '.join(configs) + ' | baseline | calico / baseline |')
-    print('|---|---|---|---|' + '---|' * len(configs) + '---|---|')
+    print('| mode | shared_buffers | workload | clients | ' + ' | '.join(configs) + ' | baseline | calico / baseline |' +
+          (' A/A |' if aa else ''))
+    print('|---|---|---|---|' + '---|' * len(configs) + '---|---|' + ('---|' if aa else ''))
     for (mode, w, c), r in sorted(rec.items()):
         print(f"| {mode} | {r['shared_buffers']} | {w} | {c} | " + ' | '.join(fmt(r['tps'].get(x)) for x in configs) +
-              f" | {r.get('baseline', '')} | **{r.get('ratio_vs_baseline', {}).get('calico', '')}x** |")
+              f" | {r.get('baseline', '')} | **{r.get('ratio_vs_baseline', {}).get('calico', '')}x** |" +
+              (f" {r.get('aa_ratio', '')} |" if aa else ''))
     print()
+    counts = pick(records, bench='pg_oltp', kind='counts')
+    if counts:
+        print('Counts per transaction (one counting run per configuration; pg_stat_io of every backend type; '
+              'syscalls system-wide, the pgbench client\'s included):\n')
+        print('| mode | workload | clients | config | TPS | server CPU µs | buffer hits | blocks read | '
+              'blocks written | evictions | WAL writes | WAL fsyncs | syscalls |')
+        print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+        for c in sorted(counts, key=lambda r: (r['mode'], r['workload'], r['clients'],
+                                               (VANILLA + CALICO).index(r['config']))):
+            print(f"| {c['mode']} | {c['workload']} | {c['clients']} | {c['config']} | {fmt(c['tps'])} | "
+                  f"{fmt(c.get('server_cpu_us_per_query'))} | {fmt(c['buffer_hits_per_query'])} | "
+                  f"{fmt(c['blocks_read_per_query'], 2)} | {fmt(c.get('io_writes_per_query'), 3)} | "
+                  f"{fmt(c.get('evictions_per_query'), 3)} | {fmt(c.get('wal_writes_per_query'), 3)} | "
+                  f"{fmt(c.get('wal_fsyncs_per_query'), 3)} | {fmt(c.get('syscalls_per_query'))} |")
+        print()
 
 
 def aims(records):
