@@ -147,6 +147,10 @@ key=$(cat "$PG_TAR" "$VEC_TAR" "$HERE/build.sh" ${PG_PATCHES[@]+"${PG_PATCHES[@]
         ${VEC_PATCHES[@]+"${VEC_PATCHES[@]}"} | sha256sum | cut -c1-16)
 OUT=$CACHE/build-18-$key
 if [ "${1:-}" = "--print" ]; then echo "$OUT"; exit 0; fi
+# One build at a time: a second caller (a test suite, a benchmark) waits for the first and
+# then finds its result cached.
+exec 9> "$CACHE/.build.lock"
+flock 9
 if [ -f "$OUT/done" ]; then
   log "cached build $OUT"
   echo "$OUT"

@@ -20,6 +20,10 @@ if [ "${1:-}" = "--print" ] || [ -f "$EXT/done-$key" ]; then
   exit 0
 fi
 [ -f "$OUT/done" ] || { echo "postgres/extension/build: no server build in $OUT" >&2; exit 1; }
+# One build at a time (a second caller waits, then finds the stamp)
+exec 9> "$OUT/.ext-build.lock"
+flock 9
+if [ -f "$EXT/done-$key" ]; then echo "$EXT"; exit 0; fi
 echo "postgres/extension/build: building $EXT" >&2
 # Built beside, then moved into place: a failed build leaves the previous tree (and no stamp).
 # The install tree is relocatable (pg_config and the server find their files relative to
