@@ -7,10 +7,12 @@
 #             build with debug checks (CALICO_CHECKS_LEVEL=2: asserts on, evicted frames
 #             poisoned), plus a short demo run that verifies every page it reads;
 #   python    pip installs the calico package (python/) into .venv, incrementally (its build
-#             directory build-python/ persists), and runs its pytest suite, including one
-#             install from a clean clone into a fresh virtualenv; then the self-contained
-#             wheel (scripts/wheel.sh test: static dependencies, auditwheel, the module needs
-#             only the C and C++ runtime, pytest from the wheel in a fresh virtualenv);
+#             directory build-python/ persists), and runs the two tests of the source tree
+#             (one install from a clean clone into a fresh virtualenv; the vector report
+#             script); then the self-contained wheel (scripts/wheel.sh test: static
+#             dependencies, auditwheel, the module needs only the C and C++ runtime) and the
+#             rest of the pytest suite once, against that wheel in a fresh virtualenv: the
+#             package as users install it;
 #   postgres  PostgreSQL 18 with Calico inside, built from Debian's sources (cached after the
 #             first run, ~15 min cold on 2 shared cores): its regression and isolation
 #             suites (default and 1 MB shared_buffers), pgvector's tests, a vanilla-vs-calico
@@ -62,10 +64,10 @@ for suite in "${suites[@]}"; do
       rm -rf "$demo_dir"
       ;;
     python)
-      echo "=== python: pip install . into .venv, then pytest python/tests"
+      echo "=== python: pip install . into .venv, then the source tree's tests (install from a clean clone, vector report)"
       .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation .
-      .venv/bin/python -m pytest -q python/tests
-      echo "=== python: the self-contained wheel (scripts/wheel.sh test)"
+      .venv/bin/python -m pytest -q python/tests/test_install.py python/tests/test_vector_report.py
+      echo "=== python: the self-contained wheel and the rest of the pytest suite from it (scripts/wheel.sh test)"
       bash scripts/wheel.sh test build-wheel/dist
       ;;
     tsan)
