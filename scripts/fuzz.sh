@@ -6,6 +6,7 @@
 # seconds (default 60; libFuzzer -max_total_time) starting from its seed corpus
 # (tests/fuzz/corpus/<target>/, copied: the repository's corpus is never written), with a
 # per-input limit of FUZZ_INPUT_TIMEOUT seconds (default 10; a slower input is a hang).
+# Targets run nproc at a time.
 # Prints per target the executions (libFuzzer's stat::number_of_executed_units), then a
 # final line "fuzz: N passed, M failed". Any crash, hang, sanitizer report, escaped
 # exception, or error that a corrupt page may not raise (anything but kCorruptPage naming a
@@ -36,16 +37,10 @@ cmake --build "$build" --target calico_fuzz -j "$(nproc)" >"$build/build.log" 2>
 built=$(date +%s)
 echo "fuzz: built in $((built - start)) s; $secs s per target"
 
-passed=0
-failed=0
-for src in tests/fuzz/*_fuzz.cc; do
-  target=$(basename "$src" .cc)
-  work="$build/run/$target"
-  findings="$build/findings/$target"
-  rm -rf "$work"
-  mkdir -p "$work/corpus" "$findings"
-  if [[ -d "tests/fuzz/corpus/$target" ]]; then cp "tests/fuzz/corpus/$target"/* "$work/corpus/" 2>/dev/null || true; fi
-  log="$work/fuzz.log"
+# fuzz_one TARGET: one libFuzzer run; its verdict goes to $build/run/TARGET/verdict
+fuzz_one() {
+  local target=$1 work="$build/run/$1" findings="$build/findings/$1" rc execs
+  local log="$work/fuzz.log"
   set +e
   ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allocator_may_return_null=1" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
@@ -55,13 +50,46 @@ for src in tests/fuzz/*_fuzz.cc; do
   set -e
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
   if [[ $rc -eq 0 && -n "$execs" ]]; then
+    echo "ok ${execs}" >"$work/verdict"
+  else
+    echo "failed $rc ${execs:-?}" >"$work/verdict"
+  fi
+}
+
+# The targets run $(nproc) at a time (each is one process on one core), each for the full
+# $secs: the same fuzzing per target in less wall time.
+targets=()
+for src in tests/fuzz/*_fuzz.cc; do
+  target=$(basename "$src" .cc)
+  targets+=("$target")
+  rm -rf "$build/run/$target"
+  mkdir -p "$build/run/$target/corpus" "$build/findings/$target"
+  if [[ -d "tests/fuzz/corpus/$target" ]]; then cp "tests/fuzz/corpus/$target"/* "$build/run/$target/corpus/" 2>/dev/null || true; fi
+done
+running=0
+for target in "${targets[@]}"; do
+  if [[ $running -ge $(nproc) ]]; then
+    wait -n
+    running=$((running - 1))
+  fi
+  fuzz_one "$target" &
+  running=$((running + 1))
+done
+wait
+
+passed=0
+failed=0
+for target in "${targets[@]}"; do
+  verdict=missing a='' b=''
+  if [[ -f "$build/run/$target/verdict" ]]; then read -r verdict a b <"$build/run/$target/verdict" || true; fi
+  if [[ $verdict == ok ]]; then
     passed=$((passed + 1))
-    echo "fuzz: $target: ok, ${execs} executions in ${secs} s"
+    echo "fuzz: $target: ok, $a executions in ${secs} s"
   else
     failed=$((failed + 1))
-    echo "fuzz: $target: FAILED (exit $rc, ${execs:-?} executions); log $log; inputs kept in $findings/:"
-    ls -1 "$findings" | sed 's/^/  /'
-    grep -m 5 -E "ERROR|runtime error|invariant violated|terminate|deadly signal|Timeout|fuzz finding" "$log" | sed 's/^/  /' || true
+    echo "fuzz: $target: FAILED (exit ${a:-?}, ${b:-?} executions); log $build/run/$target/fuzz.log; inputs kept in $build/findings/$target/:"
+    ls -1 "$build/findings/$target" | sed 's/^/  /'
+    grep -m 5 -E "ERROR|runtime error|invariant violated|terminate|deadly signal|Timeout|fuzz finding" "$build/run/$target/fuzz.log" | sed 's/^/  /' || true
   fi
 done
 echo "fuzz: total $(($(date +%s) - start)) s (build $((built - start)) s)"
