@@ -1,5 +1,6 @@
 """bench/harness/report/vector_figures.py: QPS at equal recall (interpolated per round) and the paired
-ratios of the equal-recall table. Not part of the calico package; tested here because this
+ratios of the equal-recall table; postgres_report.py: the pgbench table's A/A column and counts.
+Not part of the calico package; tested here because this
 is the Python suite CI runs."""
 import importlib.util
 import math
@@ -77,3 +78,25 @@ def test_ltm_table_gives_device_depth_and_the_fraction_of_fio():
     assert vf.ltm_table([p], {1: 20000.0, 4: 50000.0, 16: 80000.0}, lines)
     row = next(line for line in lines if line.startswith("| 20% |"))
     assert row.endswith("| 58500 | 8.0 | 65000 | 90% | 0.40 |")
+
+
+_pg_path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "harness" / "report" / "postgres_report.py"
+_pg_spec = importlib.util.spec_from_file_location("postgres_report", _pg_path)
+pgr = importlib.util.module_from_spec(_pg_spec)
+_pg_spec.loader.exec_module(pgr)
+
+
+def test_postgres_report_prints_the_pgbench_a_a_column_and_counts_per_transaction(capsys, tmp_path):
+    summary = dict(bench="pg_oltp", kind="summary", mode="ltm", workload="tpcb", clients=1, scale=50, db_mb=758,
+                   rounds=3, shared_buffers="94MB", baseline="vanilla-worker", aa_ratio=0.907,
+                   tps={"vanilla-worker": 2000.0, "vanilla-aa": 1900.0, "calico": 1000.0},
+                   ratio_vs_baseline={"calico": 0.5})
+    counts = dict(bench="pg_oltp", kind="counts", mode="ltm", workload="tpcb", clients=1, config="calico", tps=1000.0,
+                  server_cpu_us_per_query=455.0, buffer_hits_per_query=17.7, blocks_read_per_query=1.74,
+                  io_writes_per_query=0.231, evictions_per_query=0.316, wal_writes_per_query=0.017,
+                  wal_fsyncs_per_query=0.009, syscalls_per_query=63.2)
+    pgr.oltp([summary, counts], str(tmp_path))
+    out = capsys.readouterr().out
+    assert "| calico / baseline | A/A |" in out
+    assert "| ltm | 94MB | tpcb | 1 | 2000.0 | 1000.0 | vanilla-worker | **0.5x** | 0.907 |" in out
+    assert "| ltm | tpcb | 1 | calico | 1000.0 | 455.0 | 17.7 | 1.74 | 0.231 | 0.316 | 0.017 | 0.009 | 63.2 |" in out
