@@ -471,6 +471,41 @@ class Progress:
         self.thread.join()
 
 
+def relation_files(servers, flavor, db, where):
+    """The files of the relations `SELECT ... FROM pg_class WHERE where` selects in flavor's
+    data directory: every 1 GB segment of each main fork (base/DB/NODE, NODE.1, ...)."""
+    rel = servers.psql(flavor, f'SELECT pg_relation_filepath(oid) FROM pg_class WHERE {where}', db=db).split()
+    files = []
+    for r in rel:
+        first = os.path.join(servers.data_dir(flavor), r)
+        files += [first] + sorted(glob.glob(first + '.[0-9]*'), key=lambda f: int(f.rsplit('.', 1)[1]))
+    return [f for f in files if os.path.exists(f)]
+
+
+def files_mb(files):
+    return sum(os.path.getsize(f) for f in files) / 2 ** 20
+
+
+def page_cache_mb(files):
+    """MB of files resident in the OS page cache (fincore, util-linux's mincore(2) tool)."""
+    if not files:
+        return 0.0
+    out = subprocess.run(['fincore', '--bytes', '--noheadings', '--output', 'RES'] + files,
+                         check=True, capture_output=True, text=True).stdout
+    return sum(int(x) for x in out.split()) / 2 ** 20
+
+
+def evict_page_cache(files):
+    """Drops files' clean pages from the OS page cache (written back first), without root."""
+    os.sync()
+    for f in files:
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def drop_os_caches():
     subprocess.run(['sync'], check=True)
     with open('/proc/sys/vm/drop_caches', 'w') as f:
@@ -486,7 +521,7 @@ def machine():
         pass
     with open('/proc/meminfo') as f:
         mem_kb = int(f.readline().split()[1])
-    commit = subprocess.run(['git', '-C', REPO, 'rev-parse', '--short', 'HEAD'],
+    commit = subprocess.run(['git', '-C', REPO, 'describe', '--always', '--dirty', '--abbrev=7'],
                             capture_output=True, text=True).stdout.strip()
     nproc = subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()
     return {'cpu': cpu, 'cores': os.cpu_count(), 'nproc': int(nproc or 0), 'mem_gib': round(mem_kb / 2**20, 1),

@@ -14,20 +14,22 @@
 #      points: a late publish under another backend's exclusive lock, an optimistic read
 #      through a reclaimed and reused slot, a stale read of a reclaimed slot's memory
 #      (postgres/tests/interleavings.sh);
-#   7. tap: TAP suites on the calico build: pgvector's own (vacuum, concurrent inserts, WAL;
+#   7. bench: the pgbench benchmark's larger-than-memory mode starts every timed run with its
+#      server's page cache warm, on vanilla and calico alike (postgres/tests/bench_oltp.sh);
+#   8. tap: TAP suites on the calico build: pgvector's own (vacuum, concurrent inserts, WAL;
 #      $PGVECTOR_TAP_CI below, or all 48 with PGVECTOR_TAP=all), PostgreSQL's AIO tests (src/test/modules/test_aio: sync, worker, io_uring),
 #      a subset of PostgreSQL's recovery suite ($RECOVERY_CI below; the whole suite:
 #      postgres/tests/recovery_full.sh), and ours (postgres/tests/t/): SIGKILL of the
 #      postmaster under load, many times, with amcheck and exact/HNSW checks after each
 #      restart; a calico primary streaming to a calico hot standby.
-#   8. ext: the calico extension on the unmodified server (postgres/extension; the "ext"
+#   9. ext: the calico extension on the unmodified server (postgres/extension; the "ext"
 #      tree: vanilla's binaries, calico and the patched pgvector installed): pgvector's
 #      regression tests with calico preloaded, at the default shared_buffers and at 1 MB,
 #      each checked to have read through calico's hints (calico_stats().hits > 0); pgvector's
 #      HNSW TAP tests with calico preloaded ($PGVECTOR_TAP_EXT below); then
 #      postgres/tests/differential_ext.sh: stock pgvector and ext on the same data directory,
 #      each searching the other's indexes, identical answers.
-# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings|tap|ext ...]
+# Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings|bench|tap|ext ...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/postgres/common.sh"
@@ -43,7 +45,7 @@ echo "shared_buffers = 1MB" > "$TMP/tiny.conf"
 chmod 644 "$TMP/tiny.conf"
 
 suites=("$@")
-[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress interleavings tap ext)
+[ "${#suites[@]}" -gt 0 ] || suites=(regress isolation pgvector differential stress interleavings bench tap ext)
 
 # The recovery tests CI runs (src/test/recovery/t): streaming replication and hot standby,
 # a timeline switch on promotion, restart after a backend's crash (and with temp files),
@@ -155,6 +157,10 @@ for suite in "${suites[@]}"; do
     interleavings)
       echo "=== postgres: interleavings (two backends, forced with test-only pause points)"
       bash "$ROOT/postgres/tests/interleavings.sh" "$TMP"
+      ;;
+    bench)
+      echo "=== postgres: pgbench benchmark larger than memory: every server's page cache warm (vanilla and calico)"
+      bash "$ROOT/postgres/tests/bench_oltp.sh" "$TMP"
       ;;
     tap)
       echo "=== postgres: pgvector TAP tests (calico): $PGVECTOR_TAP_CI"

@@ -214,13 +214,22 @@ def oltp(records, out):  # pylint: disable=unused-argument
     aa = any('aa_ratio' in r for r in rec.values())
     print(f"### pgbench (scale {one['scale']}, {one['db_mb']} MB, synchronous_commit off; {one['rounds']} rounds "
           f"of {fmt(runs[0].get('seconds')) if runs else '?'} s; load average {loads_of(runs)})\n")
+    def page_cache(mode, w, c):
+        # ltm: the least of the pgbench relations any timed run of the point found in the OS
+        # page cache at its start (each server reads its own copy of the data directory)
+        if mode != 'ltm':
+            return ''
+        shares = [r['page_cache_mb'] / r['relations_mb'] for r in runs
+                  if (r['mode'], r['workload'], r['clients']) == (mode, w, c) and r.get('relations_mb')]
+        return f'{min(shares):.0%}' if shares else 'not recorded'
+
     print('| mode | shared_buffers | workload | clients | ' + ' | '.join(configs) + ' | baseline | calico / baseline |' +
-          (' A/A |' if aa else ''))
-    print('|---|---|---|---|' + '---|' * len(configs) + '---|---|' + ('---|' if aa else ''))
+          (' A/A |' if aa else '') + ' page cache at start (least) |')
+    print('|---|---|---|---|' + '---|' * len(configs) + '---|---|' + ('---|' if aa else '') + '---|')
     for (mode, w, c), r in sorted(rec.items()):
         print(f"| {mode} | {r['shared_buffers']} | {w} | {c} | " + ' | '.join(fmt(r['tps'].get(x)) for x in configs) +
               f" | {r.get('baseline', '')} | **{r.get('ratio_vs_baseline', {}).get('calico', '')}x** |" +
-              (f" {r.get('aa_ratio', '')} |" if aa else ''))
+              (f" {r.get('aa_ratio', '')} |" if aa else '') + f' {page_cache(mode, w, c)} |')
     print()
     counts = pick(records, bench='pg_oltp', kind='counts')
     if counts:
