@@ -69,6 +69,10 @@ PGVECTOR_TAP_EXT="test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hn
 # on calico): 5 keep the suite within its time budget.
 EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-3}
 
+# TAP files run this many at a time (prove -j): each creates its own nodes on its own ports
+# and data directories, and most of their time is spent waiting on servers, not on the CPU.
+PROVE_JOBS=${PROVE_JOBS:-$(nproc)}
+
 # make_in FLAVOR DIR [ARGS]: make in a build tree as the PostgreSQL user; on failure, the
 # regression diffs are shown.
 make_in() {
@@ -91,7 +95,7 @@ prove_with_pgvector() {
   shift
   if ! as_pg env PATH="$OUT/$flavor/install/bin:$PATH" ${TEMP_CONFIG:+TEMP_CONFIG="$TEMP_CONFIG"} \
       make -C "$OUT/$flavor/pgvector" prove_installcheck PG_CONFIG="$OUT/$flavor/install/bin/pg_config" \
-      PROVE_TESTS="$*" > "$TMP/prove.log" 2>&1; then
+      PROVE_TESTS="$*" PROVE_FLAGS="-j$PROVE_JOBS" > "$TMP/prove.log" 2>&1; then
     grep -vE "^(ok|#) " "$TMP/prove.log" | tail -40
     find "$OUT/$flavor/pgvector/tmp_check/log" -name 'regress_log_*' -newer "$TMP/tiny.conf" \
       -exec grep -l "not ok" {} \; 2>/dev/null | sed -n 1,3p | xargs -r tail -40
@@ -166,9 +170,9 @@ for suite in "${suites[@]}"; do
       echo "=== postgres: pgvector TAP tests (calico): $PGVECTOR_TAP_CI"
       prove_with_pgvector calico "$PGVECTOR_TAP_CI"
       echo "=== postgres: test_aio TAP suite (calico)"
-      make_in calico src/src/test/modules/test_aio check
+      make_in calico src/src/test/modules/test_aio check PROVE_FLAGS="-j$PROVE_JOBS"
       echo "=== postgres: recovery TAP subset (calico): $RECOVERY_CI"
-      make_in calico src/src/test/recovery check PROVE_TESTS="$RECOVERY_CI"
+      make_in calico src/src/test/recovery check PROVE_TESTS="$RECOVERY_CI" PROVE_FLAGS="-j$PROVE_JOBS"
       echo "=== postgres: crash (SIGKILL) and hot standby TAP tests (calico; postgres/tests/t)"
       mkdir -p "$TMP/t"
       cp "$ROOT"/postgres/tests/t/*.pl "$ROOT"/postgres/tests/t/*.pm "$TMP/t/"
