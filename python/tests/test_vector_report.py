@@ -117,3 +117,14 @@ def test_postgres_report_prints_the_least_page_cache_a_pgbench_run_started_with(
     out = capsys.readouterr().out
     assert "| ltm | 98MB | tpcb | 1 | 2500.0 | 2450.0 | vanilla-worker | **0.98x** | 25% |" in out
     assert "| inmem | 2048MB | tpcb | 1 | 2500.0 | 2450.0 | vanilla-worker | **0.98x** |  |" in out
+
+
+def test_postgres_report_says_not_run_for_an_ablation_step_that_did_not_run(capsys, tmp_path):
+    summary = dict(bench="pg_vector", kind="summary", dataset="embedding", n=1000, dim=384, metric="ip", M=16,
+                   ef_construction=64, index_mb=2, table_mb=1, mode="inmem", shared_buffers="4GB", rounds=3,
+                   ef=40, clients=1, baseline="vanilla-sync", qps={"vanilla-sync": 100.0, "calico": 170.0},
+                   ratio_vs_baseline={"calico": 1.7})
+    pgr.vector([summary], str(tmp_path))
+    out = capsys.readouterr().out
+    assert "| vanilla-sync | **1.7x** | not run, not run |" in out
+    assert "x, x" not in out
