@@ -95,7 +95,7 @@ void expect_bfs_matches(const BasicGraph<Pool>& g, const Adjacency& adj, const s
 
 template <class Pool>
 class GraphOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(GraphOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(GraphOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 TYPED_TEST(GraphOnEveryTranslation, BfsMatchesReferenceResidentAndTinyPool) {
   const Adjacency adj = random_adjacency(300, 9, 7);

@@ -152,7 +152,7 @@ RunResult load_run_check(Pool& pool, uint32_t warehouses, unsigned threads, bool
 
 template <class Pool>
 class TpccOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(TpccOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(TpccOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 // 3 threads on 3 warehouses in a pool of 64 frames (the database is ~20x larger): pages are
 // evicted and read back in every transaction, remote New-Order lines and Payments cross

@@ -148,7 +148,7 @@ class BTreeHints : public ::testing::Test {
   std::unique_ptr<Pool> pool_;
   std::optional<Tree> tree_;
 };
-TYPED_TEST_SUITE(BTreeHints, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(BTreeHints, testing::IndexPools, testing::PoolName);
 
 TYPED_TEST(BTreeHints, WritesReturnTheHintAndACorrectHintIsAHit) {
   auto& tree = this->tree();

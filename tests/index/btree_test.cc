@@ -163,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(BTree, BTreeModel,
 // The model test, concurrency and tiny-pool tests on every translation that evicts.
 template <class Pool>
 class BTreeOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(BTreeOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(BTreeOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 TYPED_TEST(BTreeOnEveryTranslation, RandomOperationsMatchStdMapOnTinyAndLargePools) {
   for (uint32_t frames : {6u, 1024u}) {

@@ -266,7 +266,7 @@ TEST(CodedHnsw, AutomaticEntriesScoreTheWholeSampleOnlyWhilePagesAreRead) {
 // frames (the 600 rows' vectors take 86 pages), every result exact and recall as above.
 template <class Pool>
 class CodedHnswOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(CodedHnswOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(CodedHnswOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 TYPED_TEST(CodedHnswOnEveryTranslation, SearchesWithATinyPool) {
   using Index = BasicCodedHnsw<TypeParam>;

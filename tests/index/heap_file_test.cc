@@ -194,7 +194,7 @@ void table2_sum(uint32_t frames, bool expect_evictions) {
 // Scans, sums and concurrent appends on every translation that evicts.
 template <class Pool>
 class HeapFileOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(HeapFileOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(HeapFileOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 TYPED_TEST(HeapFileOnEveryTranslation, Table2SumColumnResidentPool) { table2_sum<TypeParam>(256, false); }
 TYPED_TEST(HeapFileOnEveryTranslation, Table2SumColumnTinyPoolEvictsConstantly) {

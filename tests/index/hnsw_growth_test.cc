@@ -76,7 +76,7 @@ void expect_complete(const BasicHnsw<Pool>& h, const testing::Data& data, uint32
 
 template <class Pool>
 class HnswGrowthOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(HnswGrowthOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(HnswGrowthOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 // Sequential adds from capacity 10 to 1500: the capacity doubles per level-0 extent, the
 // structure holds after each doubling, and every node is reachable.

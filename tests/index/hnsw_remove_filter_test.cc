@@ -61,7 +61,7 @@ std::vector<uint64_t> random_allow_list(std::mt19937_64& rng, double fraction) {
 
 template <class Pool>
 class HnswRemoveFilterOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(HnswRemoveFilterOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(HnswRemoveFilterOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 // Six phases of 160 random steps (add an unused id 45%, remove a live id 25%, search 30%:
 // no filter, or allow-lists of 1%, 10%, 50% of the ids), each phase ending with

@@ -169,7 +169,7 @@ constexpr uint32_t kTinyPoolFrames = 36;  // for 1,000 nodes: 35 level-0 pages +
 
 template <class Pool>
 class HnswOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(HnswOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(HnswOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 // 1,000 vectors of dim 16 (M 8: 29 nodes per 4 KB page, 35 level-0 pages plus the upper
 // region and the metadata) in a 36-frame pool: recall@10 >= 0.9 at ef 64 for L2; every read

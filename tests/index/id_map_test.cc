@@ -193,7 +193,7 @@ void model_test(uint32_t frames) {
 
 template <class Pool>
 class IdMapOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(IdMapOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(IdMapOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 TYPED_TEST(IdMapOnEveryTranslation, HnswModelOfUpsertDeleteAndFilteredSearch) {
   model_test<HnswKind<TypeParam>, TypeParam>(24);

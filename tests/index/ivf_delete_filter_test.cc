@@ -135,7 +135,7 @@ std::vector<std::vector<uint32_t>> contents(const BasicIvf<Pool>& ivf) {
 
 template <class Pool>
 class IvfRemoveFilterOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(IvfRemoveFilterOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(IvfRemoveFilterOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 // Five phases of 150 random steps on a 16-frame pool: add (40%: a new id 70%, an id with
 // rows already 20% (a second row), a removed id 10%), remove a batch of 1-4 ids with rows

@@ -87,7 +87,7 @@ void expect_rows_in_nearest_list(const BasicIvf<Pool>& ivf, const Data& d) {
 
 template <class Pool>
 class IvfOnEveryTranslation : public ::testing::Test {};
-TYPED_TEST_SUITE(IvfOnEveryTranslation, testing::EvictingPools, testing::PoolName);
+TYPED_TEST_SUITE(IvfOnEveryTranslation, testing::IndexPools, testing::PoolName);
 
 // nprobe = nlist: exact, in every read mode; nprobe = 4 of 32: recall@10 >= 0.9 and the
 // same results in every read mode; above nlist: clamped (exact).

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 
@@ -14,22 +16,63 @@
 namespace calico::testing {
 
 namespace detail {
-template <class List, class... Kept>
-struct Evicting;
-template <class... Kept>
-struct Evicting<variants::TranslationList<>, Kept...> {
+// The pools of the translations in List that Keep<T>::value keeps, as a GoogleTest type list.
+template <template <class> class Keep, class List, class... Kept>
+struct Filter;
+template <template <class> class Keep, class... Kept>
+struct Filter<Keep, variants::TranslationList<>, Kept...> {
   using type = ::testing::Types<BasicBufferPool<Kept>...>;
 };
-template <class T, class... Rest, class... Kept>
-struct Evicting<variants::TranslationList<T, Rest...>, Kept...> {
-  using type = std::conditional_t<T::kDirect, typename Evicting<variants::TranslationList<Rest...>, Kept...>::type,
-                                  typename Evicting<variants::TranslationList<Rest...>, Kept..., T>::type>;
+template <template <class> class Keep, class T, class... Rest, class... Kept>
+struct Filter<Keep, variants::TranslationList<T, Rest...>, Kept...> {
+  using type = std::conditional_t<Keep<T>::value,
+                                  typename Filter<Keep, variants::TranslationList<Rest...>, Kept..., T>::type,
+                                  typename Filter<Keep, variants::TranslationList<Rest...>, Kept...>::type>;
 };
+
+template <class T>
+struct Evicts : std::bool_constant<!T::kDirect> {};
+
+// The translations the index tests run on under the sanitizers: one per mechanism (the
+// array with versions, the sparse array's lazy reservation and hole punching, tier
+// migration, the lock-free hash table, LIPAH's hints, vmcache's page table with tiers).
+// The others are a lock-based hash table (chained, open), a variant of one listed (vmcache
+// and vmcache_2m of vmcache_n, array_hinted of lipah) or a predictor in front of the array.
+inline constexpr std::string_view kSanitizerIndexTranslations[] = {"array",         "array_sparse", "array_tiered",
+                                                                   "hash_lockfree", "lipah",        "vmcache_n"};
+
+template <class T>
+constexpr bool in_sanitizer_index_set() {
+  for (std::string_view name : kSanitizerIndexTranslations)
+    if (name == T::kName) return true;
+  return false;
+}
+template <class T>
+struct InSanitizerIndexSet : std::bool_constant<!T::kDirect && in_sanitizer_index_set<T>()> {};
+
+template <class... Ts>
+constexpr size_t sanitizer_index_set_size(variants::TranslationList<Ts...>) {
+  return (size_t{InSanitizerIndexSet<Ts>::value} + ... + 0);
+}
+static_assert(sanitizer_index_set_size(variants::AllTranslations{}) == std::size(kSanitizerIndexTranslations),
+              "a name in kSanitizerIndexTranslations names no evicting translation");
 }  // namespace detail
 
 // Every pool whose translation evicts (all but `direct`, which needs every page resident and
-// is tested on its own): the index and stress tests run on each, with tiny pools.
-using EvictingPools = typename detail::Evicting<variants::AllTranslations>::type;
+// is tested on its own): the pool's own tests (the stress test with its reference model,
+// prewarm, read groups) run on each, with tiny pools, in every build.
+using EvictingPools = typename detail::Filter<detail::Evicts, variants::AllTranslations>::type;
+
+// The pools the index and benchmark tests (B+tree, heap file, HNSW, IVF, graphs, TPC-C) run
+// on: every evicting translation in the release build, and the six of
+// detail::kSanitizerIndexTranslations under ThreadSanitizer and ASan
+// (CALICO_INDEX_TESTS_SANITIZER_SET, set by CMakeLists.txt), where every test costs 5-20
+// times as much: the pool's tests above still cover all twelve there.
+#if CALICO_INDEX_TESTS_SANITIZER_SET
+using IndexPools = typename detail::Filter<detail::InSanitizerIndexSet, variants::AllTranslations>::type;
+#else
+using IndexPools = EvictingPools;
+#endif
 
 // Test names carry the translation's name: BTreeOnEveryTranslation/hash_open.Model...
 struct PoolName {
