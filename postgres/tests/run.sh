@@ -23,7 +23,8 @@
 #      postmaster under load, many times, with amcheck and exact/HNSW checks after each
 #      restart; a calico primary streaming to a calico hot standby.
 #   9. ext: the calico extension on the unmodified server (postgres/extension; the "ext"
-#      tree: vanilla's binaries, calico and the patched pgvector installed): pgvector's
+#      tree: vanilla's binaries, calico and the patched pgvector installed): PostgreSQL's
+#      regression and isolation suites (installcheck) with calico preloaded; pgvector's
 #      regression tests with calico preloaded, at the default shared_buffers and at 1 MB,
 #      each checked to have read through calico's hints (calico_stats().hits > 0); pgvector's
 #      HNSW TAP tests with calico preloaded ($PGVECTOR_TAP_EXT below); then
@@ -105,6 +106,25 @@ prove_with_pgvector() {
   grep -E "^Files=|^Result:" "$TMP/prove.log" | tail -2
 }
 
+# server_installcheck FLAVOR DIR TARGET [SETTING...]: one of PostgreSQL's installcheck suites
+# from vanilla's build tree (DIR under src/, TARGET installcheck or installcheck-parallel)
+# against FLAVOR's server started with the settings: PostgreSQL's own suites on ext (vanilla's
+# binaries with calico preloaded).
+server_installcheck() {
+  local flavor=$1 dir=$2 target=$3
+  shift 3
+  bash "$PG" run "$flavor" "$@" -- \
+    bash -c 'as() { if [ "$(id -u)" -eq 0 ]; then runuser -u '"$CALICO_PG_USER"' -- "$@"; else "$@"; fi; }
+             as env PATH="$PATH" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" \
+               make -C "'"$OUT/vanilla/src/$dir"'" '"$target" > "$TMP/installcheck.log" 2>&1 || {
+      tail -30 "$TMP/installcheck.log"
+      find "$OUT/vanilla/src/$dir" -name regression.diffs -newer "$TMP/tiny.conf" -exec head -80 {} \;
+      echo "=== postgres: FAILED: $dir $target on $flavor $*"
+      exit 1
+    }
+  grep -E "tests passed|All [0-9]+ tests" "$TMP/installcheck.log" | tail -1
+}
+
 # pgvector_installcheck FLAVOR [SETTING...]: pgvector's regression tests against FLAVOR; on
 # ext, the calico_stats() hits after them are left in $TMP/ext-hits.out.
 pgvector_installcheck() {
@@ -183,6 +203,10 @@ for suite in "${suites[@]}"; do
       # The hits since the server started (calico's counters live in its shared memory).
       printf '%s\n' 'CREATE EXTENSION IF NOT EXISTS calico;' 'SELECT hits FROM calico_stats();' > "$TMP/ext-hits.sql"
       chmod 644 "$TMP/ext-hits.sql"
+      echo "=== postgres: PostgreSQL's regression suite (ext: unmodified server, calico preloaded)"
+      server_installcheck ext src/test/regress installcheck-parallel
+      echo "=== postgres: PostgreSQL's isolation suite (ext: unmodified server, calico preloaded)"
+      server_installcheck ext src/test/isolation installcheck max_prepared_transactions=10
       for sb in default 1MB; do
         echo "=== postgres: pgvector installcheck (ext: unmodified server, calico preloaded, shared_buffers $sb)"
         settings=()
