@@ -27,7 +27,7 @@
 #      regression and isolation suites (installcheck) with calico preloaded; pgvector's
 #      regression tests with calico preloaded, at the default shared_buffers and at 1 MB,
 #      each checked to have read through calico's hints (calico_stats().hits > 0); pgvector's
-#      HNSW TAP tests with calico preloaded ($PGVECTOR_TAP_EXT below); then
+#      HNSW and IVFFlat TAP tests with calico preloaded ($PGVECTOR_TAP_EXT below); then
 #      postgres/tests/differential_ext.sh: stock pgvector and ext on the same data directory,
 #      each searching the other's indexes, identical answers.
 # Usage: postgres/tests/run.sh [regress|isolation|pgvector|differential|stress|interleavings|bench|tap|ext ...]
@@ -61,11 +61,11 @@ RECOVERY_CI="t/001_stream_rep.pl t/004_timeline_switch.pl t/013_crash_restart.pl
 # mean 5.07; vanilla 3.65-5.85, mean 4.99).
 PGVECTOR_TAP_CI="test/t/001_ivfflat_wal.pl test/t/002_ivfflat_vacuum.pl test/t/007_ivfflat_inserts.pl test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl test/t/048_ivfflat_vacuum_insert.pl"
 [ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_CI='test/t/*.pl'
-# pgvector's HNSW TAP tests on ext with calico preloaded: WAL (a standby replaying what the
-# primary wrote), vacuum, concurrent inserts, vacuum under scans and under inserts: the paths
-# where optimistic reads meet writers. PGVECTOR_TAP=all runs all 48 there too.
-PGVECTOR_TAP_EXT="test/t/010_hnsw_wal.pl test/t/011_hnsw_vacuum.pl test/t/016_hnsw_inserts.pl test/t/046_hnsw_vacuum_scan.pl test/t/047_hnsw_vacuum_insert.pl"
-[ "${PGVECTOR_TAP:-}" != all ] || PGVECTOR_TAP_EXT='test/t/*.pl'
+# pgvector's TAP tests on ext with calico preloaded, the same subset as above: WAL (a standby
+# replaying what the primary wrote), vacuum, concurrent inserts, vacuum under scans and under
+# inserts, for HNSW (the paths where optimistic reads meet writers) and IVFFlat (its list and
+# entry pages read through the hints, probed lists prefetched). PGVECTOR_TAP=all runs all 48.
+PGVECTOR_TAP_EXT=$PGVECTOR_TAP_CI
 # Crash rounds of postgres/tests/t/001_crash_restart.pl in the ext suite (the tap suite runs 10
 # on calico): 5 keep the suite within its time budget.
 EXT_CRASH_ROUNDS=${EXT_CRASH_ROUNDS:-3}
