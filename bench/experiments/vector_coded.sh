@@ -12,6 +12,12 @@
 #      / n) bytes per vector, the coded index's bytes per vector; JSON lines into OUT/diskann.jsonl;
 #   3. with USEARCH=1, usearch's view through bench/experiments/vector_peer_ltm.sh (its limit is
 #      f x usearch's own index file, about the HNSW's size) into OUT/vector.jsonl.
+# CROSS_ROUNDS=R (default 1) runs the whole sequence R times, so that the systems' rounds interleave
+# (calico f1, DiskANN f1, calico f2, ..., then again): the disk's speed drifts from minute to
+# minute, and a system measured only after the other would carry that drift in its ratio. Every
+# line records its "cross_round"; the report merges the lines of a setting (median QPS, reads,
+# latencies). calico_bench builds once (--reuse, in the script's scratch directory) and searches
+# that build in every round and at every fraction; DiskANN builds once into INDEX_DIR.
 # Each runs alone in a v1 memory cgroup, the page cache dropped first:
 #   calico_bench builds both indexes in the same process before it searches, so its limit is set
 #   once it prints "built:": the cgroup's usage then (dataset, heap; caches dropped again) + f x
@@ -65,7 +71,7 @@ in_cgroup() {
 # calico_bench at fraction $1: JSON lines into $2, then (with the load averages and the cgroup's
 # numbers) appended to OUT/calico.jsonl.
 run_calico() {
-  local f=$1 json=$2 cg=$cgroot/calico-vector-coded
+  local f=$1 json=$2 round=$3 cg=$cgroot/calico-vector-coded
   mkdir -p "$cg"
   echo -1 > "$cg/memory.limit_in_bytes"
   drop_caches
@@ -75,7 +81,7 @@ run_calico() {
   local state="$scratch/calico-state"
   : > "$state"
   in_cgroup "$cg" stdbuf -oL "$BENCH" vector-coded "${calico_opts[@]}" --pool-fraction "$f" \
-      --cache-dir "$data" --dir "$scratch/calico" --json "$json" |
+      --cache-dir "$data" --dir "$scratch/calico" --reuse --json "$json" |
     while IFS= read -r line; do
       echo "$line" >&2
       if [[ $line =~ ^built[^:]*:.*\(([0-9]+)\ MB\) ]]; then  # "built:" or "built (reused):"
@@ -93,13 +99,14 @@ run_calico() {
   local peak base limit
   peak=$(cat "$cg/memory.max_usage_in_bytes")
   read -r base limit < "$state" || { echo "vector_coded: calico_bench printed no 'built:' line" >&2; exit 1; }
-  python3 - "$json" "$load0" "$(loadavg)" "$base" "$limit" "$peak" >> "$out/calico.jsonl" <<'PY'
+  python3 - "$json" "$load0" "$(loadavg)" "$base" "$limit" "$peak" "$round" >> "$out/calico.jsonl" <<'PY'
 import json, sys
-path, load0, load1, base, limit, peak = sys.argv[1:]
+path, load0, load1, base, limit, peak, round_ = sys.argv[1:]
 for line in open(path):
     r = json.loads(line)
     r.update(system="calico", loadavg={"start": [float(x) for x in load0.split()], "end": [float(x) for x in load1.split()]},
-             usage_after_build_bytes=int(base), limit_bytes=int(limit), cgroup_peak_bytes=int(peak))
+             usage_after_build_bytes=int(base), limit_bytes=int(limit), cgroup_peak_bytes=int(peak),
+             cross_round=int(round_))
     print(json.dumps(r))
 PY
   rmdir "$cg"
@@ -107,7 +114,7 @@ PY
 
 # DiskANN at fraction $1, with the budget of calico's coded lines at $1 in $2.
 run_diskann() {
-  local f=$1 calico_json=$2 cg=$cgroot/calico-vector-diskann
+  local f=$1 calico_json=$2 round=$3 cg=$cgroot/calico-vector-diskann
   local ds
   ds=$(python3 -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['dataset'])" "$calico_json")
   local opts=(--data-dir "$data/$ds" --index-dir "$indexes" --calico-json "$calico_json" --pool-fraction "$f"
@@ -137,13 +144,13 @@ PY
   local peak
   peak=$(cat "$cg/memory.max_usage_in_bytes")
   echo "  diskann: exit $rc, cgroup peak $((peak >> 20)) MB of $((limit >> 20)) MB" >&2
-  python3 - "$tmp" "$limit" "$peak" "$rc" "$f" >> "$out/diskann.jsonl" <<'PY'
+  python3 - "$tmp" "$limit" "$peak" "$rc" "$f" "$round" >> "$out/diskann.jsonl" <<'PY'
 import json, sys
-path, limit, peak, rc, f = sys.argv[1:]
+path, limit, peak, rc, f, round_ = sys.argv[1:]
 lines = open(path).read().splitlines()
 for line in lines:
     r = json.loads(line)
-    r.update(limit_bytes=int(limit), cgroup_peak_bytes=int(peak))
+    r.update(limit_bytes=int(limit), cgroup_peak_bytes=int(peak), cross_round=int(round_))
     print(json.dumps(r))
 if int(rc) != 0:  # 137: the memory limit
     print(json.dumps({"experiment": "vector_coded_unfinished", "system": "diskann", "pool_fraction": float(f),
@@ -153,13 +160,18 @@ PY
 }
 
 IFS=, read -ra fs <<< "$fractions"
-for f in "${fs[@]}"; do
-  if [ "${DISKANN_ONLY:-0}" = 1 ]; then  # another DiskANN configuration at an earlier run's budgets
-    run_diskann "$f" "$out/calico.jsonl"
-    continue
-  fi
-  run_calico "$f" "$scratch/calico-$f.jsonl"
-  run_diskann "$f" "$scratch/calico-$f.jsonl"  # the budget from this run's coded lines
+rounds=${CROSS_ROUNDS:-1}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "vector_coded: CROSS_ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
+for ((round = 1; round <= rounds; round++)); do
+  for f in "${fs[@]}"; do
+    echo "=== vector_coded: round $round of $rounds, f = $f" >&2
+    if [ "${DISKANN_ONLY:-0}" = 1 ]; then  # another DiskANN configuration at an earlier run's budgets
+      run_diskann "$f" "$out/calico.jsonl" "$round"
+      continue
+    fi
+    run_calico "$f" "$scratch/calico-$f-$round.jsonl" "$round"  # calico_bench appends: a file per round
+    run_diskann "$f" "$scratch/calico-$f-$round.jsonl" "$round"  # the budget from this run's coded lines
+  done
 done
 
 if [ "${USEARCH:-0}" = 1 ]; then
