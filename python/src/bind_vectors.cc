@@ -365,7 +365,7 @@ void bind_vectors(nb::module_& m) {
             nb::gil_scoped_release release;
             return h.api->memory();
           },
-          "Resident bytes as a dict: 'codes' (codes and slot states of the capacity), 'model',\n"
+          "Resident bytes as a dict: 'codes' (codes and slot states of the capacity, the entry sample), 'model',\n"
           "'pool_frames' (the whole pool's, shared with its other structures), 'translation',\n"
           "'pinned_rows' (pin_rows' copies), 'total' (their sum), and 'budget' (the memory_budget;\n"
           "2^64 - 1: none).")

@@ -49,8 +49,9 @@
 //     Algorithm 4 choosing M of them): flat graphs search as well as the hierarchy on
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
-//     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes:
-//     all of them while pages are being read, kResidentEntries of them in memory (below).
+//     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes
+//     (copies kept side by side: one sequential pass, not a cache miss per entry): all of
+//     them while pages are being read, kResidentEntries of them in memory (below).
 //   - Search: a beam of width ef on level 0, navigated by code estimates. Each step takes the
 //     prefetch_width best candidates, requests their pages as one batch (pool.prefetch_group)
 //     and expands them all (DiskANN's beam width W), until 8 batches in a row found every
@@ -388,8 +389,14 @@ class BasicCodedHnsw {
     std::vector<uint8_t> codes;                         // capacity x code_bytes
     std::unique_ptr<std::atomic<uint8_t>[]> states;     // capacity SlotStates
     std::mutex grow_mutex;                              // one growth at a time
-    mutable std::mutex entries_mutex;
+    // entries_mutex: exclusive to change entries and entry_codes, shared to read them.
+    mutable std::shared_mutex entries_mutex;
     std::vector<uint32_t> entries;                      // search starts (complete nodes)
+    // entries[i]'s code at entry_codes[i * code_bytes]: a copy, so that a search scores the
+    // sample in one sequential pass and not by a cache miss per entry (15,600 at 1M rows).
+    // A sampled slot's code does not change while it is an entry (add writes it before the
+    // slot joins, consolidate() drops the slot before it frees it).
+    std::vector<uint8_t> entry_codes;
     std::atomic<uint32_t> entry{CodedMeta::kNone};      // the first node (coded before published)
     uint64_t budget_bytes = 0;
     std::mutex spare_mutex;                             // add()'s scratch states

@@ -63,6 +63,15 @@ inline void begin_epoch(std::vector<uint16_t>& visited, std::vector<uint16_t>& e
 // searches take fewer hops. On squared L2; cosine distances (1 - cos of unit vectors,
 // vector/distance.h) are half the squared L2 of unit vectors, so the same test holds; inner
 // products are no metric, so alpha does not apply to them.
+// Resident bytes of the codes of `capacity` slots: a code and a state byte per slot, the
+// entry sample (about capacity / entry_rate slots, a quarter more for the hash's spread: an id
+// and a copy of the code each) and the model.
+inline uint64_t resident_codes_bytes(uint64_t capacity, uint64_t code_bytes, uint32_t entry_rate,
+                                     uint64_t model_bytes) {
+  const uint64_t sample = capacity / entry_rate + capacity / (4 * uint64_t{entry_rate}) + 16;
+  return capacity * (code_bytes + 1) + sample * (code_bytes + 4) + model_bytes;
+}
+
 inline bool pruned_by(vector::Metric metric, float alpha, float to_kept, float to_base) {
   if (metric == vector::Metric::kL2 || metric == vector::Metric::kCosine) return alpha * to_kept < to_base;
   return to_kept < to_base;
@@ -104,7 +113,7 @@ inline void BasicCodedHnsw<Pool>::check_header(const std::byte* page, PageId pid
 
 template <class Pool>
 inline uint64_t BasicCodedHnsw<Pool>::codes_bytes(uint64_t capacity) const {
-  return capacity * (layout_.code_bytes + 1) + model_bytes_;
+  return coded_detail::resident_codes_bytes(capacity, layout_.code_bytes, params_.entry_rate, model_bytes_);
 }
 
 template <class Pool>
@@ -115,7 +124,7 @@ inline void BasicCodedHnsw<Pool>::check_budget(Pool& pool, uint64_t budget, uint
   if (budget < codes) {
     coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) +
                           " is below the codes' size " + std::to_string(codes) +
-                          " (capacity x (code + state) + model)" + std::string(hint));
+                          " (capacity x (code + state), the entry sample, model)" + std::string(hint));
   }
   if (budget - codes < frames) {
     coded_detail::invalid(std::string(what) + ": budget_bytes " + std::to_string(budget) + " is below the codes (" +
@@ -169,7 +178,8 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
                                           static_cast<uint32_t>(model->code_bytes()),
                                           static_cast<uint32_t>(blob.size()));
   if (!l.fits()) invalid("dim / M: a node row (links and vector) or a code does not fit a page");
-  check_budget(pool, budget_bytes, uint64_t{capacity} * (l.code_bytes + 1) + blob.size(), "create",
+  check_budget(pool, budget_bytes, coded_detail::resident_codes_bytes(capacity, l.code_bytes, p.entry_rate, blob.size()),
+               "create",
                p.bits > 1 ? "; codes of fewer bits per dimension (bits 1) are smaller" : "");
 
   std::random_device rd;
@@ -282,7 +292,8 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   }
   if (m.entry != CodedMeta::kNone && m.entry >= m.capacity) corrupt_page(coded_detail::kKind, "metadata entry", meta_pid);
   if (m.size > m.capacity) corrupt_page(coded_detail::kKind, "metadata size", meta_pid);
-  check_budget(pool, budget_bytes, uint64_t{m.capacity} * (l.code_bytes + 1) + m.model_bytes, "open");
+  check_budget(pool, budget_bytes,
+               coded_detail::resident_codes_bytes(m.capacity, l.code_bytes, m.entry_rate, m.model_bytes), "open");
   CodedHnswParams p;
   p.dim = m.dim;
   p.metric = static_cast<vector::Metric>(m.metric);
@@ -342,6 +353,8 @@ inline void BasicCodedHnsw<Pool>::load_codes(uint32_t capacity) {
         ++removed_count;
       } else if (sampled(static_cast<uint32_t>(s))) {
         sh.entries.push_back(static_cast<uint32_t>(s));
+        const uint8_t* code = sh.codes.data() + s * layout_.code_bytes;
+        sh.entry_codes.insert(sh.entry_codes.end(), code, code + layout_.code_bytes);
       }
     }
   }
@@ -448,6 +461,8 @@ inline CodedHnswMemory BasicCodedHnsw<Pool>::memory() const {
   {
     const auto lock = lock_codes();
     mem.codes = shared_->codes.capacity() + capacity();
+    std::shared_lock entries(shared_->entries_mutex);
+    mem.codes += shared_->entries.capacity() * 4 + shared_->entry_codes.capacity();
     mem.pinned_rows = shared_->pinned != nullptr ? shared_->pinned->bytes() : 0;
   }
   mem.model = model_bytes_;
@@ -605,6 +620,7 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   if (sampled(id)) {
     std::lock_guard entries(sh.entries_mutex);
     sh.entries.push_back(id);
+    sh.entry_codes.insert(sh.entry_codes.end(), code.data(), code.data() + code.size());
   }
 }
 
@@ -878,7 +894,16 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
   }
   {
     std::lock_guard entries(sh.entries_mutex);
-    std::erase_if(sh.entries, [&](uint32_t s) { return !is_live(s); });
+    const size_t cb = layout_.code_bytes;
+    size_t kept = 0;
+    for (size_t i = 0; i < sh.entries.size(); ++i) {
+      if (!is_live(sh.entries[i])) continue;
+      sh.entries[kept] = sh.entries[i];
+      std::memmove(sh.entry_codes.data() + kept * cb, sh.entry_codes.data() + i * cb, cb);
+      ++kept;
+    }
+    sh.entries.resize(kept);
+    sh.entry_codes.resize(kept * cb);
   }
   // 3. The removed slots: no list names them now. Counted as freed first (a search that
   // then finds one absent skips it: freed_since), then cleared: state (the resident code
@@ -1229,14 +1254,46 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     }
   };
   if (entry != CodedMeta::kNone) start(entry);
+  offer();
   if (entries == 0 && width > 0 && st.resident_) entries = kResidentEntries;
   {
-    std::lock_guard lock(shared_->entries_mutex);
+    // The sample, scored from its codes' copies in blocks. Only an entry the beam takes is
+    // looked up (visited, state) and marked: one the full results turn away now would be
+    // turned away later too (their worst estimate only falls), so it needs no mark.
+    std::shared_lock lock(shared_->entries_mutex);
     const std::vector<uint32_t>& sample = shared_->entries;
+    const uint8_t* codes = shared_->entry_codes.data();
     const size_t step = entries == 0 || sample.size() <= entries ? 1 : (sample.size() + entries - 1) / entries;
-    for (size_t i = 0; i < sample.size(); i += step) start(sample[i]);
+    constexpr size_t kBlock = 256;
+    st.est_.resize(kBlock);
+    if (step > 1) st.codes_.resize(kBlock * cb);
+    for (size_t first = 0; first < sample.size(); first += kBlock * step) {
+      const size_t n = std::min(kBlock, (sample.size() - first + step - 1) / step);
+      const uint8_t* block = codes + first * cb;
+      if (step > 1) {
+        for (size_t j = 0; j < n; ++j) std::memcpy(st.codes_.data() + j * cb, codes + (first + j * step) * cb, cb);
+        block = st.codes_.data();
+      }
+      model_->estimate(*st.query_state_, block, n, st.est_.data());
+      st.stats_.estimates += n;
+      for (size_t j = 0; j < n; ++j) {
+        const vector::Neighbor c{st.est_[j], sample[first + j * step]};
+        if (st.results_.size() >= ef && !(c < st.results_.front())) continue;
+        if (c.id >= cap || st.visited_[c.id] == st.epoch_ || state_of(c.id) < kCoded) continue;
+        st.visited_[c.id] = st.epoch_;
+        st.candidates_.push_back(c);
+        std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
+        if (admit(c.id, state_of(c.id))) {
+          st.results_.push_back(c);
+          std::push_heap(st.results_.begin(), st.results_.end());
+          if (st.results_.size() > ef) {
+            std::pop_heap(st.results_.begin(), st.results_.end());
+            st.results_.pop_back();
+          }
+        }
+      }
+    }
   }
-  offer();
   // Expands c: its row (a pinned copy, or read from its page), its exact distance, and its
   // unvisited links offered.
   auto expand = [&](const vector::Neighbor& c, bool prefetch_first) {
@@ -1528,6 +1585,25 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
   const uint32_t entry = shared_->entry.load(std::memory_order_relaxed);
   if (entry != CodedMeta::kNone && (entry >= cap || state_of(entry) < kCoded)) {
     fail("entry " + std::to_string(entry) + " is absent");
+  }
+  // The entry sample: the sampled complete slots (and sampled removed ones consolidate() has
+  // not freed yet), each once, each copy equal to its slot's resident code.
+  {
+    std::shared_lock entries(shared_->entries_mutex);
+    const std::vector<uint32_t>& sample = shared_->entries;
+    const size_t cb = layout_.code_bytes;
+    if (shared_->entry_codes.size() != sample.size() * cb) fail("entry sample and its codes differ in length");
+    std::vector<uint8_t> seen(cap, 0);
+    for (size_t i = 0; i < sample.size(); ++i) {
+      const uint32_t s = sample[i];
+      if (s >= cap || state_of(s) < kComplete || !sampled(s) || seen[s]++) fail("entry sample holds slot " + std::to_string(s));
+      if (std::memcmp(shared_->entry_codes.data() + i * cb, code_of(s), cb) != 0) {
+        fail("entry sample's code of slot " + std::to_string(s) + " differs from its resident code");
+      }
+    }
+    for (uint32_t s = 0; s < cap; ++s) {
+      if (state_of(s) == kComplete && sampled(s) && !seen[s]) fail("sampled slot " + std::to_string(s) + " is no entry");
+    }
   }
   // Every node has a link while the graph has another node (not after removals: a node
   // whose only neighbours were removed keeps an empty list when no live node is left).
