@@ -348,7 +348,7 @@ class CodedHnswIndex:
 
     def memory(self) -> dict[str, int]:
         """
-        Resident bytes as a dict: 'codes' (codes and slot states of the capacity), 'model',
+        Resident bytes as a dict: 'codes' (codes and slot states of the capacity, the entry sample), 'model',
         'pool_frames' (the whole pool's, shared with its other structures), 'translation',
         'pinned_rows' (pin_rows' copies), 'total' (their sum), and 'budget' (the memory_budget;
         2^64 - 1: none).

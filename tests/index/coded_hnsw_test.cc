@@ -223,15 +223,16 @@ TEST(CodedHnsw, PinnedRowsGiveTheSameAnswersWithFewerPageReads) {
   EXPECT_EQ(idx.memory().pinned_rows, 0u);
 }
 
-// Automatic entries (CodedHnswSearchOptions::entries 0): while pages are being read a search
-// scores the whole entry sample, exactly as entries = "all" does; once the prefetch has gone
-// idle (everything resident) it scores kResidentEntries of it, and recall holds.
-TEST(CodedHnsw, AutomaticEntriesScoreTheWholeSampleOnlyWhilePagesAreRead) {
+// Automatic entries (CodedHnswSearchOptions::entries 0) score the whole entry sample, exactly
+// as entries = "all" does, whether pages are being read (16 frames) or everything is resident
+// and the prefetch has gone idle (1024 frames): recall must not depend on the pool's state. (It
+// did: in memory a search scored 64 entries, and at 1M clustered rows recall fell to 0.38.)
+TEST(CodedHnsw, AutomaticEntriesScoreTheWholeSampleWhetherOrNotPagesAreRead) {
   TempDir dir;
   {
     auto pool = BufferPool::open(small_options(dir.path(), 1024));
     CodedHnswParams p = params();
-    p.entry_rate = 8;  // a sample of about 375 entries, well above kResidentEntries
+    p.entry_rate = 8;  // a sample of about 375 entries
     Coded idx = Coded::create(*pool, "v", p, data().rows.data(), 1000, 1024, budget_for(*pool));
     for (uint64_t i = 0; i < kRows; ++i) idx.add(static_cast<uint32_t>(i), data().row(i));
     pool->flush();
@@ -250,15 +251,12 @@ TEST(CodedHnsw, AutomaticEntriesScoreTheWholeSampleOnlyWhilePagesAreRead) {
     st.reset_stats();
     const auto got_auto = search_all(idx, automatic, st);
     const uint64_t estimates_auto = st.stats().estimates;
-    std::printf("coded hnsw, %u frames: %.1f estimates per query with every entry, %.1f automatic\n", frames,
-                double(estimates_all) / kQueries, double(estimates_auto) / kQueries);
-    if (frames == 16) {  // reading pages: the same traversal
-      EXPECT_EQ(got_auto, got_all);
-      EXPECT_EQ(estimates_auto, estimates_all);
-    } else {  // resident: about 300 fewer entries scored per query
-      EXPECT_LT(estimates_auto + uint64_t{kQueries} * 200, estimates_all);
-      EXPECT_GE(testing::mean_recall(got_auto, truth()), 0.95);
-    }
+    EXPECT_EQ(got_auto, got_all);
+    // The same entries scored; the traversals may differ by a few estimates once resident,
+    // where the adaptive prefetch's state (carried from search to search) shapes the steps.
+    EXPECT_GE(estimates_auto * 100, estimates_all * 99);
+    EXPECT_GE(estimates_auto, uint64_t{kQueries} * 300);  // the sample, scored per query
+    EXPECT_GE(testing::mean_recall(got_auto, truth()), 0.95);
   }
 }
 

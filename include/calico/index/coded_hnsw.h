@@ -50,15 +50,15 @@
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
 //     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes
-//     (copies kept side by side: one sequential pass, not a cache miss per entry): all of
-//     them while pages are being read, kResidentEntries of them in memory (below).
+//     (copies kept side by side: one sequential pass, not a cache miss per entry), all of
+//     them by default: a start near the query saves hops, and with well-separated clusters
+//     a search that starts in none near the query does not find it (recall 0.38 at 1M rows
+//     from 64 entries, 0.90 from all 15,600: docs/results/vector_coded.md).
 //   - Search: a beam of width ef on level 0, navigated by code estimates. Each step takes the
 //     prefetch_width best candidates, requests their pages as one batch (pool.prefetch_group)
 //     and expands them all (DiskANN's beam width W), until 8 batches in a row found every
 //     page resident (then 256 expansions take one candidate each and request nothing: in
-//     memory the prefetch only costs; automatic entries are kResidentEntries until a batch
-//     reads a page again: scoring the whole sample saves hops, which larger than memory are
-//     reads and in memory cost less than the 1,500 estimates at 100K). Format 2 prefetched every candidate that entered the
+//     memory the prefetch only costs). Format 2 prefetched every candidate that entered the
 //     beam; most are never expanded. Expanding a node reads its row: its links, and its vector, scored
 //     exactly. The k nearest of the expanded nodes by exact distance are returned (every
 //     node left in the beam was expanded); candidates a scan of codes found (filters, below)
@@ -202,10 +202,9 @@ struct CodedHnswSearchOptions {
   // HNSW's memory; best-first was 3-7% faster in memory (docs/results/vector_coded.md).
   bool batched = true;
   // Entry points scored per search: at most this many of the entry sample, spread evenly
-  // over it. The sample holds about 1 node in CodedHnswParams::entry_rate. 0: automatic, all
-  // of them while pages are being read (every hop a good start saves is a read), and
-  // BasicCodedHnsw::kResidentEntries once the prefetch has gone idle (in memory, scoring
-  // the whole sample costs more than the hops it saves: docs/results/vector_coded.md).
+  // over it. The sample holds about 1 node in CodedHnswParams::entry_rate. 0: all of them
+  // (scored in one sequential pass; fewer starts lose recall on clustered data at 1M rows,
+  // in memory as larger than memory: docs/results/vector_coded.md).
   uint32_t entries = 0;
   // A filtered search whose filter allows at most this many ids scans their codes instead of
   // searching the graph. 0: automatic, a scan when m * m <= kScanC * ef * live for m allowed
@@ -229,7 +228,7 @@ struct CodedHnswSearchStats {
 
 // Resident memory of the index (bytes).
 struct CodedHnswMemory {
-  uint64_t codes = 0;        // the code array (capacity x code_bytes) and slot states
+  uint64_t codes = 0;        // the code array (capacity x code_bytes), slot states, the entry sample
   uint64_t model = 0;        // the quantiser's model
   uint64_t pool_frames = 0;  // the pool's frames (every space's: the pool is shared)
   uint64_t translation = 0;  // the pool's translation memory (private bytes)
@@ -275,10 +274,8 @@ class CodedHnswSearchState {
   std::vector<uint32_t>* trace_ = nullptr;            // if set, the beam appends each slot it expands
   // Adaptive prefetch: group prefetches that found every page resident, in a row; past
   // kIdlePrefetches the beam skips kSkippedOffers expansions before it tries again (in memory
-  // the prefetch only costs). resident_: the last probe went idle, and no group has read a
-  // page since (automatic entries are then kResidentEntries).
+  // the prefetch only costs).
   uint32_t idle_prefetches_ = 0, skip_prefetch_ = 0;
-  bool resident_ = false;
   CodedHnswSearchStats stats_;
 };
 
@@ -289,7 +286,6 @@ class BasicCodedHnsw {
  public:
   static constexpr uint32_t kMaxLinkAttempts = 10000;
   static constexpr uint32_t kIdlePrefetches = 8, kSkippedOffers = 256;  // CodedHnswSearchState
-  static constexpr uint32_t kResidentEntries = 64;  // CodedHnswSearchOptions::entries
   static constexpr uint64_t kMaxCapacity = UINT32_MAX - 1;
   static constexpr size_t kMaxNameBytes = 56;  // + ".codes" fits a space name (64), with room
 
@@ -317,7 +313,7 @@ class BasicCodedHnsw {
   }
   // Removed nodes not yet freed by consolidate().
   uint32_t tombstones() const { return shared_->removed.load(std::memory_order_relaxed); }
-  // The bytes codes, model and slot states of `capacity` slots take in memory.
+  // The bytes codes, model, slot states and the entry sample of `capacity` slots take in memory.
   uint64_t codes_bytes(uint64_t capacity) const;
   CodedHnswMemory memory() const;
 
@@ -389,8 +385,10 @@ class BasicCodedHnsw {
     std::vector<uint8_t> codes;                         // capacity x code_bytes
     std::unique_ptr<std::atomic<uint8_t>[]> states;     // capacity SlotStates
     std::mutex grow_mutex;                              // one growth at a time
-    // entries_mutex: exclusive to change entries and entry_codes, shared to read them.
+    // entries_mutex: exclusive to change entries and entry_codes, shared to read them
+    // (lock_entries*: a writer counted in entry_writers holds new readers back).
     mutable std::shared_mutex entries_mutex;
+    std::atomic<uint32_t> entry_writers{0};
     std::vector<uint32_t> entries;                      // search starts (complete nodes)
     // entries[i]'s code at entry_codes[i * code_bytes]: a copy, so that a search scores the
     // sample in one sequential pass and not by a cache miss per entry (15,600 at 1M rows).
@@ -444,6 +442,8 @@ class BasicCodedHnsw {
   void load_codes(uint32_t capacity);
   // codes_mutex shared, after any pending growth (see Shared::growing).
   std::shared_lock<std::shared_mutex> lock_codes() const;
+  std::shared_lock<std::shared_mutex> lock_entries() const;
+  std::unique_lock<std::shared_mutex> lock_entries_exclusive() const;
   // codes_mutex exclusive, raising Shared::growing while it waits. Pre: grow_mutex held.
   std::unique_lock<std::shared_mutex> lock_codes_exclusive();
   // The pinned rows a search begun now may use, or nullptr. Pre: codes_mutex held shared.

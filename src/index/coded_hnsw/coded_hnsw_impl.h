@@ -447,6 +447,23 @@ inline std::shared_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_codes() co
   return std::shared_lock(shared_->codes_mutex);
 }
 
+// The entry sample's lock, with writers first as for the codes (pthread's rwlock prefers
+// readers, and searches back to back, each holding it while it scores the sample, would
+// starve an add()). Lock order: codes_mutex, then entries_mutex.
+template <class Pool>
+inline std::shared_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_entries() const {
+  while (shared_->entry_writers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  return std::shared_lock(shared_->entries_mutex);
+}
+
+template <class Pool>
+inline std::unique_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_entries_exclusive() const {
+  shared_->entry_writers.fetch_add(1, std::memory_order_acq_rel);
+  std::unique_lock lock(shared_->entries_mutex);
+  shared_->entry_writers.fetch_sub(1, std::memory_order_acq_rel);
+  return lock;
+}
+
 template <class Pool>
 inline std::unique_lock<std::shared_mutex> BasicCodedHnsw<Pool>::lock_codes_exclusive() {
   shared_->growing.store(true, std::memory_order_release);
@@ -461,7 +478,7 @@ inline CodedHnswMemory BasicCodedHnsw<Pool>::memory() const {
   {
     const auto lock = lock_codes();
     mem.codes = shared_->codes.capacity() + capacity();
-    std::shared_lock entries(shared_->entries_mutex);
+    const auto entries = lock_entries();
     mem.codes += shared_->entries.capacity() * 4 + shared_->entry_codes.capacity();
     mem.pinned_rows = shared_->pinned != nullptr ? shared_->pinned->bytes() : 0;
   }
@@ -618,7 +635,7 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   sh.size.fetch_add(1, std::memory_order_relaxed);
   sh.states[id].store(kComplete, std::memory_order_release);
   if (sampled(id)) {
-    std::lock_guard entries(sh.entries_mutex);
+    const auto entries = lock_entries_exclusive();
     sh.entries.push_back(id);
     sh.entry_codes.insert(sh.entry_codes.end(), code.data(), code.data() + code.size());
   }
@@ -893,7 +910,7 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
     sh.entry.store(next, std::memory_order_release);
   }
   {
-    std::lock_guard entries(sh.entries_mutex);
+    const auto entries = lock_entries_exclusive();
     const size_t cb = layout_.code_bytes;
     size_t kept = 0;
     for (size_t i = 0; i < sh.entries.size(); ++i) {
@@ -1188,6 +1205,20 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
   st.links_.resize(max);
   st.vec_.resize(dim);
   const coded_detail::PinnedRows* pinned = st.pinned_;
+  // Takes c into the beam when the results have room or c beats their worst estimate.
+  auto take = [&](const vector::Neighbor& c) {
+    st.candidates_.push_back(c);
+    std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
+    if (admit(c.id, state_of(c.id))) {
+      st.results_.push_back(c);
+      std::push_heap(st.results_.begin(), st.results_.end());
+      if (st.results_.size() > ef) {
+        std::pop_heap(st.results_.begin(), st.results_.end());
+        st.results_.pop_back();
+      }
+    }
+  };
+  auto wanted = [&](const vector::Neighbor& c) { return st.results_.size() < ef || c < st.results_.front(); };
   // Scores st.fresh_ (unvisited, coded, marked) and offers them to the beam.
   auto offer = [&] {
     const size_t n = st.fresh_.size();
@@ -1199,18 +1230,7 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     st.stats_.estimates += n;
     for (size_t i = 0; i < n; ++i) {
       const vector::Neighbor c{st.est_[i], st.fresh_[i]};
-      if (st.results_.size() < ef || c < st.results_.front()) {
-        st.candidates_.push_back(c);
-        std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
-        if (admit(c.id, state_of(c.id))) {
-          st.results_.push_back(c);
-          std::push_heap(st.results_.begin(), st.results_.end());
-          if (st.results_.size() > ef) {
-            std::pop_heap(st.results_.begin(), st.results_.end());
-            st.results_.pop_back();
-          }
-        }
-      }
+      if (wanted(c)) take(c);
     }
   };
   // Larger than memory: before a node is expanded, its page and those of the next width - 1
@@ -1221,11 +1241,9 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
   auto note_prefetch = [&](bool started) {
     if (started) {
       st.idle_prefetches_ = 0;
-      st.resident_ = false;
     } else if (++st.idle_prefetches_ >= kIdlePrefetches) {
       st.idle_prefetches_ = 0;
       st.skip_prefetch_ = kSkippedOffers;
-      st.resident_ = true;
     }
   };
   auto prefetch = [&](uint32_t next) {
@@ -1255,12 +1273,11 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
   };
   if (entry != CodedMeta::kNone) start(entry);
   offer();
-  if (entries == 0 && width > 0 && st.resident_) entries = kResidentEntries;
   {
     // The sample, scored from its codes' copies in blocks. Only an entry the beam takes is
     // looked up (visited, state) and marked: one the full results turn away now would be
     // turned away later too (their worst estimate only falls), so it needs no mark.
-    std::shared_lock lock(shared_->entries_mutex);
+    const auto lock = lock_entries();
     const std::vector<uint32_t>& sample = shared_->entries;
     const uint8_t* codes = shared_->entry_codes.data();
     const size_t step = entries == 0 || sample.size() <= entries ? 1 : (sample.size() + entries - 1) / entries;
@@ -1278,19 +1295,9 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
       st.stats_.estimates += n;
       for (size_t j = 0; j < n; ++j) {
         const vector::Neighbor c{st.est_[j], sample[first + j * step]};
-        if (st.results_.size() >= ef && !(c < st.results_.front())) continue;
-        if (c.id >= cap || st.visited_[c.id] == st.epoch_ || state_of(c.id) < kCoded) continue;
+        if (!wanted(c) || c.id >= cap || st.visited_[c.id] == st.epoch_ || state_of(c.id) < kCoded) continue;
         st.visited_[c.id] = st.epoch_;
-        st.candidates_.push_back(c);
-        std::push_heap(st.candidates_.begin(), st.candidates_.end(), std::greater<>{});
-        if (admit(c.id, state_of(c.id))) {
-          st.results_.push_back(c);
-          std::push_heap(st.results_.begin(), st.results_.end());
-          if (st.results_.size() > ef) {
-            std::pop_heap(st.results_.begin(), st.results_.end());
-            st.results_.pop_back();
-          }
-        }
+        take(c);
       }
     }
   }
@@ -1589,7 +1596,7 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
   // The entry sample: the sampled complete slots (and sampled removed ones consolidate() has
   // not freed yet), each once, each copy equal to its slot's resident code.
   {
-    std::shared_lock entries(shared_->entries_mutex);
+    const auto entries = lock_entries();
     const std::vector<uint32_t>& sample = shared_->entries;
     const size_t cb = layout_.code_bytes;
     if (shared_->entry_codes.size() != sample.size() * cb) fail("entry sample and its codes differ in length");
