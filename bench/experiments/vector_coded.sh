@@ -16,8 +16,9 @@
 # (calico f1, DiskANN f1, calico f2, ..., then again): the disk's speed drifts from minute to
 # minute, and a system measured only after the other would carry that drift in its ratio. Every
 # line records its "cross_round"; the report merges the lines of a setting (median QPS, reads,
-# latencies). calico_bench builds once (--reuse, in the script's scratch directory) and searches
-# that build in every round and at every fraction; DiskANN builds once into INDEX_DIR.
+# latencies). calico_bench builds once (--reuse, in the script's scratch directory, or in
+# CALICO_BUILD_DIR, kept for later runs) and searches that build in every round and at every
+# fraction; DiskANN builds once into INDEX_DIR.
 # Each runs alone in a v1 memory cgroup, the page cache dropped first:
 #   calico_bench builds both indexes in the same process before it searches, so its limit is set
 #   once it prints "built:": the cgroup's usage then (dataset, heap; caches dropped again) + f x
@@ -81,7 +82,7 @@ run_calico() {
   local state="$scratch/calico-state"
   : > "$state"
   in_cgroup "$cg" stdbuf -oL "$BENCH" vector-coded "${calico_opts[@]}" --pool-fraction "$f" \
-      --cache-dir "$data" --dir "$scratch/calico" --reuse --json "$json" |
+      --cache-dir "$data" --dir "${CALICO_BUILD_DIR:-$scratch/calico}" --reuse --json "$json" |
     while IFS= read -r line; do
       echo "$line" >&2
       if [[ $line =~ ^built[^:]*:.*\(([0-9]+)\ MB\) ]]; then  # "built:" or "built (reused):"
