@@ -58,11 +58,6 @@ inline void begin_epoch(std::vector<uint16_t>& visited, std::vector<uint16_t>& e
   }
 }
 
-// Whether a candidate at distance to_base from a node is pruned by a kept neighbour at
-// distance to_kept from it: alpha * to_kept < to_base. alpha > 1 keeps some longer edges, so
-// searches take fewer hops. On squared L2; cosine distances (1 - cos of unit vectors,
-// vector/distance.h) are half the squared L2 of unit vectors, so the same test holds; inner
-// products are no metric, so alpha does not apply to them.
 // Resident bytes of the codes of `capacity` slots: a code and a state byte per slot, the
 // entry sample (about capacity / entry_rate slots, a quarter more for the hash's spread: an id
 // and a copy of the code each) and the model.
@@ -72,6 +67,11 @@ inline uint64_t resident_codes_bytes(uint64_t capacity, uint64_t code_bytes, uin
   return capacity * (code_bytes + 1) + sample * (code_bytes + 4) + model_bytes;
 }
 
+// Whether a candidate at distance to_base from a node is pruned by a kept neighbour at
+// distance to_kept from it: alpha * to_kept < to_base. alpha > 1 keeps some longer edges, so
+// searches take fewer hops. On squared L2; cosine distances (1 - cos of unit vectors,
+// vector/distance.h) are half the squared L2 of unit vectors, so the same test holds; inner
+// products are no metric, so alpha does not apply to them.
 inline bool pruned_by(vector::Metric metric, float alpha, float to_kept, float to_base) {
   if (metric == vector::Metric::kL2 || metric == vector::Metric::kCosine) return alpha * to_kept < to_base;
   return to_kept < to_base;
