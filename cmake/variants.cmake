@@ -30,6 +30,49 @@ function(calico_parse_variant_group spec group_var headers_var policies_var)
   set(${policies_var} ${policies} PARENT_SCOPE)
 endfunction()
 
+# The vector index families: name | headers (the API, then the definitions) | the index
+# class, its search state, and `idmap` where the family's unit also holds the id map that
+# every BasicMapped index uses (its member templates, id_map_impl.h, are instantiated by each).
+set(CALICO_VECTOR_FAMILIES
+  "hnsw|calico/index/hnsw.h calico/index/mapped_index.h calico/detail/hnsw_impl.h calico/detail/id_map_impl.h calico/detail/mapped_index_impl.h|BasicHnsw HnswSearchState idmap"
+  "ivf|calico/index/ivf.h calico/index/mapped_index.h calico/detail/ivf_impl.h calico/detail/id_map_impl.h calico/detail/mapped_index_impl.h|BasicIvf IvfSearchState"
+  "coded|calico/index/coded_hnsw.h calico/index/mapped_index.h calico/detail/coded_hnsw_impl.h calico/detail/id_map_impl.h calico/detail/mapped_index_impl.h|BasicCodedHnsw CodedHnswSearchState")
+
+# Writes ${group}_${family}.cc for each family into ${CALICO_GENERATED_DIR}/variants; sets
+# `out_var` to them.
+function(calico_generate_vector_units group headers policies out_var)
+  set(sources)
+  foreach(family_spec ${CALICO_VECTOR_FAMILIES})
+    string(REPLACE "|" ";" parts "${family_spec}")
+    list(GET parts 0 family)
+    list(GET parts 1 family_headers)
+    list(GET parts 2 names)
+    string(REPLACE " " ";" names "${names}")
+    list(GET names 0 index)
+    list(GET names 1 state)
+    string(REPLACE " " ";" family_headers "${family_headers}")
+    set(text "// Generated from cmake/variants.cmake: the ${family} vector index for the '${group}' group.\n")
+    foreach(h ${family_headers} ${headers})
+      string(APPEND text "#include \"${h}\"\n")
+    endforeach()
+    string(APPEND text "\nnamespace calico::index {\n\n")
+    foreach(p ${policies})
+      set(pool "BasicBufferPool<translation::${p}>")
+      string(APPEND text "template class ${index}<${pool}>;\n")
+      string(APPEND text "template ${state}::${state}(const ${index}<${pool}>&);\n")
+      if("idmap" IN_LIST names)
+        string(APPEND text "template class BasicIdMap<${pool}>;\n")
+      endif()
+      string(APPEND text "template class BasicMapped<${index}<${pool}>>;\n")
+      string(APPEND text "template class MappedSearchState<${index}<${pool}>>;\n")
+    endforeach()
+    string(APPEND text "\n}  // namespace calico::index\n")
+    file(CONFIGURE OUTPUT ${CALICO_GENERATED_DIR}/variants/${group}_${family}.cc CONTENT "${text}" @ONLY)
+    list(APPEND sources ${CALICO_GENERATED_DIR}/variants/${group}_${family}.cc)
+  endforeach()
+  set(${out_var} ${sources} PARENT_SCOPE)
+endfunction()
+
 # Writes the library's variant sources, and the policy list of calico/variants.h, into
 # ${CALICO_GENERATED_DIR}; sets `out_var` to the sources. file(CONFIGURE) rewrites a file only
 # when its content changes, so a reconfigure rebuilds nothing that did not change.
@@ -56,37 +99,11 @@ function(calico_generate_library_variants out_var)
     string(APPEND text "\n}  // namespace calico\n")
     file(CONFIGURE OUTPUT ${CALICO_GENERATED_DIR}/variants/${group}.cc CONTENT "${text}" @ONLY)
     list(APPEND sources ${CALICO_GENERATED_DIR}/variants/${group}.cc)
-    # The vector indexes and the id map, in a unit of their own per group: their headers
-    # include no definitions (src/index/README.md, "Compiled once"), so every user links
-    # these instead of compiling them again.
-    set(text "// Generated from cmake/variants.cmake: the vector indexes and id map for the '${group}' group.\n")
-    string(APPEND text "#include \"calico/index/hnsw.h\"\n#include \"calico/index/ivf.h\"\n#include \"calico/index/mapped_index.h\"\n")
-    string(APPEND text "#include \"calico/index/coded_hnsw.h\"\n#include \"calico/detail/coded_hnsw_impl.h\"\n")
-    string(APPEND text "#include \"calico/detail/hnsw_impl.h\"\n#include \"calico/detail/ivf_impl.h\"\n")
-    string(APPEND text "#include \"calico/detail/id_map_impl.h\"\n#include \"calico/detail/mapped_index_impl.h\"\n")
-    foreach(h ${headers})
-      string(APPEND text "#include \"${h}\"\n")
-    endforeach()
-    string(APPEND text "\nnamespace calico::index {\n\n")
-    foreach(p ${policies})
-      set(pool "BasicBufferPool<translation::${p}>")
-      string(APPEND text "template class BasicHnsw<${pool}>;\n")
-      string(APPEND text "template HnswSearchState::HnswSearchState(const BasicHnsw<${pool}>&);\n")
-      string(APPEND text "template class BasicIvf<${pool}>;\n")
-      string(APPEND text "template IvfSearchState::IvfSearchState(const BasicIvf<${pool}>&);\n")
-      string(APPEND text "template class BasicIdMap<${pool}>;\n")
-      string(APPEND text "template class BasicMapped<BasicHnsw<${pool}>>;\n")
-      string(APPEND text "template class MappedSearchState<BasicHnsw<${pool}>>;\n")
-      string(APPEND text "template class BasicMapped<BasicIvf<${pool}>>;\n")
-      string(APPEND text "template class MappedSearchState<BasicIvf<${pool}>>;\n")
-      string(APPEND text "template class BasicCodedHnsw<${pool}>;\n")
-      string(APPEND text "template CodedHnswSearchState::CodedHnswSearchState(const BasicCodedHnsw<${pool}>&);\n")
-      string(APPEND text "template class BasicMapped<BasicCodedHnsw<${pool}>>;\n")
-      string(APPEND text "template class MappedSearchState<BasicCodedHnsw<${pool}>>;\n")
-    endforeach()
-    string(APPEND text "\n}  // namespace calico::index\n")
-    file(CONFIGURE OUTPUT ${CALICO_GENERATED_DIR}/variants/${group}_vectors.cc CONTENT "${text}" @ONLY)
-    list(APPEND sources ${CALICO_GENERATED_DIR}/variants/${group}_vectors.cc)
+    # The vector indexes, one unit per group and index family (their headers include no
+    # definitions, src/index/README.md "Compiled once": every user links these instead of
+    # compiling them again), so that a change to one family's code compiles only its units.
+    calico_generate_vector_units("${group}" "${headers}" "${policies}" group_sources)
+    list(APPEND sources ${group_sources})
   endforeach()
   list(REMOVE_DUPLICATES all_includes)
   list(JOIN all_includes "\n" includes_text)

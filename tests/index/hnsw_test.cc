@@ -166,6 +166,13 @@ constexpr uint32_t kSearchEf = 64;
 // Pools a little smaller than the index: every build and search evicts (and, since pages
 // come back from disk with O_DIRECT, a smaller pool mostly makes the test slower).
 constexpr uint32_t kTinyPoolFrames = 36;  // for 1,000 nodes: 35 level-0 pages + 2 upper + meta
+// The read-aheads the read modes are crossed with: under the sanitizers, where every pass
+// costs 5-20 times as much, none and the default (the paths: no read-ahead, read-ahead).
+#if CALICO_INDEX_TESTS_SANITIZER_SET
+constexpr uint32_t kLookaheads[] = {0, HnswSearchOptions{}.lookahead};
+#else
+constexpr uint32_t kLookaheads[] = {0, 1, 2, 6};
+#endif
 
 template <class Pool>
 class HnswOnEveryTranslation : public ::testing::Test {};
@@ -194,7 +201,7 @@ TYPED_TEST(HnswOnEveryTranslation, RecallL2OnATinyPoolAndEveryReadModeAgrees) {
   for (size_t q = 0; q < got.size(); ++q) expect_valid(ref, &queries[q * kDim], got[q], 10);
   for (bool optimistic : {true, false}) {
     for (bool prefetch : {true, false}) {
-      for (uint32_t lookahead : {0u, 1u, 2u, 6u}) {
+      for (uint32_t lookahead : kLookaheads) {
         const HnswSearchOptions opt{10, kSearchEf, optimistic, prefetch, lookahead};
         EXPECT_EQ(search_all(h, queries, opt), got)
             << "optimistic " << optimistic << " prefetch " << prefetch << " lookahead " << lookahead;
