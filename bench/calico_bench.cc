@@ -283,7 +283,7 @@ CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConf
   v->add_option("--hnsw-ef", vc.hnsw_ef, "ef values of the full-vector HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--coded-ef", vc.coded_ef, "ef values of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--rerank", vc.rerank, "re-rank depths of the coded HNSW (comma list)")->delimiter(',')->capture_default_str();
-  v->add_option("--entries", vc.entries, "entry points the coded HNSW scores per search (0: its whole sample; comma list)")->delimiter(',')->capture_default_str();
+  v->add_option("--entries", vc.entries, "entry points the coded HNSW scores per search (0: automatic, a quarter of a sample of 4,096 or more by its nearest cells, a smaller one whole; at least the sample: all of it; comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--prefetch-width", vc.prefetch_width, "node pages the coded HNSW requests as one batch before each expansion (0: no prefetch; comma list)")->delimiter(',')->capture_default_str();
   v->add_option("--pin-share", vc.pin_share, "shares of the coded index's memory beyond its codes given to pinned rows (pin_rows), the pool the rest (comma list; each its own run)")->delimiter(',')->check(CLI::Range(0.0, 0.9))->capture_default_str();
   v->add_option("--batched", vc.batched, "coded HNSW beam steps: 0 expands the best candidate and prefetches the next ones' pages, 1 expands the prefetch-width best (DiskANN's step) (comma list)")->delimiter(',')->check(CLI::Range(0u, 1u))->capture_default_str();

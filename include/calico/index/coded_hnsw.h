@@ -50,10 +50,14 @@
 //     high-dimensional data (Munyampirwa, Lakshman and Coleman, "Down with the Hierarchy: The
 //     'H' in HNSW Stands for 'Hubs'", 2024). A search starts from a sample of nodes (slots
 //     whose hash of (seed, id) falls in 1/entry_rate, and the first node), scored on codes
-//     (copies kept side by side: one sequential pass, not a cache miss per entry), all of
-//     them by default: a start near the query saves hops, and with well-separated clusters
-//     a search that starts in none near the query does not find it (recall 0.38 at 1M rows
-//     from 64 entries, 0.90 from all 15,600: docs/results/vector_coded.md).
+//     (copies kept side by side: one sequential pass, not a cache miss per entry): a start
+//     near the query saves hops, and with well-separated clusters a search that starts in
+//     none near the query does not find it (recall 0.38 at 1M rows from 64 evenly spread
+//     entries, 0.90 from all 15,600: docs/results/vector_coded.md). A sample of 4,096 or
+//     more is partitioned into cells around leaders (coded_detail::EntryCells, about sqrt of
+//     the sample's size, the sample kept in cell order): a search ranks the leaders by
+//     exact distance and scores the entries of the nearest cells, a quarter of the sample,
+//     in place, instead of all of it.
 //   - Search: a beam of width ef on level 0, navigated by code estimates. Each step takes the
 //     prefetch_width best candidates, requests their pages as one batch (pool.prefetch_group)
 //     and expands them all (DiskANN's beam width W), until 8 batches in a row found every
@@ -201,10 +205,12 @@ struct CodedHnswSearchOptions {
   // 8-9% fewer pages at the same recall and answered 9-12% more queries at 10% of the full
   // HNSW's memory; best-first was 3-7% faster in memory (docs/results/vector_coded.md).
   bool batched = true;
-  // Entry points scored per search: at most this many of the entry sample, spread evenly
-  // over it. The sample holds about 1 node in CodedHnswParams::entry_rate. 0: all of them
-  // (scored in one sequential pass; fewer starts lose recall on clustered data at 1M rows,
-  // in memory as larger than memory: docs/results/vector_coded.md).
+  // Entry points scored per search, of the entry sample (about 1 node in
+  // CodedHnswParams::entry_rate). A partitioned sample (4,096 entries or more) scores the
+  // cells nearest the query until they hold at least this many entries; a smaller one at
+  // most this many, spread evenly over it. 0: automatic, a quarter of a partitioned sample
+  // and all of a smaller one. At least the sample's size: all of it, in one pass. (Fewer
+  // starts lose recall on clustered data, evenly spread ones most: docs/results/vector_coded.md.)
   uint32_t entries = 0;
   // A filtered search whose filter allows at most this many ids scans their codes instead of
   // searching the graph. 0: automatic, a scan when m * m <= kScanC * ef * live for m allowed
@@ -259,6 +265,9 @@ class CodedHnswSearchState {
   std::vector<vector::Neighbor> candidates_, results_;  // min-heap, max-heap (ef)
   std::vector<vector::Neighbor> batch_;                 // the candidates one beam step expands
   std::vector<uint32_t> links_, fresh_;
+  std::vector<uint32_t> block_ids_;                     // the entries of a scored block
+  std::vector<vector::Neighbor> cell_order_;            // the leaders ranked (EntryCells::probe)
+  std::vector<uint8_t> probe_;                          // the cells a search scores
   std::vector<uint8_t> codes_;     // gathered codes of fresh_
   std::vector<float> est_;
   std::vector<PageId> group_;
@@ -395,6 +404,11 @@ class BasicCodedHnsw {
     // A sampled slot's code does not change while it is an entry (add writes it before the
     // slot joins, consolidate() drops the slot before it frees it).
     std::vector<uint8_t> entry_codes;
+    // The sample's partition (entry_cells.h), replaced or changed under entries_mutex
+    // exclusive like the sample; nullptr below EntryCells::kMinEntries. cells_building: one
+    // build_cells() at a time.
+    std::unique_ptr<coded_detail::EntryCells> cells;
+    std::atomic<bool> cells_building{false};
     std::atomic<uint32_t> entry{CodedMeta::kNone};      // the first node (coded before published)
     uint64_t budget_bytes = 0;
     std::mutex spare_mutex;                             // add()'s scratch states
@@ -440,6 +454,10 @@ class BasicCodedHnsw {
   static void write_header(std::byte* page, CodedPageHeader::Kind kind, uint64_t uuid, uint32_t block);
   void check_header(const std::byte* page, PageId pid, CodedPageHeader::Kind kind) const;
   void load_codes(uint32_t capacity);
+  // Partitions the entry sample (entry_cells.h) when EntryCells::wanted(): leaders read from
+  // their rows, every entry assigned by estimate. A failed read leaves the sample as it was
+  // (searches score it whole or by the previous cells). Pre: codes_mutex held shared.
+  void build_cells(CodedHnswSearchState& st);
   // codes_mutex shared, after any pending growth (see Shared::growing).
   std::shared_lock<std::shared_mutex> lock_codes() const;
   std::shared_lock<std::shared_mutex> lock_entries() const;

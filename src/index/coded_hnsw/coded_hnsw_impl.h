@@ -8,6 +8,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -60,11 +61,11 @@ inline void begin_epoch(std::vector<uint16_t>& visited, std::vector<uint16_t>& e
 
 // Resident bytes of the codes of `capacity` slots: a code and a state byte per slot, the
 // entry sample (about capacity / entry_rate slots, a quarter more for the hash's spread: an id
-// and a copy of the code each) and the model.
-inline uint64_t resident_codes_bytes(uint64_t capacity, uint64_t code_bytes, uint32_t entry_rate,
+// and a copy of the code each, and its cells) and the model.
+inline uint64_t resident_codes_bytes(uint64_t capacity, uint64_t code_bytes, uint32_t entry_rate, uint32_t dim,
                                      uint64_t model_bytes) {
   const uint64_t sample = capacity / entry_rate + capacity / (4 * uint64_t{entry_rate}) + 16;
-  return capacity * (code_bytes + 1) + sample * (code_bytes + 4) + model_bytes;
+  return capacity * (code_bytes + 1) + sample * (code_bytes + 4) + EntryCells::bytes_for(sample, dim) + model_bytes;
 }
 
 // Whether a candidate at distance to_base from a node is pruned by a kept neighbour at
@@ -113,7 +114,7 @@ inline void BasicCodedHnsw<Pool>::check_header(const std::byte* page, PageId pid
 
 template <class Pool>
 inline uint64_t BasicCodedHnsw<Pool>::codes_bytes(uint64_t capacity) const {
-  return coded_detail::resident_codes_bytes(capacity, layout_.code_bytes, params_.entry_rate, model_bytes_);
+  return coded_detail::resident_codes_bytes(capacity, layout_.code_bytes, params_.entry_rate, params_.dim, model_bytes_);
 }
 
 template <class Pool>
@@ -178,7 +179,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
                                           static_cast<uint32_t>(model->code_bytes()),
                                           static_cast<uint32_t>(blob.size()));
   if (!l.fits()) invalid("dim / M: a node row (links and vector) or a code does not fit a page");
-  check_budget(pool, budget_bytes, coded_detail::resident_codes_bytes(capacity, l.code_bytes, p.entry_rate, blob.size()),
+  check_budget(pool, budget_bytes, coded_detail::resident_codes_bytes(capacity, l.code_bytes, p.entry_rate, p.dim, blob.size()),
                "create",
                p.bits > 1 ? "; codes of fewer bits per dimension (bits 1) are smaller" : "");
 
@@ -293,7 +294,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   if (m.entry != CodedMeta::kNone && m.entry >= m.capacity) corrupt_page(coded_detail::kKind, "metadata entry", meta_pid);
   if (m.size > m.capacity) corrupt_page(coded_detail::kKind, "metadata size", meta_pid);
   check_budget(pool, budget_bytes,
-               coded_detail::resident_codes_bytes(m.capacity, l.code_bytes, m.entry_rate, m.model_bytes), "open");
+               coded_detail::resident_codes_bytes(m.capacity, l.code_bytes, m.entry_rate, m.dim, m.model_bytes), "open");
   CodedHnswParams p;
   p.dim = m.dim;
   p.metric = static_cast<vector::Metric>(m.metric);
@@ -308,6 +309,11 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   index.shared_->entry.store(m.entry, std::memory_order_relaxed);
   index.shared_->size.store(m.size, std::memory_order_relaxed);
   index.load_codes(m.capacity);
+  {
+    CodedHnswSearchState st(index);
+    const auto lock = index.lock_codes();
+    index.build_cells(st);
+  }
   return index;
 }
 
@@ -480,6 +486,7 @@ inline CodedHnswMemory BasicCodedHnsw<Pool>::memory() const {
     mem.codes = shared_->codes.capacity() + capacity();
     const auto entries = lock_entries();
     mem.codes += shared_->entries.capacity() * 4 + shared_->entry_codes.capacity();
+    if (shared_->cells != nullptr) mem.codes += shared_->cells->bytes();
     mem.pinned_rows = shared_->pinned != nullptr ? shared_->pinned->bytes() : 0;
   }
   mem.model = model_bytes_;
@@ -616,10 +623,10 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
       sh.entry.store(id, std::memory_order_release);
     }
   }
+  const std::vector<float> base = st.query_;  // st.query_ is the searches' from here on
   if (!first) {
     // Removed nodes are walked through, not linked to (consolidate() would unlink them).
     std::vector<uint32_t> chosen;
-    const std::vector<float> base = st.query_;
     choose_links(base.data(), id, [](uint32_t, uint8_t state) { return live_state(state); }, st, &chosen);
     write_list(id, chosen);  // own list first, then the back links (a node is linked to only once its list is written)
     for (uint32_t n : chosen) link_back(n, id, st);
@@ -635,10 +642,74 @@ inline void BasicCodedHnsw<Pool>::add(uint32_t id, const float* v) {
   sh.size.fetch_add(1, std::memory_order_relaxed);
   sh.states[id].store(kComplete, std::memory_order_release);
   if (sampled(id)) {
-    const auto entries = lock_entries_exclusive();
-    sh.entries.push_back(id);
-    sh.entry_codes.insert(sh.entry_codes.end(), code.data(), code.data() + code.size());
+    bool partition;
+    {
+      const auto entries = lock_entries_exclusive();
+      sh.entries.push_back(id);
+      sh.entry_codes.insert(sh.entry_codes.end(), code.data(), code.data() + code.size());
+      if (sh.cells != nullptr) {
+        sh.cells->push(sh.cells->nearest(base.data(), dist_));
+        if (sh.cells->tail_too_long()) sh.cells->sort(sh.entries, sh.entry_codes, layout_.code_bytes);
+      }
+      partition = coded_detail::EntryCells::wanted(sh.cells.get(), sh.entries.size());
+    }
+    if (partition) build_cells(st);
   }
+}
+
+// The leaders are every (n / cells)-th entry of the sample (the sample's hash spreads it
+// over the slots); build_cells() reads their rows, then assigns every entry under the
+// exclusive lock (cells x n estimates: about 25 ms at 1M rows), so that no add() pushes an
+// entry between the assignment and the install.
+template <class Pool>
+inline void BasicCodedHnsw<Pool>::build_cells(CodedHnswSearchState& st) {
+  Shared& sh = *shared_;
+  if (sh.cells_building.exchange(true, std::memory_order_acq_rel)) return;  // another add() builds
+  struct Done {
+    std::atomic<bool>& flag;
+    ~Done() { flag.store(false, std::memory_order_release); }
+  } done{sh.cells_building};
+  std::vector<uint32_t> picks;
+  {
+    const auto entries = lock_entries();
+    const size_t n = sh.entries.size();
+    if (!coded_detail::EntryCells::wanted(sh.cells.get(), n)) return;
+    const uint32_t c = coded_detail::EntryCells::cells_for(n);
+    for (uint32_t i = 0; i < c; ++i) picks.push_back(sh.entries[size_t{i} * n / c]);
+  }
+  const uint32_t dim = params_.dim;
+  auto cells = std::make_unique<coded_detail::EntryCells>();
+  cells->dim = dim;
+  cells->leaders.reserve(picks.size() * dim);
+  std::vector<uint32_t> links(2 * params_.M);
+  std::vector<float> vec(dim);
+  try {
+    for (const uint32_t id : picks) {
+      if (read_node(id, st, links.data(), vec.data()) == kStale) continue;
+      cells->leaders.insert(cells->leaders.end(), vec.begin(), vec.end());
+    }
+  } catch (const Error&) {
+    return;  // searches score the sample as before: slower, as correct
+  }
+  const auto c = static_cast<uint32_t>(cells->leaders.size() / dim);
+  if (c == 0) return;
+  cells->sizes.assign(c, 0);
+  std::unique_ptr<vector::QueryState> leader_state = model_->new_query();
+  const auto entries = lock_entries_exclusive();
+  const size_t n = sh.entries.size();
+  std::vector<float> best(n, std::numeric_limits<float>::infinity()), est(n);
+  cells->cell_of.assign(n, 0);
+  for (uint32_t l = 0; l < c; ++l) {
+    model_->prepare(cells->leader(l), *leader_state);
+    model_->estimate(*leader_state, sh.entry_codes.data(), n, est.data());
+    for (size_t i = 0; i < n; ++i) {
+      if (est[i] < best[i]) best[i] = est[i], cells->cell_of[i] = static_cast<uint16_t>(l);
+    }
+  }
+  for (const uint16_t x : cells->cell_of) ++cells->sizes[x];
+  cells->built_at = n;
+  cells->sort(sh.entries, sh.entry_codes, layout_.code_bytes);
+  sh.cells = std::move(cells);
 }
 
 // Adds id to node's list; an overflowing list (2M) is cut back by the heuristic around node,
@@ -912,15 +983,28 @@ inline uint32_t BasicCodedHnsw<Pool>::consolidate() {
   {
     const auto entries = lock_entries_exclusive();
     const size_t cb = layout_.code_bytes;
-    size_t kept = 0;
+    coded_detail::EntryCells* cells = sh.cells.get();
+    size_t kept = 0, kept_sorted = 0;  // the compaction keeps the order: the cells' runs stay runs
     for (size_t i = 0; i < sh.entries.size(); ++i) {
-      if (!is_live(sh.entries[i])) continue;
+      if (!is_live(sh.entries[i])) {
+        if (cells != nullptr) --cells->sizes[cells->cell_of[i]];
+        continue;
+      }
       sh.entries[kept] = sh.entries[i];
       std::memmove(sh.entry_codes.data() + kept * cb, sh.entry_codes.data() + i * cb, cb);
+      if (cells != nullptr) {
+        cells->cell_of[kept] = cells->cell_of[i];
+        kept_sorted += i < cells->sorted;
+      }
       ++kept;
     }
     sh.entries.resize(kept);
     sh.entry_codes.resize(kept * cb);
+    if (cells != nullptr) {
+      cells->cell_of.resize(kept);
+      cells->sorted = kept_sorted;
+      cells->index_runs();
+    }
   }
   // 3. The removed slots: no list names them now. Counted as freed first (a search that
   // then finds one absent skips it: freed_since), then cleared: state (the resident code
@@ -1280,25 +1364,52 @@ inline void BasicCodedHnsw<Pool>::beam(const float* q, uint32_t ef, uint32_t wid
     const auto lock = lock_entries();
     const std::vector<uint32_t>& sample = shared_->entries;
     const uint8_t* codes = shared_->entry_codes.data();
-    const size_t step = entries == 0 || sample.size() <= entries ? 1 : (sample.size() + entries - 1) / entries;
+    const coded_detail::EntryCells* cells = shared_->cells.get();
+    const size_t want = entries != 0   ? entries
+                        : cells != nullptr ? sample.size() / coded_detail::EntryCells::kProbeShare
+                                           : sample.size();
     constexpr size_t kBlock = 256;
     st.est_.resize(kBlock);
-    if (step > 1) st.codes_.resize(kBlock * cb);
-    for (size_t first = 0; first < sample.size(); first += kBlock * step) {
-      const size_t n = std::min(kBlock, (sample.size() - first + step - 1) / step);
-      const uint8_t* block = codes + first * cb;
-      if (step > 1) {
-        for (size_t j = 0; j < n; ++j) std::memcpy(st.codes_.data() + j * cb, codes + (first + j * step) * cb, cb);
-        block = st.codes_.data();
-      }
+    auto score = [&](const uint8_t* block, const uint32_t* ids, size_t n) {
       model_->estimate(*st.query_state_, block, n, st.est_.data());
       st.stats_.estimates += n;
       for (size_t j = 0; j < n; ++j) {
-        const vector::Neighbor c{st.est_[j], sample[first + j * step]};
+        const vector::Neighbor c{st.est_[j], ids[j]};
         if (!wanted(c) || c.id >= cap || st.visited_[c.id] == st.epoch_ || state_of(c.id) < kCoded) continue;
         st.visited_[c.id] = st.epoch_;
         take(c);
       }
+    };
+    if (want >= sample.size()) {  // all of it, in place
+      for (size_t first = 0; first < sample.size(); first += kBlock) {
+        score(codes + first * cb, sample.data() + first, std::min(kBlock, sample.size() - first));
+      }
+    } else {  // the nearest cells' entries, or evenly spread ones, gathered into blocks
+      st.codes_.resize(kBlock * cb);
+      st.block_ids_.resize(kBlock);
+      size_t n = 0;
+      auto gather = [&](size_t i) {
+        std::memcpy(st.codes_.data() + n * cb, codes + i * cb, cb);
+        st.block_ids_[n] = sample[i];
+        if (++n == kBlock) score(st.codes_.data(), st.block_ids_.data(), std::exchange(n, 0));
+      };
+      if (cells != nullptr) {
+        // The probed cells' runs in place, nearest first; then the tail's entries in them.
+        const uint32_t probed = cells->probe(q, dist_, want, st.cell_order_, st.probe_);
+        for (uint32_t p = 0; p < probed; ++p) {
+          const uint32_t c = st.cell_order_[p].id;
+          for (size_t first = cells->start[c]; first < cells->start[c + 1]; first += kBlock) {
+            score(codes + first * cb, sample.data() + first, std::min<size_t>(kBlock, cells->start[c + 1] - first));
+          }
+        }
+        for (size_t i = cells->sorted; i < sample.size(); ++i) {
+          if (st.probe_[cells->cell_of[i]] != 0) gather(i);
+        }
+      } else {
+        const size_t step = (sample.size() + want - 1) / want;
+        for (size_t i = 0; i < sample.size(); i += step) gather(i);
+      }
+      if (n > 0) score(st.codes_.data(), st.block_ids_.data(), n);
     }
   }
   // Expands c: its row (a pinned copy, or read from its page), its exact distance, and its
@@ -1610,6 +1721,29 @@ inline void BasicCodedHnsw<Pool>::check_structure() const {
     }
     for (uint32_t s = 0; s < cap; ++s) {
       if (state_of(s) == kComplete && sampled(s) && !seen[s]) fail("sampled slot " + std::to_string(s) + " is no entry");
+    }
+    // Its cells (entry_cells.h): a cell per entry, the sizes their counts, a leader per cell.
+    if (const coded_detail::EntryCells* cells = shared_->cells.get()) {
+      if (cells->cell_of.size() != sample.size()) fail("entry cells and the sample differ in length");
+      if (cells->cells() == 0 || cells->dim != params_.dim || cells->leaders.size() != size_t{cells->cells()} * cells->dim) {
+        fail("entry cells' leaders");
+      }
+      std::vector<uint32_t> count(cells->cells(), 0);
+      for (const uint16_t c : cells->cell_of) {
+        if (c >= cells->cells()) fail("entry cell " + std::to_string(c) + " past the cells");
+        ++count[c];
+      }
+      if (count != cells->sizes) fail("entry cells' sizes differ from their entries");
+      if (cells->sorted > sample.size() || cells->start.size() != size_t{cells->cells()} + 1 ||
+          cells->start[cells->cells()] != cells->sorted) {
+        fail("entry cells' ordered part");
+      }
+      for (uint32_t c = 0; c < cells->cells(); ++c) {
+        if (cells->start[c] > cells->start[c + 1]) fail("entry cells' runs out of order");
+        for (size_t i = cells->start[c]; i < cells->start[c + 1]; ++i) {
+          if (cells->cell_of[i] != c) fail("entry " + std::to_string(i) + " out of its cell's run");
+        }
+      }
     }
   }
   // Every node has a link while the graph has another node (not after removals: a node
