@@ -271,7 +271,7 @@ CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConf
   v->add_option("--data-seed", vc.data_seed, "seed of the generator")->capture_default_str();
   v->add_option("--cache-dir", vc.cache_dir, "where generated datasets and ground truth are cached")->capture_default_str();
   v->add_option("--dir", vc.dir, "scratch directory for the built indexes (removed at the end unless --reuse)")->capture_default_str();
-  v->add_flag("--reuse", vc.reuse, "keep the built indexes in --dir, and search a directory built before with the same dataset and parameters instead of building");
+  v->add_flag("--reuse", vc.reuse, "keep the built indexes in --dir, and search a directory built before from the same base vectors and parameters (any query set) instead of building");
   v->add_option("--pool-fraction", vc.pool_fractions, "memory budgets: pool bytes as fractions of the full-vector HNSW's bytes (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(0.001, 4.0));
   v->add_option("--threads", vc.threads, "search threads (comma list)")->delimiter(',')->capture_default_str()->check(CLI::Range(1u, 256u));
   v->add_option("--rounds", vc.rounds, "timed rounds per setting (settings interleave; medians reported)")->capture_default_str()->check(CLI::Range(1u, 100u));

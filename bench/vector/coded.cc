@@ -139,9 +139,10 @@ void timed(Pool& pool, const data::Dataset& ds, double seconds, Row& row, Search
   row.p99_ms.push_back(all[static_cast<size_t>(0.99 * (all.size() - 1))]);
 }
 
-// The built directory's record: what it was built from, and how long each build took.
-std::string built_key(const data::Dataset& ds, const VectorCodedConfig& c) {
-  return fmt::format("{} M{} efc{} bits{} alpha{}", ds.name, c.M, c.ef_construction, c.bits, c.alpha);
+// The built directory's record: what it was built from (the base vectors, not the queries:
+// data::base_name), and how long each build took.
+std::string built_key(const data::DatasetSpec& spec, const VectorCodedConfig& c) {
+  return fmt::format("{} M{} efc{} bits{} alpha{}", data::base_name(spec), c.M, c.ef_construction, c.bits, c.alpha);
 }
 
 }  // namespace
@@ -181,7 +182,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
   if (c.reuse) {
     std::ifstream f(record);
     std::string key;
-    if (std::getline(f, key) && key == built_key(ds, c) && f >> hnsw_build_s >> coded_build_s) reused = true;
+    if (std::getline(f, key) && key == built_key(spec, c) && f >> hnsw_build_s >> coded_build_s) reused = true;
   }
   if (!reused) {
     fs::remove_all(c.dir);
@@ -221,7 +222,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
     hnsw_build_s = parallel("hnsw", [&](uint32_t i, const float* v) { hnsw.add(i, v); });
     coded_build_s = parallel("coded", [&](uint32_t i, const float* v) { coded.add(i, v); });
     pool->flush();
-    std::ofstream(record) << built_key(ds, c) << "\n" << hnsw_build_s << " " << coded_build_s << "\n";
+    std::ofstream(record) << built_key(spec, c) << "\n" << hnsw_build_s << " " << coded_build_s << "\n";
   }
   uint64_t hnsw_bytes = 0, codes_bytes = 0;
   {

@@ -8,8 +8,9 @@
 //   1. loads or generates the dataset with its exact ground truth (bench/vector/data/, cached
 //      in --cache-dir, shared with `calico_bench vector`): clustered, embedding or files;
 //   2. builds both indexes in one pool large enough to hold them (--build-threads threads
-//      adding rows), flushes, closes; with --reuse, a directory built before with the same
-//      dataset and parameters is searched again instead (its build times are kept in it);
+//      adding rows), flushes, closes; with --reuse, a directory built before from the same
+//      base vectors and parameters (whatever the queries) is searched again instead (its
+//      build times are kept in it);
 //   3. per memory budget (--pool-fraction, a comma list) and index: opens the built
 //      directory with the small pool (O_DIRECT: no OS page cache), searches every query once
 //      (recall@k against the ground truth, and the pool's warm-up), then per round (--rounds)

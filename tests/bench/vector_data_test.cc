@@ -365,6 +365,28 @@ TEST(Dataset, GeneratesOnceThenReusesTheCache) {
   EXPECT_NE(third.base.values, first.base.values);
 }
 
+// base_name names the base alone: a built index is reused across query sets (calico_bench
+// vector-coded --reuse, diskann_peer.py's index directory), which is sound only because more
+// queries leave the base vectors, and the queries drawn before, as they were.
+TEST(Dataset, MoreQueriesKeepTheBaseAndItsName) {
+  TempDir dir;
+  const DatasetSpec spec = small_spec();
+  DatasetSpec more = spec;
+  more.queries = 50;
+  EXPECT_EQ(base_name(spec), "clustered-n2000-d16-c10-s3-l2");
+  EXPECT_EQ(base_name(more), base_name(spec));
+  EXPECT_NE(dataset_name(more), dataset_name(spec));
+  DatasetSpec embedding = spec;
+  embedding.kind = "embedding";
+  embedding.metric = Metric::kInnerProduct;
+  EXPECT_EQ(base_name(embedding), "embedding-n2000-d16-c10-s3-ip");
+  const Dataset a = load_or_generate(spec, dir.path());
+  const Dataset b = load_or_generate(more, dir.path());
+  EXPECT_EQ(b.base.values, a.base.values);
+  ASSERT_EQ(b.queries.rows, 50u);
+  EXPECT_TRUE(std::equal(a.queries.values.begin(), a.queries.values.end(), b.queries.values.begin()));
+}
+
 TEST(Dataset, DetectsCorruptOrMissingCachedFiles) {
   TempDir dir;
   const DatasetSpec spec = small_spec();

@@ -70,6 +70,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -132,8 +133,11 @@ def metric_for_diskann(metric):
 
 
 def index_dir_for(args, dataset, metric):
-    """One directory per dataset and build parameters."""
-    return os.path.join(args.index_dir, f"{dataset}-{metric}-diskann-R{args.R}-L{args.L_build}-pq{args.pq_bytes}")
+    """One directory per base vectors and build parameters: the dataset's name less its queries
+    part ("-q1000" before the seed or the metric; calico_bench's data::base_name), so that one
+    index serves every query set of the same base."""
+    base = re.sub(r"-q(?:\d+|all)(?=(?:-s\d+)?-[a-z0-9]+$)", "", dataset)
+    return os.path.join(args.index_dir, f"{base}-{metric}-diskann-R{args.R}-L{args.L_build}-pq{args.pq_bytes}")
 
 
 def pq_chunks_on_disk(path):

@@ -284,19 +284,28 @@ Dataset load_files(const DatasetSpec& spec, Dataset ds) {
 
 }  // namespace
 
-std::string dataset_name(const DatasetSpec& spec) {
+namespace {
+
+// The name with the queries part ("-q<rows>") when with_queries, else without it.
+std::string name_of(const DatasetSpec& spec, bool with_queries) {
   validate(spec);
   const std::string_view metric = vector::metric_name(spec.metric);
   if (spec.kind != "files") {
-    return fmt::format("{}-n{}-d{}-c{}-q{}-s{}-{}", spec.kind, spec.n, spec.dim, spec.clusters, spec.queries,
-                       spec.seed, metric);
+    const std::string q = with_queries ? fmt::format("-q{}", spec.queries) : "";
+    return fmt::format("{}-n{}-d{}-c{}{}-s{}-{}", spec.kind, spec.n, spec.dim, spec.clusters, q, spec.seed, metric);
   }
   // The stem names the data; the CRC of the absolute path tells apart equal stems elsewhere.
   const std::string abs = fs::absolute(spec.base_path).lexically_normal().string();
-  return fmt::format("files-{}-{:08x}-n{}-q{}-{}", fs::path(spec.base_path).stem().string(),
-                     io::crc32c(abs.data(), abs.size()), rows_label(spec.max_base_rows), rows_label(spec.max_queries),
-                     metric);
+  const std::string q = with_queries ? fmt::format("-q{}", rows_label(spec.max_queries)) : "";
+  return fmt::format("files-{}-{:08x}-n{}{}-{}", fs::path(spec.base_path).stem().string(),
+                     io::crc32c(abs.data(), abs.size()), rows_label(spec.max_base_rows), q, metric);
 }
+
+}  // namespace
+
+std::string dataset_name(const DatasetSpec& spec) { return name_of(spec, true); }
+
+std::string base_name(const DatasetSpec& spec) { return name_of(spec, false); }
 
 Dataset load_or_generate(const DatasetSpec& spec, const std::string& cache_dir) {
   Dataset ds;

@@ -71,6 +71,10 @@ struct Dataset {
 // "files-<base file stem>-n<rows or all>-q<rows or all>-<metric>".
 // Errors: kInvalidArgument for an unknown kind or missing paths.
 std::string dataset_name(const DatasetSpec& spec);
+// dataset_name less its queries part ("clustered-n1000000-d128-c1000-s42-l2"): what names the
+// base vectors alone, so an index built from them serves every query set of the same base
+// (generated queries are a stream of their own: synthetic.h). Errors: as dataset_name.
+std::string base_name(const DatasetSpec& spec);
 
 // Loads the dataset from the cache (or the spec's files), making whatever is missing.
 // Errors: kInvalidArgument for a bad spec or malformed input files (not cached ones: those
