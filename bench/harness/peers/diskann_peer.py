@@ -35,8 +35,8 @@ Memory accounting (what --budget-bytes must cover, see plan_cache):
       read_nodes waits for a second);
     - the node cache: per node its vector, its (R + 1) links and two hash-map entries (calibrated:
       ~1 KB at 128-d, R 32).
-  plan_cache measures the fixed part (0 nodes) and the per-node part (a probe of some thousand nodes)
-  in subprocesses, caches them in the index directory, and caches as many nodes as the budget
+  plan_cache measures the fixed part (0 nodes) and the per-node part (a probe of n / 20 nodes, at
+  most 40,000) in subprocesses, caches them in the index directory, and caches as many nodes as the budget
   leaves: nodes = (budget - fixed) / per_node, at least 0. When the fixed part alone exceeds the
   budget the run still goes ahead with 0 nodes and reports "over_budget": true.
   Cache selection: "bfs" (DiskANN's search_disk_index app: BFS from the medoid, capped by DiskANN
@@ -227,9 +227,14 @@ def resident_probe(args, path, queries, nodes):
     return rss_bytes() - before
 
 
-def calibrate(args, path, n, mechanism):
+def calibrate(args, path, meta, mechanism):
     """(fixed bytes, bytes per cached node), measured in two subprocesses (0 nodes and a probe),
-    cached in <index>/calibration.json per (load threads, cache mechanism, largest L and beam)."""
+    cached in <index>/calibration.json per (load threads, cache mechanism, largest L and beam).
+    The probe's growth over the fixed part can hide in memory the fixed run freed and kept (at
+    L 120 a 4,000-node probe grew by 64 KB, where 20,000 nodes grew by 14 MB), so the probe is
+    large and the result is never taken below what a cached node holds: its float vector and its
+    R + 1 links."""
+    n = meta["n"]
     key = f"threads{load_threads(args)}-{mechanism}-L{max(args.L)}-W{max(args.beam_width)}"
     cal_path = os.path.join(path, "calibration.json")
     cal = {}
@@ -238,7 +243,7 @@ def calibrate(args, path, n, mechanism):
             cal = json.load(f)
     if key in cal:
         return cal[key]["fixed_bytes"], cal[key]["per_node_bytes"]
-    probe_nodes = max(1, min(4000, n // 20))
+    probe_nodes = max(1, min(40000, n // 20))
 
     def probe(nodes):
         argv = ([sys.executable, os.path.abspath(__file__), "--resident-probe", str(nodes)] + args.passthrough
@@ -247,7 +252,12 @@ def calibrate(args, path, n, mechanism):
         return json.loads(out.strip().splitlines()[-1])["resident_bytes"]
 
     fixed = probe(0)
-    per_node = max(1.0, (probe(probe_nodes) - fixed) / probe_nodes)
+    node_floor = 4 * meta["dim"] + 4 * (meta["R"] + 1)
+    measured = (probe(probe_nodes) - fixed) / probe_nodes
+    if measured < node_floor:
+        print(f"diskann_peer: the probe measured {measured:.0f} B per cached node, below a node's own "
+              f"{node_floor} B (vector and links); using {node_floor}", file=sys.stderr)
+    per_node = max(float(node_floor), measured)
     cal[key] = {"fixed_bytes": fixed, "per_node_bytes": per_node, "probe_nodes": probe_nodes}
     with open(cal_path + ".tmp", "w") as f:
         json.dump(cal, f)
@@ -257,11 +267,13 @@ def calibrate(args, path, n, mechanism):
     return fixed, per_node
 
 
-def plan_cache(args, path, n):
+def plan_cache(args, path, meta):
     """The node cache the budget leaves room for: a dict with nodes, the calibration, the
     predicted resident bytes and whether even 0 nodes are over the budget."""
+    n = meta["n"]
+
     def nodes_for(mechanism):
-        fixed, per_node = calibrate(args, path, n, mechanism)
+        fixed, per_node = calibrate(args, path, meta, mechanism)
         nodes = max(0, int((args.budget_bytes - fixed) // per_node)) if args.nodes is None else args.nodes
         return min(nodes, n), fixed, per_node
 
@@ -464,7 +476,7 @@ def run(args):
         subprocess.run([sys.executable, os.path.abspath(__file__)] + argv, check=True)
         args.rebuild = False
     meta = build_index(args, None, metric, path)
-    plan = plan_cache(args, path, n)
+    plan = plan_cache(args, path, meta)
     if args.plan:
         print(json.dumps(plan))
         return 0
