@@ -101,11 +101,16 @@ double recall_of(const data::Dataset& ds, uint32_t k, Search&& search) {
   return data::recall_at_k(got, ds.ground_truth, k);
 }
 
-// One timed region: `threads` threads search queries (thread t from query t on, stepping by
-// the thread count) for `seconds`, each query timed. Appends QPS, pages read per query and
-// the latency percentiles to row. search(q, out, thread) must be thread-safe across threads.
+// One timed region: `threads` threads search queries for `seconds`, each query timed, taking
+// the next query from *cursor, which every timed region of the run shares: a region goes on
+// where the last one stopped, so no query repeats before all have run once. (A pool keeps
+// what searches read; a query repeated while its pages are still resident would be credited
+// with hits a stream of new queries never gets, and DiskANN's node cache, fixed at load,
+// gets none. Use more queries than the pool holds the pages of.) Appends QPS, pages read per
+// query and the latency percentiles to row. search(q, out, thread) must be thread-safe.
 template <class Pool, class Search>
-void timed(Pool& pool, const data::Dataset& ds, double seconds, Row& row, Search&& search) {
+void timed(Pool& pool, const data::Dataset& ds, double seconds, std::atomic<uint64_t>* cursor, Row& row,
+           Search&& search) {
   const uint64_t nq = ds.queries.rows;
   const uint32_t threads = row.threads;
   const PoolStats before = pool.stats();
@@ -116,7 +121,8 @@ void timed(Pool& pool, const data::Dataset& ds, double seconds, Row& row, Search
   for (uint32_t t = 0; t < threads; ++t) {
     ts.emplace_back([&, t] {
       std::vector<Neighbor> out;
-      for (uint64_t i = t; !stop.load(std::memory_order_relaxed); i += threads) {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint64_t i = cursor->fetch_add(1, std::memory_order_relaxed);
         const auto q0 = std::chrono::steady_clock::now();
         search(ds.queries.row(i % nq), &out, t);
         lat[t].push_back(elapsed_s(q0) * 1e3);
@@ -241,6 +247,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
   std::vector<Row> rows;
   int status = 0;
   const std::string load_before = loadavg();
+  std::atomic<uint64_t> cursor{0};  // the next query of every timed region (timed())
   for (const double f : c.pool_fractions) {
     const uint64_t budget = static_cast<uint64_t>(f * double(hnsw_bytes));
     {
@@ -271,7 +278,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
           index::HnswSearchOptions opt;
           opt.k = c.k;
           opt.ef = rows[i].ef;
-          timed(*pool, ds, c.seconds, rows[i],
+          timed(*pool, ds, c.seconds, &cursor, rows[i],
                 [&](const float* q, std::vector<Neighbor>* out, uint32_t t) { hnsw.search(q, opt, *st[t], out); });
         }
       }
@@ -338,7 +345,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
       }
       for (uint32_t round = 0; round < c.rounds; ++round) {
         for (size_t i = first; i < rows.size(); ++i) {
-          timed(*pool, ds, c.seconds, rows[i], searcher(coded_options(c.k, rows[i])));
+          timed(*pool, ds, c.seconds, &cursor, rows[i], searcher(coded_options(c.k, rows[i])));
         }
       }
       if (!ok) {
