@@ -19,6 +19,10 @@
 # latencies). calico_bench builds once (--reuse, in the script's scratch directory, or in
 # CALICO_BUILD_DIR, kept for later runs) and searches that build in every round and at every
 # fraction; DiskANN builds once into INDEX_DIR.
+# Queries: calico's pool keeps what searches read, DiskANN's node cache is fixed at load, so a
+# query repeated while its pages are resident is a hit for calico alone. calico_bench's timed
+# regions take queries from one cursor (none repeats before all have run); give more queries
+# than the pool holds the pages of (--queries 10000 at 1M rows and 20%; a query reads 15-50).
 # Each runs alone in a v1 memory cgroup, the page cache dropped first:
 #   calico_bench builds both indexes in the same process before it searches, so its limit is set
 #   once it prints "built:": the cgroup's usage then (dataset, heap; caches dropped again) + f x
@@ -28,7 +32,7 @@
 #   only when its fixed part alone is over the budget, reported "over_budget") + 8 MB.
 #
 # Usage: bench/experiments/vector_coded.sh OUT FRACTIONS [calico_bench vector-coded options ...]
-#   e.g. bench/experiments/vector_coded.sh /var/tmp/diskann/results/100k 0.05,0.1,0.2,4 --n 100000
+#   e.g. bench/experiments/vector_coded.sh /var/tmp/diskann/results/1m 0.1,0.2,4 --n 1000000 --queries 10000
 #   The options (--n, --dim, --clusters, --threads, ...) go to calico_bench as they are; --pool-fraction,
 #   --json, --cache-dir and --dir are the script's.
 # Environment: CALICO_BENCH (default <repo>/build-release/calico_bench); DATA_DIR, the dataset cache
@@ -40,7 +44,7 @@
 # codes and a larger node cache in the same memory).
 # Needs root and the cgroup v1 memory controller.
 set -euo pipefail
-if [ $# -lt 2 ]; then sed -n 2,34p "$0"; exit 2; fi
+if [ $# -lt 2 ]; then sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 2; fi  # the header above
 out=$1 fractions=$2
 shift 2
 calico_opts=("$@")
