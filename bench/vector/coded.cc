@@ -20,6 +20,7 @@
 #include "vector/data/recall.h"
 #include "calico/error.h"
 #include "vector/distance.h"
+#include "vector/timed_region.h"
 
 namespace calico::bench {
 
@@ -92,57 +93,30 @@ PoolOptions pool_options(const std::string& dir, uint64_t bytes) {
   return o;
 }
 
-// search(q, out, state) over every query once on one thread (recall; the pool's warm-up).
+// search(q, out, thread) over every query once, in order, on one thread (recall; the pool's
+// warm-up); the cursor then points at the pass's first query (QueryCursor::after_pass).
 template <class Search>
-double recall_of(const data::Dataset& ds, uint32_t k, Search&& search) {
+double recall_of(const data::Dataset& ds, uint32_t k, QueryCursor* cursor, Search&& search) {
   const uint64_t nq = ds.queries.rows;
   std::vector<std::vector<Neighbor>> got(nq);
   for (uint64_t q = 0; q < nq; ++q) search(ds.queries.row(q), &got[q], 0u);
+  cursor->after_pass();
   return data::recall_at_k(got, ds.ground_truth, k);
 }
 
-// One timed region: `threads` threads search queries for `seconds`, each query timed, taking
-// the next query from *cursor, which every timed region of the run shares: a region goes on
-// where the last one stopped, so no query repeats before all have run once. (A pool keeps
-// what searches read; a query repeated while its pages are still resident would be credited
-// with hits a stream of new queries never gets, and DiskANN's node cache, fixed at load,
-// gets none. Use more queries than the pool holds the pages of.) Appends QPS, pages read per
-// query and the latency percentiles to row. search(q, out, thread) must be thread-safe.
+// One timed region of row's setting (timed_region.h), its measurements appended to row.
 template <class Pool, class Search>
-void timed(Pool& pool, const data::Dataset& ds, double seconds, std::atomic<uint64_t>* cursor, Row& row,
+void timed(const Pool& pool, const data::Dataset& ds, double seconds, QueryCursor* cursor, Row& row,
            Search&& search) {
-  const uint64_t nq = ds.queries.rows;
-  const uint32_t threads = row.threads;
-  const PoolStats before = pool.stats();
-  std::vector<std::vector<double>> lat(threads);
-  std::atomic<bool> stop{false};
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::thread> ts;
-  for (uint32_t t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      std::vector<Neighbor> out;
-      while (!stop.load(std::memory_order_relaxed)) {
-        const uint64_t i = cursor->fetch_add(1, std::memory_order_relaxed);
-        const auto q0 = std::chrono::steady_clock::now();
-        search(ds.queries.row(i % nq), &out, t);
-        lat[t].push_back(elapsed_s(q0) * 1e3);
-        if (t == 0 && elapsed_s(t0) >= seconds) stop.store(true);
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-  const double s = elapsed_s(t0);
-  const PoolStats after = pool.stats();
-  std::vector<double> all;
-  for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  const double done = double(all.size());
-  row.qps.push_back(done / s);
-  row.reads_per_query.push_back(
-      double((after.faults - before.faults) + (after.prefetch_issued - before.prefetch_issued)) / done);
-  row.faults_per_query.push_back(double(after.faults - before.faults) / done);
-  row.p50_ms.push_back(all[static_cast<size_t>(0.50 * (all.size() - 1))]);
-  row.p99_ms.push_back(all[static_cast<size_t>(0.99 * (all.size() - 1))]);
+  std::vector<std::vector<Neighbor>> out(row.threads);  // a result per thread
+  const RegionResult r = timed_region(pool, row.threads, seconds, cursor, [&](uint64_t q, uint32_t t) {
+    search(ds.queries.row(q), &out[t], t);
+  });
+  row.qps.push_back(r.qps);
+  row.reads_per_query.push_back(r.reads_per_query);
+  row.faults_per_query.push_back(r.faults_per_query);
+  row.p50_ms.push_back(r.p50_ms);
+  row.p99_ms.push_back(r.p99_ms);
 }
 
 // The built directory's record: what it was built from (the base vectors, not the queries:
@@ -247,7 +221,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
   std::vector<Row> rows;
   int status = 0;
   const std::string load_before = loadavg();
-  std::atomic<uint64_t> cursor{0};  // the next query of every timed region (timed())
+  QueryCursor cursor(ds.queries.rows);  // every timed region's and recall pass's next query
   for (const double f : c.pool_fractions) {
     const uint64_t budget = static_cast<uint64_t>(f * double(hnsw_bytes));
     {
@@ -270,7 +244,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
         r.pool_fraction = f;
         r.ef = ef;
         r.pool_bytes = pool->num_frames() * pool->page_size();
-        r.recall = recall_of(ds, c.k, search);
+        r.recall = recall_of(ds, c.k, &cursor, search);
         add_per_thread(r, c.threads, &rows);
       }
       for (uint32_t round = 0; round < c.rounds; ++round) {
@@ -335,8 +309,8 @@ int run_vector_coded(const VectorCodedConfig& c) {
               // The search adapts to what it finds resident (coded_hnsw.h: batched steps,
               // automatic entries), so recall is measured after a pass that leaves the pool
               // and the state as the timed rounds find them.
-              recall_of(ds, c.k, searcher(coded_options(c.k, r)));
-              r.recall = recall_of(ds, c.k, searcher(coded_options(c.k, r)));
+              recall_of(ds, c.k, &cursor, searcher(coded_options(c.k, r)));
+              r.recall = recall_of(ds, c.k, &cursor, searcher(coded_options(c.k, r)));
               add_per_thread(r, c.threads, &rows);
              }
             }

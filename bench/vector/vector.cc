@@ -357,6 +357,9 @@ double process_cpu_seconds() {
   return secs(ru.ru_utime) + secs(ru.ru_stime);
 }
 
+// A case's run is one pass over every query, in order, so a query repeats only after every
+// other query has run once since (the invariant timed_region.h states for vector-coded: larger
+// than memory, give more queries than the pool holds the pages of).
 template <class Kind, class Pool>
 micro::Case search_case(std::shared_ptr<Target<Kind, Pool>> t, const data::Dataset& ds, uint32_t k, uint32_t param,
                         unsigned threads, bool optimistic, bool prefetch, std::shared_ptr<CaseRecord> rec,
