@@ -65,6 +65,12 @@ CONFIGS['vanilla-direct'] = ('vanilla', {'io_method': 'io_uring', 'debug_io_dire
 CONFIGS['ext'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
 CONFIGS['ext-io_uring'] = ('ext', {'io_method': 'io_uring'},
                            {'calico.translation': 'on', 'calico.group_prefetch': 'on'})
+# the A/B of the read-ahead beyond the expansion (calico.lookahead: candidates read ahead for;
+# ext-io_uring runs the default, 2)
+for _n in (0, 1, 4):
+    CONFIGS[f'ext-io_uring-la{_n}'] = ('ext', {'io_method': 'io_uring'},
+                                       {'calico.translation': 'on', 'calico.group_prefetch': 'on',
+                                        'calico.lookahead': str(_n)})
 CONFIGS['ext-off'] = ('ext', {'io_method': 'worker'}, {'calico.translation': 'off', 'calico.group_prefetch': 'off',
                                                        'calico.optimistic_reads': 'off'})
 # everything but the optimistic reads (their ablation)

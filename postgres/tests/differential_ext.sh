@@ -4,11 +4,13 @@
 # open the SAME data directory in turn, so they search the same index files:
 #   1. vanilla builds the data and indexes (HNSW: l2, ip, cosine, halfvec, unlogged; IVFFlat)
 #      and answers differential_ext_queries.sql (plain, filtered, iterative scans);
-#   2. ext answers the same: identical output, at the default pool and at shared_buffers =
+#   2. ext answers the same (and calico 0.1 updates to the current version in place):
+#      identical output, at the default pool and at shared_buffers =
 #      1MB, with calico's translation and prefetch on and off, with 2 relation slots and 2
 #      hint chunks (slots evicted by the clock, chunks exhausted); calico_stats() must show
 #      hint hits (the translation path was used), stale hints at 1 MB, and, on a cold 16 MB
-#      pool, prefetch reads (io_method worker and io_uring); then searches are cancelled at
+#      pool, prefetch reads and reads advised ahead (io_method worker and io_uring; the
+#      answers identical with calico.lookahead 0, 2 and 4); then searches are cancelled at
 #      random moments on a small pool (most while prefetched reads are held: counted by
 #      calico_stats().prefetch_abandoned, which must be > 0), after which the answers must
 #      still be identical and the server log free of warnings;
@@ -42,7 +44,7 @@ CREATE EXTENSION IF NOT EXISTS calico;
 SQL
 echo "SELECT calico_reset();" > "$T/reset.sql"
 echo "SELECT hits, misses, stale, prefetch_reads FROM calico_stats();" > "$T/stats.sql"
-echo "SELECT prefetch_reads, prefetch_used FROM calico_stats();" > "$T/stats-pf.sql"
+echo "SELECT prefetch_reads, prefetch_used, lookahead_reads FROM calico_stats();" > "$T/stats-pf.sql"
 echo "SELECT prefetch_reads, prefetch_used, prefetch_abandoned FROM calico_stats();" > "$T/stats-abort.sql"
 cat > "$T/exact.sql" <<'SQL'
 SET enable_indexscan = off;
@@ -73,6 +75,20 @@ echo "differential_ext: $n results identical (stock pgvector vs ext on stock's i
      "calico hits|misses|stale|prefetch reads = $hits|$misses|$stale|$reads"
 [ "$hits" -gt "$misses" ] || fail "hint hits ($hits) not above misses ($misses): the translation path was not used"
 
+# An older calico updates in place: 0.1 -> 0.3 by ALTER EXTENSION UPDATE, and calico_stats()
+# then has 0.3's columns.
+cat > "$T/upgrade.sql" <<'SQL'
+DROP EXTENSION IF EXISTS calico;
+CREATE EXTENSION calico VERSION '0.1';
+ALTER EXTENSION calico UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'calico';
+SELECT lookahead_reads >= 0 FROM calico_stats();
+SQL
+chmod 644 "$T/upgrade.sql"
+on ext ext-upgrade -- "$(q -f "$T/upgrade.sql") > $T/upgrade.out"
+[ "$(tr '\n' ' ' < "$T/upgrade.out")" = "0.3 t " ] || fail "calico 0.1 -> 0.3 update: $(cat "$T/upgrade.out")"
+echo "differential_ext: calico 0.1 updated to 0.3 (ALTER EXTENSION UPDATE); calico_stats() has lookahead_reads"
+
 on ext ext-A-tiny shared_buffers=1MB -- "$(q -f "$T/reset.sql") > /dev/null && $(q -f "$Q") > $T/ext-A-tiny.out &&
   $(q -f "$T/stats.sql") > $T/stats-A-tiny.out"
 same "$T/stock-A.out" "$T/ext-A-tiny.out" "ext at shared_buffers = 1MB differs"
@@ -95,11 +111,17 @@ echo "differential_ext: 2 relation slots, 2 hint chunks: identical; hits|misses|
 for io in worker io_uring; do
   on ext ext-A-$io shared_buffers=16MB max_connections=20 io_method=$io -- \
     "$(q -f "$T/reset.sql") > /dev/null && $(q -f "$Q") > $T/ext-A-$io.out &&
-     $(q -f "$T/stats-pf.sql") > $T/stats-A-$io.out"
+     $(q -f "$T/stats-pf.sql") > $T/stats-A-$io.out &&
+     PGOPTIONS='-c calico.lookahead=0' $(q -f "$Q") > $T/ext-A-$io-la0.out &&
+     PGOPTIONS='-c calico.lookahead=4' $(q -f "$Q") > $T/ext-A-$io-la4.out"
   same "$T/stock-A.out" "$T/ext-A-$io.out" "ext with a cold 16 MB pool ($io) differs"
-  IFS='|' read -r reads used < "$T/stats-A-$io.out"
-  echo "differential_ext: cold 16 MB pool, io_method=$io: identical; prefetch reads|used = $reads|$used"
+  same "$T/stock-A.out" "$T/ext-A-$io-la0.out" "ext with a 16 MB pool ($io) and calico.lookahead = 0 differs"
+  same "$T/stock-A.out" "$T/ext-A-$io-la4.out" "ext with a 16 MB pool ($io) and calico.lookahead = 4 differs"
+  IFS='|' read -r reads used ahead < "$T/stats-A-$io.out"
+  echo "differential_ext: cold 16 MB pool, io_method=$io: identical (calico.lookahead 2, 0 and 4);" \
+       "prefetch reads|used|lookahead reads = $reads|$used|$ahead"
   [ "$reads" -gt 0 ] || fail "no prefetch read started ($io): the group prefetch was not exercised"
+  [ "$ahead" -gt 0 ] || fail "no read advised ahead ($io): calico.lookahead was not exercised"
 done
 
 # Query cancels at random moments while searches hold prefetched pins (a cold 16 MB pool):

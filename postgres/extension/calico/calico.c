@@ -155,6 +155,7 @@ typedef union CalicoCounters
 		uint64		prefetch_abandoned;
 		uint64		optimistic_reads;	/* validated reads without the content lock */
 		uint64		optimistic_retries; /* of those tried: validation failed, read locked */
+		uint64		lookahead_reads;	/* advise_reads: reads the kernel was asked for */
 	};
 	char		pad[PG_CACHE_LINE_SIZE];
 } CalicoCounters;
@@ -193,6 +194,7 @@ static bool calico_tuple_prefetch = true;
 static bool calico_optimistic_reads = true;
 static int	calico_max_relations = 64;
 static int	calico_hint_chunks = 256;
+static int	calico_lookahead_candidates = 2;
 
 /* Shared state (set by calico_shmem_startup; NULL when not preloaded) */
 static CalicoShared *Calico = NULL;
@@ -245,6 +247,8 @@ static int	calico_page_hints(Relation rel, ForkNumber fork, const BlockNumber *b
 							  Buffer *hints);
 static uint32 calico_optimistic_mask(Relation rel);
 static void calico_count_optimistic(uint64 reads, uint64 retries);
+static int	calico_lookahead(void);
+static int	calico_advise_reads(Relation rel, ForkNumber fork, const BlockNumber *blocks, int nblocks);
 
 static const CalicoApi calico_api = {
 	.version = CALICO_API_VERSION,
@@ -256,6 +260,8 @@ static const CalicoApi calico_api = {
 	.page_hints = calico_page_hints,
 	.optimistic_mask = calico_optimistic_mask,
 	.count_optimistic = calico_count_optimistic,
+	.lookahead = calico_lookahead,
+	.advise_reads = calico_advise_reads,
 };
 
 static Size
@@ -883,6 +889,50 @@ calico_prefetch_release(void)
 	prefetch_subxact = InvalidSubTransactionId;
 }
 
+/* calico_lookahead -- calico.lookahead, when the group prefetch is on */
+static int
+calico_lookahead(void)
+{
+	return Calico != NULL && calico_group_prefetch ? calico_lookahead_candidates : 0;
+}
+
+/*
+ * calico_advise_reads -- PrefetchBuffer (the kernel reads into its page cache;
+ * no pin, no wait) of each block of the group that is neither resident by
+ * its hint nor held by the group prefetch, nor the block just before it in
+ * the group; returns how many were advised.  A later read of the block, by
+ * the group prefetch or a synchronous one, then copies it from the page
+ * cache, or waits for the kernel's read already in flight.
+ */
+static int
+calico_advise_reads(Relation rel, ForkNumber fork, const BlockNumber *blocks, int nblocks)
+{
+	CalicoSlot *slot;
+	int			advised = 0;
+
+	if (Calico == NULL || !calico_group_prefetch || calico_lookahead_candidates == 0 ||
+		RelationUsesLocalBuffers(rel) || nblocks <= 0)
+		return 0;
+	slot = calico_slot(&rel->rd_locator, fork, false);
+	for (int i = 0; i < nblocks; i++)
+	{
+		BlockNumber block = blocks[i];
+		bool		held = i > 0 && blocks[i - 1] == block;
+		PrefetchBufferResult r;
+
+		for (int j = 0; j < prefetch_n && !held; j++)
+			held = prefetch[j].block == block &&
+				calico_same_rel(&prefetch[j].locator, prefetch[j].fork, &rel->rd_locator, fork);
+		if (held || (slot != NULL && calico_hint_resident(slot, &rel->rd_locator, fork, block)))
+			continue;
+		r = PrefetchBuffer(rel, fork, block);
+		if (r.initiated_io)
+			advised++;
+	}
+	calico_counters()->lookahead_reads += advised;
+	return advised;
+}
+
 /*
  * calico_page_hints -- hints[i] = the hint of blocks[i] of rel's fork: the
  * buffer that last held it, a number in 1..NBuffers, or InvalidBuffer.  One
@@ -987,6 +1037,11 @@ _PG_init(void)
 							 "Reads index tuples of WAL-logged relations under a pin without the content lock.",
 							 "Validated by the page LSN and the lock's state; a failed validation reads again locked.",
 							 &calico_optimistic_reads, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("calico.lookahead",
+							"Candidates a search reads ahead for beyond the expansion it is in.",
+							"The kernel is asked to read their neighbours' pages into its page cache "
+							"(larger than shared_buffers; only while expansions start reads). 0: off.",
+							&calico_lookahead_candidates, 2, 0, 4, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("calico.max_relations",
 							"Relation forks with a block-to-buffer array.",
 							NULL, &calico_max_relations, 64, 1, 4096, PGC_POSTMASTER, 0,
@@ -1028,9 +1083,9 @@ Datum
 calico_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
-	uint64		sum[11] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
+	uint64		sum[12] = {0};
 	int			relations;
 	int			chunks_used;
 
@@ -1053,6 +1108,7 @@ calico_stats(PG_FUNCTION_ARGS)
 		sum[8] += c->prefetch_abandoned;
 		sum[9] += c->optimistic_reads;
 		sum[10] += c->optimistic_retries;
+		sum[11] += c->lookahead_reads;
 	}
 	LWLockAcquire(Calico->lock, LW_SHARED);
 	relations = Calico->nrelations;
@@ -1067,6 +1123,7 @@ calico_stats(PG_FUNCTION_ARGS)
 	values[12] = Int32GetDatum(Calico->nchunks);
 	values[13] = Int64GetDatum((int64) sum[9]);
 	values[14] = Int64GetDatum((int64) sum[10]);
+	values[15] = Int64GetDatum((int64) sum[11]);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

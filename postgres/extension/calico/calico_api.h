@@ -41,6 +41,15 @@
  *						content lock's exclusive bit.  0: lock as always.
  *	count_optimistic -- adds a search's optimistic reads and failed
  *						validations to calico_stats().
+ *	lookahead        -- how many candidates a search reads ahead for beyond
+ *						the expansion it is in (calico.lookahead; 0: none).
+ *	advise_reads     -- asks the kernel to read the blocks of a group that are
+ *						neither resident (by their hints) nor held by the
+ *						group prefetch into its page cache (PrefetchBuffer:
+ *						posix_fadvise WILLNEED): no pin, no wait, nothing to
+ *						release.  For the reads a search expects to make an
+ *						expansion or two later, so that the device sees more
+ *						than one group in flight.  Returns how many it advised.
  *
  * The blocks given to prefetch_group must exist (they come from index tuples,
  * and the indexes that use this never shrink); a read of a block past the end
@@ -61,7 +70,7 @@
 #include "utils/relcache.h"
 
 #define CALICO_API_RENDEZVOUS "calico_api"
-#define CALICO_API_VERSION 4
+#define CALICO_API_VERSION 5
 
 /* At most this many blocks are read ahead by one prefetch_group. */
 #define CALICO_MAX_PREFETCH_READS 32
@@ -81,6 +90,9 @@ typedef struct CalicoApi
 							   int nblocks, Buffer *hints);
 	uint32		(*optimistic_mask) (Relation rel);
 	void		(*count_optimistic) (uint64 reads, uint64 retries);
+	int			(*lookahead) (void);
+	int			(*advise_reads) (Relation rel, ForkNumber fork, const BlockNumber *blocks,
+								 int nblocks);
 } CalicoApi;
 
 /* page_hints' result: the hints may be used for CPU prefetches */
