@@ -122,7 +122,8 @@ void timed(const Pool& pool, const data::Dataset& ds, double seconds, QueryCurso
 // The built directory's record: what it was built from (the base vectors, not the queries:
 // data::base_name), and how long each build took.
 std::string built_key(const data::DatasetSpec& spec, const VectorCodedConfig& c) {
-  return fmt::format("{} M{} efc{} bits{} alpha{}", data::base_name(spec), c.M, c.ef_construction, c.bits, c.alpha);
+  return fmt::format("{} M{} efc{} {} alpha{}", data::base_name(spec), c.M, c.ef_construction,
+                     c.pq_bytes > 0 ? fmt::format("pq{}", c.pq_bytes) : fmt::format("bits{}", c.bits), c.alpha);
 }
 
 }  // namespace
@@ -147,9 +148,10 @@ int run_vector_coded(const VectorCodedConfig& c) {
   const uint64_t n = ds.base.rows;
   const uint32_t dim = ds.base.dim;
   if (n > index::BasicCodedHnsw<BufferPool>::kMaxCapacity) throw Error(ErrorCode::kInvalidArgument, "vector-coded: too many rows");
-  fmt::print("vector-coded: {} (n {}, dim {}, {} queries), M {}, ef_construction {}, rabitq{}, pools {} of the "
+  fmt::print("vector-coded: {} (n {}, dim {}, {} queries), M {}, ef_construction {}, {}, pools {} of the "
              "HNSW, threads {}, {} round(s) of {} s per setting\n",
-             ds.name, n, dim, ds.queries.rows, c.M, c.ef_construction, c.bits, fmt::join(c.pool_fractions, ","),
+             ds.name, n, dim, ds.queries.rows, c.M, c.ef_construction,
+             c.pq_bytes > 0 ? fmt::format("pq{}", c.pq_bytes) : fmt::format("rabitq{}", c.bits), fmt::join(c.pool_fractions, ","),
              fmt::join(c.threads, ","), c.rounds, c.seconds);
   fmt::print("machine: {}\n", machine_json());
 
@@ -180,6 +182,7 @@ int run_vector_coded(const VectorCodedConfig& c) {
     cp.M = c.M;
     cp.ef_construction = c.ef_construction;
     cp.bits = c.bits;
+    cp.pq_bytes = c.pq_bytes;
     cp.alpha = c.alpha;
     auto coded = index::BasicCodedHnsw<BufferPool>::create(*pool, "coded", cp, ds.base.values.data(),
                                                            std::min<uint64_t>(n, 25'000), static_cast<uint32_t>(n),
@@ -341,8 +344,8 @@ int run_vector_coded(const VectorCodedConfig& c) {
                median(r.p50_ms), median(r.p99_ms), r.ok ? "" : "  CHECK FAILED");
     if (json.is_open()) {
       json << fmt::format(
-          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"batched":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"pin_share":{},"pinned_bytes":{},"pinned_rows":{},"pin_s":{:.2f},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"faults_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
-          r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.bits, c.alpha,
+          R"({{"bench":"vector-coded","index":"{}","dataset":"{}","n":{},"dim":{},"queries":{},"metric":"{}","M":{},"ef_construction":{},"bits":{},"pq_bytes":{},"alpha":{},"k":{},"ef":{},"rerank":{},"entries":{},"prefetch_width":{},"batched":{},"threads":{},"pool_fraction":{},"hnsw_bytes":{},"pool_bytes":{},"resident_codes_bytes":{},"pin_share":{},"pinned_bytes":{},"pinned_rows":{},"pin_s":{:.2f},"recall":{:.4f},"qps":{:.1f},"qps_rounds":[{:.1f}],"reads_per_query":{:.2f},"faults_per_query":{:.2f},"p50_ms":{:.4f},"p99_ms":{:.4f},"rounds":{},"seconds":{},"hnsw_build_s":{:.1f},"coded_build_s":{:.1f},"reused_build":{},"loadavg_before":{},"loadavg_after":{},"check":{},{}}})",
+          r.index, ds.name, n, dim, ds.queries.rows, vector::metric_name(ds.metric), c.M, c.ef_construction, c.pq_bytes > 0 ? 0 : c.bits, c.pq_bytes, c.alpha,
           c.k, r.ef, r.rerank, r.entries, r.width, r.batched, r.threads, r.pool_fraction, hnsw_bytes, r.pool_bytes, r.resident_codes_bytes,
           r.pin_share, r.pinned_bytes, r.pinned_rows, r.pin_s, r.recall, median(r.qps), fmt::join(r.qps, ","), median(r.reads_per_query), median(r.faults_per_query), median(r.p50_ms),
           median(r.p99_ms), c.rounds, c.seconds, hnsw_build_s, coded_build_s, reused ? "true" : "false", load_before,

@@ -46,6 +46,7 @@ struct VectorCodedConfig {
   uint32_t M = 16;
   uint32_t ef_construction = 100;
   uint32_t bits = 2;
+  uint32_t pq_bytes = 0;  // CodedHnswParams::pq_bytes (0: RaBitQ of `bits`)
   float alpha = 1.2f;  // CodedHnswParams::alpha
   uint32_t build_threads = 2;
   std::vector<uint32_t> hnsw_ef = {32, 64, 128};

@@ -265,7 +265,7 @@ class HnswIndex:
 class CodedHnswIndex:
     """
     An HNSW for vectors larger than memory, stored in a Pool under ``name``: a compressed code
-    of every vector (RaBitQ, ``bits`` per dimension) stays in memory and the search walks the
+    of every vector (RaBitQ, ``bits`` per dimension, or PQ of ``pq_bytes``) stays in memory and the search walks the
     graph (level 0) on code distances. A node's row in pool pages holds its links and its
     full vector, so each node the search expands costs one row read and is ranked exactly:
     larger than memory a query reads about as many pages as it expands nodes (DiskANN's
@@ -274,11 +274,14 @@ class CodedHnswIndex:
     code model is fitted by ``train`` or, when not called, on the first ``add``'s rows.
     """
 
-    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 2, clusters: int | None = None, memory_budget: int | None = None, seed: int = 42) -> None:
+    def __init__(self, pool: Pool, name: str, dim: int, metric: str = 'l2', M: int = 16, ef_construction: int = 100, capacity: int = 10000, bits: int = 2, clusters: int | None = None, memory_budget: int | None = None, seed: int = 42, pq_bytes: int | None = None) -> None:
         """
         Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,
         ``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes
-        (1, 2 or 4: more bits steer the beam better at more memory); ``clusters``: codes
+        (1, 2 or 4: more bits steer the beam better at more memory); ``pq_bytes``: product-
+        quantization codes of this many bytes a vector instead (must divide ``dim``; ``bits`` and
+        ``clusters`` unused: at budgets that leave RaBitQ 1 bit a dimension PQ spends every byte
+        on the vector; its codebooks do not follow data added after training); ``clusters``: codes
         are residuals to the nearest of this many k-means centroids of the training rows (None:
         about the square root of the training rows, at most 256; data of well-separated clusters
         estimates better with about as many). Training uses at most 65,536 rows, evenly spaced.
@@ -389,7 +392,11 @@ class CodedHnswIndex:
 
     @property
     def bits(self) -> int:
-        """Code bits per dimension."""
+        """Code bits per dimension (0 with PQ codes)."""
+
+    @property
+    def pq_bytes(self) -> int:
+        """Bytes of a PQ code (0: RaBitQ codes of ``bits`` per dimension)."""
 
     @property
     def capacity(self) -> int:

@@ -116,6 +116,7 @@ class CodedHnswApi : public HnswApi {
   // trained already; the memory budget below the codes plus the pool's frames.
   virtual void train(const VectorBatch& v) = 0;
   virtual uint32_t bits() = 0;
+  virtual uint32_t pq_bytes() = 0;
   // Resident bytes: "codes", "model", "pool_frames", "translation", "pinned_rows", "total",
   // and "budget".
   virtual std::map<std::string, uint64_t> memory() = 0;
@@ -160,6 +161,7 @@ struct HnswConfig {
 
 struct CodedHnswConfig : HnswConfig {
   uint32_t bits = 2;      // RaBitQ bits per dimension: 1, 2 or 4 (CodedHnswParams::bits)
+  uint32_t pq_bytes = 0;  // PQ codes of this many bytes instead (CodedHnswParams::pq_bytes); 0: RaBitQ
   uint32_t clusters = 0;  // RaBitQ centroids (k-means of the training rows); 0: automatic
   uint64_t memory_budget = UINT64_MAX;  // codes + model + pool frames + translation, bytes
 };

@@ -257,7 +257,7 @@ void bind_vectors(nb::module_& m) {
   nb::class_<CodedHandle>(
       m, "CodedHnswIndex",
       "An HNSW for vectors larger than memory, stored in a Pool under ``name``: a compressed code\n"
-      "of every vector (RaBitQ, ``bits`` per dimension) stays in memory and the search walks the\n"
+      "of every vector (RaBitQ, ``bits`` per dimension, or PQ of ``pq_bytes``) stays in memory and the search walks the\n"
       "graph (level 0) on code distances. A node's row in pool pages holds its links and its\n"
       "full vector, so each node the search expands costs one row read and is ranked exactly:\n"
       "larger than memory a query reads about as many pages as it expands nodes (DiskANN's\n"
@@ -268,10 +268,12 @@ void bind_vectors(nb::module_& m) {
           "__init__",
           [](CodedHandle* self, PoolHandle& pool, const std::string& name, uint32_t dim, const std::string& metric,
              uint32_t M, uint32_t ef_construction, uint32_t capacity, uint32_t bits, std::optional<uint32_t> clusters,
-             std::optional<uint64_t> memory_budget, uint64_t seed) {
+             std::optional<uint64_t> memory_budget, uint64_t seed, std::optional<uint32_t> pq_bytes) {
             CodedHnswConfig c;
             static_cast<HnswConfig&>(c) = HnswConfig{dim, parse_metric(metric), M, ef_construction, capacity, seed};
             c.bits = bits;
+            if (pq_bytes && *pq_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "pq_bytes must be positive (or None)");
+            c.pq_bytes = pq_bytes.value_or(0);
             if (clusters && *clusters == 0) throw Error(ErrorCode::kInvalidArgument, "clusters must be 1 to 256 (or None)");
             c.clusters = clusters.value_or(0);
             c.memory_budget = memory_budget.value_or(UINT64_MAX);
@@ -284,9 +286,13 @@ void bind_vectors(nb::module_& m) {
           },
           "pool"_a, "name"_a, "dim"_a, "metric"_a = "l2", "M"_a = 16, "ef_construction"_a = 100,
           "capacity"_a = 10000, "bits"_a = 2, "clusters"_a = nb::none(), "memory_budget"_a = nb::none(), "seed"_a = 42,
+          "pq_bytes"_a = nb::none(),
           "Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,\n"
           "``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes\n"
-          "(1, 2 or 4: more bits steer the beam better at more memory); ``clusters``: codes\n"
+          "(1, 2 or 4: more bits steer the beam better at more memory); ``pq_bytes``: product-\n"
+          "quantization codes of this many bytes a vector instead (must divide ``dim``; ``bits`` and\n"
+          "``clusters`` unused: at budgets that leave RaBitQ 1 bit a dimension PQ spends every byte\n"
+          "on the vector; its codebooks do not follow data added after training); ``clusters``: codes\n"
           "are residuals to the nearest of this many k-means centroids of the training rows (None:\n"
           "about the square root of the training rows, at most 256; data of well-separated clusters\n"
           "estimates better with about as many). Training uses at most 65,536 rows, evenly spaced.\n"
@@ -392,7 +398,9 @@ void bind_vectors(nb::module_& m) {
       .def_prop_ro("name", [](CodedHandle& h) { return h.name; }, "The index's name in its pool.")
       .def_prop_ro("dim", [](CodedHandle& h) { return h.api->dim(); }, "Dimensions per vector.")
       .def_prop_ro("metric", [](CodedHandle& h) { return metric_name(h.api->metric()); }, "'l2', 'ip' or 'cos'.")
-      .def_prop_ro("bits", [](CodedHandle& h) { return h.api->bits(); }, "Code bits per dimension.")
+      .def_prop_ro("bits", [](CodedHandle& h) { return h.api->bits(); }, "Code bits per dimension (0 with PQ codes).")
+      .def_prop_ro("pq_bytes", [](CodedHandle& h) { return h.api->pq_bytes(); },
+                   "Bytes of a PQ code (0: RaBitQ codes of ``bits`` per dimension).")
       .def_prop_ro("capacity", [](CodedHandle& h) { return h.api->capacity(); },
                    "Slots the index has room for (0 before training); doubles as needed within the budget.")
       .def_prop_ro("M", [](CodedHandle& h) { return h.api->M(); }, "Links chosen per node (lists hold 2M).")
@@ -402,7 +410,9 @@ void bind_vectors(nb::module_& m) {
               "Searches prefetch the link pages of candidates entering the beam (group reads).")
       .def("__repr__", [](CodedHandle& h) {
         return "calico.CodedHnswIndex('" + h.name + "', dim=" + std::to_string(h.api->dim()) + ", metric='" +
-               metric_name(h.api->metric()) + "', bits=" + std::to_string(h.api->bits()) + ")";
+               metric_name(h.api->metric()) + "', " +
+               (h.api->pq_bytes() > 0 ? "pq_bytes=" + std::to_string(h.api->pq_bytes()) : "bits=" + std::to_string(h.api->bits())) +
+               ")";
       });
 
   nb::class_<IvfHandle>(m, "IvfIndex",

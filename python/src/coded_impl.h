@@ -60,6 +60,7 @@ class CodedHnswImpl final : public CodedHnswApi {
   uint32_t M() override { return cfg_.M; }
   uint32_t ef_construction() override { return cfg_.ef_construction; }
   uint32_t bits() override { return cfg_.bits; }
+  uint32_t pq_bytes() override { return cfg_.pq_bytes; }
   bool trained() override {
     Use u(*gate_);
     std::lock_guard l(train_mu_);
@@ -209,6 +210,7 @@ class CodedHnswImpl final : public CodedHnswApi {
     p.dim = cfg_.dim;
     p.metric = to_metric(cfg_.metric);
     p.bits = cfg_.bits;
+    p.pq_bytes = cfg_.pq_bytes;
     // Automatic: about the square root of the training rows, 1 to 256. Codes are residuals
     // to the nearest centroid, so clustered data needs centroids near its clusters: on
     // isotropic clusters, one centroid (the mean) left 1-bit codes at recall 0.55 where
@@ -230,6 +232,7 @@ class CodedHnswImpl final : public CodedHnswApi {
     cfg_.M = p.M;
     cfg_.ef_construction = p.ef_construction;
     cfg_.bits = p.bits;
+    cfg_.pq_bytes = p.pq_bytes;
     cfg_.seed = p.seed;
   }
 

@@ -56,6 +56,26 @@ def test_recall_against_brute_force_at_several_memory_budgets(data_dir, pages):
             assert s["faults"] + s["prefetch_issued"] > 0, "a pool this small must read vectors"
 
 
+def test_pq_codes_recall_reopen_and_bad_sizes(data_dir):
+    """pq_bytes=8: product-quantization codes of 8 bytes (4 dimensions a byte) in place of
+    RaBitQ: recall against brute force in a 64-frame pool, kept by a reopen; sizes that do not
+    divide dim, and 0, are refused naming pq_bytes."""
+    base = _build(data_dir, pq_bytes=8)
+    queries = clustered(200, DIM, clusters=40, seed=4)
+    want = brute_force(base, queries, K)
+    with calico.Pool(data_dir, pool_bytes=64 * 4096) as pool:
+        index = calico.CodedHnswIndex.open(pool, "c")
+        assert index.pq_bytes == 8 and index.bits == 0
+        assert "pq_bytes=8" in repr(index)
+        ids, _ = index.search(queries, k=K, **DEEP)
+        r = recall(ids, want)
+        assert r >= 0.95, f"PQ codes: recall {r:.3f}"
+        assert index.memory()["codes"] >= N * 8
+        for bad in (0, 5):
+            with pytest.raises(calico.InvalidArgumentError, match="pq_bytes"):
+                calico.CodedHnswIndex(pool, f"bad{bad}", dim=DIM, pq_bytes=bad).add(base[:500])
+
+
 def test_pinned_rows_give_the_same_answers_with_fewer_page_reads(data_dir):
     """4000 rows of 268 bytes (15 to a page): a 32-frame pool reads pages on most expansions;
     2000 pinned rows (about 0.7 MB) serve the hot ones from memory."""

@@ -352,6 +352,54 @@ TEST(CodedHnsw, ReopenAfterFlush) {
   expect_error(ErrorCode::kInvalidArgument, [&] { idx.add(5, data().row(5)); });
 }
 
+// PQ codes (CodedHnswParams::pq_bytes) in place of RaBitQ: recall against brute force in a
+// pool that holds everything and in one of 16 frames, the same answers after a reopen (the
+// model blob says PQ; params() report it), and parameters PQ cannot take refused.
+TEST(CodedHnsw, PqCodesRecallAndReopen) {
+  TempDir dir;
+  CodedHnswParams p = params();
+  p.pq_bytes = 16;  // 8 dimensions a byte
+  std::vector<std::vector<Neighbor>> before;
+  CodedHnswSearchOptions opt;
+  {
+    auto pool = BufferPool::open(small_options(dir.path(), 1024));
+    Coded idx = Coded::create(*pool, "v", p, data().rows.data(), 1000, 1024, budget_for(*pool));
+    for (uint64_t i = 0; i < kRows; ++i) idx.add(static_cast<uint32_t>(i), data().row(i));
+    EXPECT_EQ(idx.code_bytes(), 16u);
+    EXPECT_EQ(idx.params().pq_bytes, 16u);
+    idx.check_structure();
+    CodedHnswSearchState st(idx);
+    before = search_all(idx, opt, st);
+    EXPECT_GE(testing::mean_recall(before, truth()), 0.95);
+    for (uint32_t q = 0; q < kQueries; ++q) expect_exact_distances(before[q], data().query(q), kRows);
+    pool->flush();
+  }
+  for (uint32_t frames : {1024u, 16u}) {
+    auto pool = BufferPool::open(small_options(dir.path(), frames));
+    Coded idx = Coded::open(*pool, "v", budget_for(*pool));
+    EXPECT_EQ(idx.params().pq_bytes, 16u);
+    EXPECT_EQ(idx.params().bits, 0u);
+    EXPECT_EQ(idx.code_bytes(), 16u);
+    idx.check_structure();
+    CodedHnswSearchState st(idx);
+    EXPECT_EQ(search_all(idx, opt, st), before) << frames << " frames";
+  }
+  auto pool = BufferPool::open(small_options(dir.path(), 64));
+  for (uint32_t bad : {3u, 256u}) {  // does not divide 128
+    p.pq_bytes = bad;
+    const Error e = expect_error(ErrorCode::kInvalidArgument, [&] {
+      Coded::create(*pool, "bad", p, data().rows.data(), 1000, 100, budget_for(*pool));
+    });
+    EXPECT_NE(std::string(e.what()).find("pq_bytes"), std::string::npos) << e.what();
+  }
+  p.pq_bytes = 16;
+  const Error e = expect_error(ErrorCode::kInvalidArgument, [&] {
+    Coded::create(*pool, "bad", p, data().rows.data(), 255, 100, budget_for(*pool));
+  });
+  EXPECT_NE(std::string(e.what()).find("sample"), std::string::npos) << e.what();
+  for (const SpaceInfo& info : pool->spaces()) EXPECT_EQ(info.name.rfind("bad", 0), std::string::npos) << info.name;
+}
+
 TEST(CodedHnsw, ConcurrentAddsAndSearches) {
   TempDir dir;
   auto pool = BufferPool::open(testing::stress_options(small_options(dir.path(), 96)));

@@ -53,7 +53,9 @@ def norm(r):
             setting += f", W {r['prefetch_width']}" if "prefetch_width" in r else f", rerank {r['rerank']}"
             if r.get("batched"):
                 setting += " batched"
-            if "bits" in r:
+            if r.get("pq_bytes"):
+                setting += f", PQ {r['pq_bytes']}"
+            elif "bits" in r:
                 setting += f", {r['bits']} bit"
             if r.get("pin_share", 0) > 0:
                 setting += f", pin {r['pin_share']:g}"

@@ -32,7 +32,12 @@
 //     (docs/results/vector_coded.md): the beam steers by the estimates, and at 128-d 2-bit
 //     codes (44 bytes a row with their factors, against 29 for 1 bit) reached recall 0.95-0.99
 //     expanding 35-45% fewer nodes than 1-bit codes needed. 1 bit remains
-//     for budgets the 2-bit codes would leave without a pool.
+//     for budgets the 2-bit codes would leave without a pool. PQ codes
+//     (CodedHnswParams::pq_bytes) steer as well as RaBitQ codes of as many code bits (the
+//     recall at each ef, 100K x 128 in memory: 16 bytes as 1 bit, 32 as 2 bits), so in
+//     1.3-1.6x fewer resident bytes, as RaBitQ keeps three float factors and a cluster beside
+//     each code; RaBitQ stays the default because its codes follow data added after
+//     training, where PQ's codebooks do not.
 //   - Two spaces (coded_hnsw_layout.h): <name>.codes holds the metadata, the model blob and
 //     every code; <name>.graph one row per node, its level-0 list and its full vector (652 B
 //     at M = 16 and 128 dimensions, 6 per 4 KB page). Every page carries the index's uuid and
@@ -167,6 +172,14 @@ struct CodedHnswParams {
   // than 1 bit larger than memory, at 1.5x the resident bytes (docs/results/vector_coded.md); 1 fits
   // budgets the 2-bit codes leave too little pool.
   uint32_t bits = 2;
+  // 0: RaBitQ codes of `bits` per dimension. Otherwise product-quantization codes of this many
+  // bytes a vector (vector/pq.h: pq_bytes subspaces of dim / pq_bytes dimensions, 256
+  // centroids each, k-means of the sample; must divide dim; the sample needs 256 rows or
+  // more), and `bits` is not used. A RaBitQ row spends 13-14 bytes on three float factors and
+  // a cluster; PQ spends every byte on the vector, and steered as well as RaBitQ with as many
+  // code bits (docs/results/vector_coded.md). PQ's codebooks do not follow data added after
+  // the sample; RaBitQ's codes do.
+  uint32_t pq_bytes = 0;
   // RaBitQ centroids (k-means of the sample; 1: its mean). Codes are residuals to the
   // nearest, so data of well-separated clusters estimates better with K ~ the clusters.
   uint32_t clusters = 1;

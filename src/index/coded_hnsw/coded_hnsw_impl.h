@@ -20,6 +20,7 @@
 #include "index/hnsw/hnsw_layout.h"  // hnsw_detail::hnsw_racy_copy: the optimistic copy
 #include "io/checksum.h"
 #include "vector/model_blob.h"
+#include "vector/pq.h"
 #include "vector/rabitq.h"
 
 namespace calico::index {
@@ -159,7 +160,10 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   using coded_detail::invalid;
   if (name.empty() || name.size() > kMaxNameBytes) invalid("name: 1 to 56 characters");
   if (params.dim == 0) invalid("dim is 0");
-  if (params.bits != 1 && params.bits != 2 && params.bits != 4) invalid("bits must be 1, 2 or 4");
+  if (params.pq_bytes == 0 && params.bits != 1 && params.bits != 2 && params.bits != 4) invalid("bits must be 1, 2 or 4");
+  if (params.pq_bytes > 0 && (params.dim == 0 || params.dim % params.pq_bytes != 0)) {
+    invalid("pq_bytes must divide dim (each byte codes dim / pq_bytes dimensions)");
+  }
   if (params.M < 2 || params.M > HnswLayout::kMaxM) invalid("M must be in [2, 256]");
   if (static_cast<uint32_t>(params.metric) > static_cast<uint32_t>(vector::Metric::kCosine)) invalid("metric out of range");
   if (capacity == 0 || capacity > kMaxCapacity) invalid("capacity must be in [1, 2^32 - 2]");
@@ -168,12 +172,24 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   if (sample == nullptr || n == 0) invalid("sample is empty (the code model trains on it)");
   CodedHnswParams p = params;
   p.ef_construction = std::max(p.ef_construction, p.M);
-  vector::RabitqParams rp;
-  rp.bits = p.bits;
-  rp.metric = p.metric;
-  rp.seed = p.seed;
-  rp.clusters = p.clusters;
-  auto model = std::make_unique<vector::RabitqQuantizer>(vector::RabitqQuantizer::train(sample, n, p.dim, rp));
+  std::unique_ptr<vector::Quantizer> model;
+  if (p.pq_bytes > 0) {
+    if (n < 256) invalid("sample: PQ codes (pq_bytes) train 256 centroids per subspace, on 256 rows or more");
+    vector::PqParams qp;
+    qp.m = p.pq_bytes;
+    qp.bits = 8;
+    qp.metric = p.metric;
+    qp.seed = p.seed;
+    p.bits = 0;  // CodedMeta::bits: 0 for PQ
+    model = std::make_unique<vector::PqQuantizer>(vector::PqQuantizer::train(sample, n, p.dim, qp));
+  } else {
+    vector::RabitqParams rp;
+    rp.bits = p.bits;
+    rp.metric = p.metric;
+    rp.seed = p.seed;
+    rp.clusters = p.clusters;
+    model = std::make_unique<vector::RabitqQuantizer>(vector::RabitqQuantizer::train(sample, n, p.dim, rp));
+  }
   const std::vector<uint8_t> blob = model->serialize();
   const CodedLayout l = CodedLayout::make(static_cast<uint32_t>(pool.usable_page_size()), p.dim, p.M,
                                           static_cast<uint32_t>(model->code_bytes()),
@@ -181,7 +197,9 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   if (!l.fits()) invalid("dim / M: a node row (links and vector) or a code does not fit a page");
   check_budget(pool, budget_bytes, coded_detail::resident_codes_bytes(capacity, l.code_bytes, p.entry_rate, p.dim, blob.size()),
                "create",
-               p.bits > 1 ? "; codes of fewer bits per dimension (bits 1) are smaller" : "");
+               p.pq_bytes > 0 ? "; PQ codes of fewer bytes (pq_bytes) are smaller"
+               : p.bits > 1   ? "; codes of fewer bits per dimension (bits 1) are smaller"
+                              : "");
 
   std::random_device rd;
   const uint64_t uuid = coded_detail::mix((uint64_t{rd()} << 32 | rd()) ^
@@ -287,7 +305,9 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   }
   std::unique_ptr<vector::Quantizer> model = vector::load_quantizer(blob.data(), blob.size());
   const CodedLayout l = CodedLayout::make(usable, m.dim, m.M, m.code_bytes, m.model_bytes);
+  const bool pq = model->name().rfind("pq", 0) == 0;
   if (model->dim() != m.dim || model->code_bytes() != m.code_bytes || static_cast<uint32_t>(model->metric()) != m.metric ||
+      pq != (m.bits == 0) ||
       !l.fits() || l.per_code_page != m.per_code_page || l.per_node_page != m.per_node_page) {
     corrupt_page(coded_detail::kKind, "metadata disagrees with the model or the layout", meta_pid);
   }
@@ -299,6 +319,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::open(Pool& pool, std::string_v
   p.dim = m.dim;
   p.metric = static_cast<vector::Metric>(m.metric);
   p.bits = m.bits;
+  p.pq_bytes = pq ? m.code_bytes : 0;
   p.M = m.M;
   p.ef_construction = m.ef_construction;
   p.seed = m.seed;

@@ -71,7 +71,7 @@ struct CodedMeta {
   uint32_t page_size;
   uint32_t dim;
   uint32_t metric;  // vector::Metric
-  uint32_t bits;    // RaBitQ bits per dimension
+  uint32_t bits;    // RaBitQ bits per dimension; 0: PQ codes (the model blob says which)
   uint32_t M;
   uint32_t ef_construction;
   uint32_t code_bytes;
