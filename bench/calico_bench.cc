@@ -278,7 +278,7 @@ CLI::App* add_vector_coded_command(CLI::App& app, calico::bench::VectorCodedConf
   v->add_option("--M", vc.M, "graph degree (lists hold 2M on level 0)")->capture_default_str()->check(CLI::Range(2u, 256u));
   v->add_option("--ef-construction", vc.ef_construction, "insertion beam")->capture_default_str()->check(CLI::Range(1u, 4096u));
   v->add_option("--bits", vc.bits, "RaBitQ bits per dimension (1, 2, 4)")->capture_default_str()->check(CLI::IsMember({1u, 2u, 4u}));
-  v->add_option("--pq-bytes", vc.pq_bytes, "PQ codes of this many bytes a vector instead of RaBitQ (must divide the dimension; 0: RaBitQ)")->capture_default_str();
+  v->add_option("--pq-bytes", vc.pq_bytes, "PQ codes of this many bytes a vector instead of RaBitQ (at most the dimension; 0: RaBitQ)")->capture_default_str();
   v->add_option("--alpha", vc.alpha, "the coded HNSW's links heuristic factor (1: HNSW's; 1.2: Vamana's)")->capture_default_str()->check(CLI::Range(1.0, 2.0));
   v->add_option("--build-threads", vc.build_threads, "threads adding rows")->capture_default_str()->check(CLI::Range(1u, 64u));
   v->add_option("--hnsw-ef", vc.hnsw_ef, "ef values of the full-vector HNSW (comma list)")->delimiter(',')->capture_default_str();

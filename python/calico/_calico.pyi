@@ -279,7 +279,7 @@ class CodedHnswIndex:
         Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,
         ``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes
         (1, 2 or 4: more bits steer the beam better at more memory); ``pq_bytes``: product-
-        quantization codes of this many bytes a vector instead (must divide ``dim``; ``bits`` and
+        quantization codes of this many bytes a vector instead (at most ``dim``; ``bits`` and
         ``clusters`` unused: at budgets that leave RaBitQ 1 bit a dimension PQ spends every byte
         on the vector; its codebooks do not follow data added after training); ``clusters``: codes
         are residuals to the nearest of this many k-means centroids of the training rows (None:

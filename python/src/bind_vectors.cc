@@ -290,7 +290,7 @@ void bind_vectors(nb::module_& m) {
           "Opens index ``name`` of ``pool``, or makes a new, untrained one: ``dim``, ``metric``, ``M``,\n"
           "``ef_construction`` and ``capacity`` as for HnswIndex; ``bits`` per dimension of the codes\n"
           "(1, 2 or 4: more bits steer the beam better at more memory); ``pq_bytes``: product-\n"
-          "quantization codes of this many bytes a vector instead (must divide ``dim``; ``bits`` and\n"
+          "quantization codes of this many bytes a vector instead (at most ``dim``; ``bits`` and\n"
           "``clusters`` unused: at budgets that leave RaBitQ 1 bit a dimension PQ spends every byte\n"
           "on the vector; its codebooks do not follow data added after training); ``clusters``: codes\n"
           "are residuals to the nearest of this many k-means centroids of the training rows (None:\n"

@@ -58,8 +58,8 @@ def test_recall_against_brute_force_at_several_memory_budgets(data_dir, pages):
 
 def test_pq_codes_recall_reopen_and_bad_sizes(data_dir):
     """pq_bytes=8: product-quantization codes of 8 bytes (4 dimensions a byte) in place of
-    RaBitQ: recall against brute force in a 64-frame pool, kept by a reopen; sizes that do not
-    divide dim, and 0, are refused naming pq_bytes."""
+    RaBitQ: recall against brute force in a 64-frame pool, kept by a reopen; more bytes than
+    dim, and 0, are refused naming pq_bytes."""
     base = _build(data_dir, pq_bytes=8)
     queries = clustered(200, DIM, clusters=40, seed=4)
     want = brute_force(base, queries, K)
@@ -71,7 +71,7 @@ def test_pq_codes_recall_reopen_and_bad_sizes(data_dir):
         r = recall(ids, want)
         assert r >= 0.95, f"PQ codes: recall {r:.3f}"
         assert index.memory()["codes"] >= N * 8
-        for bad in (0, 5):
+        for bad in (0, DIM + 1):
             with pytest.raises(calico.InvalidArgumentError, match="pq_bytes"):
                 calico.CodedHnswIndex(pool, f"bad{bad}", dim=DIM, pq_bytes=bad).add(base[:500])
 

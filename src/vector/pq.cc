@@ -26,20 +26,21 @@ struct PqQuery final : QueryState {
 }  // namespace
 
 PqQuantizer::PqQuantizer(uint32_t dim, uint32_t m, uint32_t bits, Metric metric, std::vector<float> centroids)
-    : dim_(dim), m_(m), bits_(bits), ksub_(1u << bits), dsub_(dim / m), metric_(metric), centroids_(std::move(centroids)) {
-  CALICO_CHECK(m_ > 0 && dim_ % m_ == 0 && centroids_.size() == size_t{m_} * ksub_ * dsub_);
+    : dim_(dim), m_(m), bits_(bits), ksub_(1u << bits), dsub_(dim / m), wide_(dim % m), metric_(metric),
+      centroids_(std::move(centroids)) {
+  CALICO_CHECK(m_ > 0 && m_ <= dim_ && centroids_.size() == size_t{ksub_} * dim_);
 }
 
 PqQuantizer PqQuantizer::train(const float* sample, uint64_t n, uint32_t dim, const PqParams& p) {
   if (dim == 0) throw Error(ErrorCode::kInvalidArgument, "pq: dim must be at least 1");
-  if (p.m == 0 || dim % p.m != 0) {
+  if (p.m == 0 || p.m > dim) {
     throw Error(ErrorCode::kInvalidArgument, "pq: subspaces m = " + std::to_string(p.m) +
-                                                 " must be at least 1 and divide dim = " + std::to_string(dim));
+                                                 " must be in [1, dim = " + std::to_string(dim) + "]");
   }
   if (p.bits < 1 || p.bits > 8) {
     throw Error(ErrorCode::kInvalidArgument, "pq: bits must be in [1, 8], got " + std::to_string(p.bits));
   }
-  const uint32_t ksub = 1u << p.bits, dsub = dim / p.m;
+  const uint32_t ksub = 1u << p.bits;
   if (n == 0 || sample == nullptr) throw Error(ErrorCode::kInvalidArgument, "pq: the training sample is empty");
   if (n < ksub) {
     throw Error(ErrorCode::kInvalidArgument, "pq: the training sample has " + std::to_string(n) +
@@ -52,10 +53,12 @@ PqQuantizer PqQuantizer::train(const float* sample, uint64_t n, uint32_t dim, co
     }
     if (p.metric == Metric::kCosine) normalize(rows.data() + i * dim, dim);
   }
-  std::vector<float> centroids(size_t{p.m} * ksub * dsub);
-  std::vector<float> sub(n * dsub);
+  std::vector<float> centroids(size_t{ksub} * dim);
+  std::vector<float> sub(n * (dim / p.m + 1));
+  const uint32_t base = dim / p.m, wide = dim % p.m;
   for (uint32_t j = 0; j < p.m; ++j) {
-    for (uint64_t i = 0; i < n; ++i) std::copy_n(rows.data() + i * dim + size_t{j} * dsub, dsub, sub.data() + i * dsub);
+    const uint32_t dsub = base + (j < wide ? 1 : 0), off = j * base + std::min(j, wide);  // width(j), offset(j)
+    for (uint64_t i = 0; i < n; ++i) std::copy_n(rows.data() + i * dim + off, dsub, sub.data() + i * dsub);
     KmeansParams kp;
     kp.k = ksub;
     kp.metric = Metric::kL2;
@@ -64,7 +67,7 @@ PqQuantizer PqQuantizer::train(const float* sample, uint64_t n, uint32_t dim, co
     kp.init = KmeansInit::kRandom;  // as faiss's PQ; k-means++ costs more than the Lloyd steps here
     kp.threads = p.threads;
     const KmeansResult km = kmeans(sub.data(), n, dsub, kp);
-    std::copy(km.centroids.begin(), km.centroids.end(), centroids.begin() + size_t{j} * ksub * dsub);
+    std::copy(km.centroids.begin(), km.centroids.end(), centroids.begin() + size_t{ksub} * off);
   }
   return PqQuantizer(dim, p.m, p.bits, p.metric, std::move(centroids));
 }
@@ -79,7 +82,7 @@ void PqQuantizer::encode(const float* rows, size_t n, uint8_t* codes) const {
     }
     if (metric_ == Metric::kCosine) normalize(row.data(), dim_);
     for (uint32_t j = 0; j < m_; ++j) {
-      many(row.data() + size_t{j} * dsub_, centroids_.data() + size_t{j} * ksub_ * dsub_, dsub_, ksub_, dsub_,
+      many(row.data() + offset(j), centroids_.data() + size_t{ksub_} * offset(j), width(j), ksub_, width(j),
            dist.data());
       codes[i * m_ + j] = static_cast<uint8_t>(std::min_element(dist.begin(), dist.end()) - dist.begin());
     }
@@ -98,7 +101,7 @@ void PqQuantizer::prepare(const float* q, QueryState& state) const {
   if (metric_ == Metric::kCosine) normalize(st.q.data(), dim_);
   const DistanceManyFn many = distance_many_kernel(metric_ == Metric::kInnerProduct ? Metric::kInnerProduct : Metric::kL2);
   for (uint32_t j = 0; j < m_; ++j) {
-    many(st.q.data() + size_t{j} * dsub_, centroids_.data() + size_t{j} * ksub_ * dsub_, dsub_, ksub_, dsub_,
+    many(st.q.data() + offset(j), centroids_.data() + size_t{ksub_} * offset(j), width(j), ksub_, width(j),
          st.table.data() + size_t{j} * ksub_);
   }
   st.constant = metric_ == Metric::kInnerProduct ? -float(m_ - 1) : 0.0f;
@@ -155,10 +158,10 @@ PqQuantizer PqQuantizer::deserialize(const uint8_t* bytes, size_t n) {
   // dim bounded so that the centroid count below cannot overflow; a real model is far smaller.
   constexpr uint32_t kMaxDim = 1u << 16;
   if (dim == 0 || dim > kMaxDim) BlobReader::corrupt("pq dim " + std::to_string(dim));
-  if (m == 0 || dim % m != 0) BlobReader::corrupt("pq m " + std::to_string(m) + " for dim " + std::to_string(dim));
+  if (m == 0 || m > dim) BlobReader::corrupt("pq m " + std::to_string(m) + " for dim " + std::to_string(dim));
   if (bits < 1 || bits > 8) BlobReader::corrupt("pq bits " + std::to_string(bits));
   if (metric > static_cast<uint32_t>(Metric::kCosine)) BlobReader::corrupt("pq metric " + std::to_string(metric));
-  std::vector<float> centroids(size_t{dim} << bits);  // m x ksub x (dim / m)
+  std::vector<float> centroids(size_t{dim} << bits);  // ksub x dim, by subspace
   r.floats(centroids.data(), centroids.size(), "centroids");
   r.expect_end();
   return PqQuantizer(dim, m, bits, Metric(metric), std::move(centroids));

@@ -4,7 +4,9 @@
 //
 // Principal entry points (the Quantizer interface, vector/quantizer.h):
 //   PqQuantizer::train(sample, n, dim, params)   k-means (vector/kmeans.h, L2) of each of
-//                                                m subspaces of dim / m dimensions
+//                                                m subspaces: consecutive runs of dim / m
+//                                                dimensions, the first dim % m of them one
+//                                                longer (m need not divide dim)
 //   encode: per subspace the nearest of its 2^bits centroids (L2), one byte each
 //   prepare: the m x 2^bits lookup table of the query's subvector against every centroid
 //   estimate: out[i] = constant + sum_j table[j][code_i[j]]
@@ -20,7 +22,10 @@
 // recall is what it is measured by.
 // Code layout (code_bytes() = m): byte j = the centroid of subspace j (8-bit codes, also
 // when bits < 8).
-// Limits: m divides dim; bits in [1, 8]; the sample holds at least 2^bits rows.
+// Limits: 1 <= m <= dim; bits in [1, 8]; the sample holds at least 2^bits rows.
+// Centroids: subspace j's 2^bits centroids of width(j) floats each start at float
+// 2^bits * offset(j), so the whole table is 2^bits * dim floats for any m (and, for m
+// dividing dim, the layout of equal subspaces).
 // Threads: const after train() / deserialize(); one state per thread.
 #pragma once
 
@@ -35,7 +40,7 @@
 namespace calico::vector {
 
 struct PqParams {
-  uint32_t m = 0;     // subspaces; must divide dim
+  uint32_t m = 0;     // subspaces (code bytes), 1 .. dim
   uint32_t bits = 8;  // 2^bits centroids per subspace, 1 .. 8
   Metric metric = Metric::kL2;
   uint32_t iters = 10;   // Lloyd iterations per subspace
@@ -45,7 +50,7 @@ struct PqParams {
 
 class PqQuantizer final : public Quantizer {
  public:
-  // Errors: kInvalidArgument naming the parameter: dim (0), m (0 or not dividing dim), bits
+  // Errors: kInvalidArgument naming the parameter: dim (0), m (0 or above dim), bits
   // (not in [1, 8]), the sample (empty, fewer rows than 2^bits, a row not finite).
   static PqQuantizer train(const float* sample, uint64_t n, uint32_t dim, const PqParams& params);
   // Errors: kCorruptPage (model_blob.h).
@@ -67,9 +72,15 @@ class PqQuantizer final : public Quantizer {
  private:
   PqQuantizer(uint32_t dim, uint32_t m, uint32_t bits, Metric metric, std::vector<float> centroids);
 
-  uint32_t dim_ = 0, m_ = 0, bits_ = 8, ksub_ = 256, dsub_ = 0;
+  // Subspace j: dimensions [offset(j), offset(j) + width(j)).
+  uint32_t width(uint32_t j) const { return dsub_ + (j < wide_ ? 1 : 0); }
+  uint32_t offset(uint32_t j) const { return j * dsub_ + (j < wide_ ? j : wide_); }
+
+  uint32_t dim_ = 0, m_ = 0, bits_ = 8, ksub_ = 256;
+  uint32_t dsub_ = 0;  // dim / m
+  uint32_t wide_ = 0;  // dim % m: the subspaces one dimension wider, the first ones
   Metric metric_ = Metric::kL2;
-  std::vector<float> centroids_;  // m x ksub x dsub; invariant: finite
+  std::vector<float> centroids_;  // ksub x dim floats, by subspace (above); invariant: finite
 };
 
 }  // namespace calico::vector

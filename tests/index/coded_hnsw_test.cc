@@ -385,7 +385,7 @@ TEST(CodedHnsw, PqCodesRecallAndReopen) {
     EXPECT_EQ(search_all(idx, opt, st), before) << frames << " frames";
   }
   auto pool = BufferPool::open(small_options(dir.path(), 64));
-  for (uint32_t bad : {3u, 256u}) {  // does not divide 128
+  for (uint32_t bad : {129u, 256u}) {  // more bytes than the 128 dimensions
     p.pq_bytes = bad;
     const Error e = expect_error(ErrorCode::kInvalidArgument, [&] {
       Coded::create(*pool, "bad", p, data().rows.data(), 1000, 100, budget_for(*pool));
@@ -398,6 +398,14 @@ TEST(CodedHnsw, PqCodesRecallAndReopen) {
   });
   EXPECT_NE(std::string(e.what()).find("sample"), std::string::npos) << e.what();
   for (const SpaceInfo& info : pool->spaces()) EXPECT_EQ(info.name.rfind("bad", 0), std::string::npos) << info.name;
+  // 29 bytes do not divide the 128 dimensions: subspaces of 5 (the first 12) and 4.
+  p.pq_bytes = 29;
+  Coded odd = Coded::create(*pool, "odd", p, data().rows.data(), 1000, 1024, budget_for(*pool));
+  for (uint64_t i = 0; i < kRows; ++i) odd.add(static_cast<uint32_t>(i), data().row(i));
+  EXPECT_EQ(odd.code_bytes(), 29u);
+  odd.check_structure();
+  CodedHnswSearchState st(odd);
+  EXPECT_GE(testing::mean_recall(search_all(odd, opt, st), truth()), 0.95);
 }
 
 TEST(CodedHnsw, ConcurrentAddsAndSearches) {

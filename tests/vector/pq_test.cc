@@ -21,18 +21,22 @@ using testing::expect_error;
 // The reconstruction of a code (the concatenated centroids) is not exposed; it is recovered
 // from the table of a query: with the L2 table of query 0 and of unit vectors e_d, the
 // estimates give |c|^2 and |e_d - c|^2, hence c_d = (|c|^2 + 1 - |e_d - c|^2) / 2.
+// m = 4 divides the 16 dimensions; m = 5 and 7 do not (subspaces of 4, 3, 3, 3, 3 and of
+// 3, 3, 2, 2, 2, 2, 2 dimensions), where a misplaced subspace would break the equality.
 TEST(Pq, EstimateIsTheDistanceToTheReconstruction) {
   const uint32_t dim = 16, n = 600;
   const std::vector<float> rows = test::clustered_rows(n, dim, 8, 2);
+  for (uint32_t m : {4u, 5u, 7u})
   for (Metric metric : {Metric::kL2, Metric::kInnerProduct}) {
+    SCOPED_TRACE("m " + std::to_string(m));
     PqParams p;
-    p.m = 4;
+    p.m = m;
     p.bits = 6;
     p.metric = metric;
     p.threads = 1;
     const PqQuantizer pq = PqQuantizer::train(rows.data(), n, dim, p);
-    EXPECT_EQ(pq.code_bytes(), 4u);
-    EXPECT_EQ(pq.name(), "pq4x6");
+    EXPECT_EQ(pq.code_bytes(), m);
+    EXPECT_EQ(pq.name(), "pq" + std::to_string(m) + "x6");
     std::vector<uint8_t> codes(n * pq.code_bytes());
     pq.encode(rows.data(), n, codes.data());
     // Reconstruct with an L2 model trained identically (same seed -> same centroids).
@@ -104,9 +108,9 @@ TEST(Pq, BadParameters) {
   p.m = 4;
   p.threads = 1;
   EXPECT_NE(message_of(p, 300, 0).find("dim"), std::string::npos);
-  PqParams m5 = p;
-  m5.m = 5;
-  EXPECT_NE(message_of(m5, 300, 12).find("subspaces m = 5"), std::string::npos);
+  PqParams m13 = p;  // more subspaces than dimensions
+  m13.m = 13;
+  EXPECT_NE(message_of(m13, 300, 12).find("subspaces m = 13"), std::string::npos);
   PqParams m0 = p;
   m0.m = 0;
   EXPECT_NE(message_of(m0, 300, 12).find("subspaces m = 0"), std::string::npos);

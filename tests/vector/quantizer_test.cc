@@ -199,7 +199,7 @@ TEST(ModelBlob, BadFieldsBehindValidChecksums) {
     w.floats(f.data(), f.size());
     return w.finish();
   };
-  refused(pq(8, 3, 8, 0, 0), "pq m 3");
+  refused(pq(8, 9, 8, 0, 0), "pq m 9");  // more subspaces than dimensions
   refused(pq(8, 2, 9, 0, 0), "bits");
   refused(pq(8, 2, 2, 31, 0), "truncated");
   refused(pq(8, 2, 2, 33, 0), "left after");

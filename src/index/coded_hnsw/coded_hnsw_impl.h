@@ -161,9 +161,7 @@ inline BasicCodedHnsw<Pool> BasicCodedHnsw<Pool>::create(Pool& pool, std::string
   if (name.empty() || name.size() > kMaxNameBytes) invalid("name: 1 to 56 characters");
   if (params.dim == 0) invalid("dim is 0");
   if (params.pq_bytes == 0 && params.bits != 1 && params.bits != 2 && params.bits != 4) invalid("bits must be 1, 2 or 4");
-  if (params.pq_bytes > 0 && (params.dim == 0 || params.dim % params.pq_bytes != 0)) {
-    invalid("pq_bytes must divide dim (each byte codes dim / pq_bytes dimensions)");
-  }
+  if (params.pq_bytes > params.dim) invalid("pq_bytes must be at most dim (each byte codes one or more dimensions)");
   if (params.M < 2 || params.M > HnswLayout::kMaxM) invalid("M must be in [2, 256]");
   if (static_cast<uint32_t>(params.metric) > static_cast<uint32_t>(vector::Metric::kCosine)) invalid("metric out of range");
   if (capacity == 0 || capacity > kMaxCapacity) invalid("capacity must be in [1, 2^32 - 2]");
